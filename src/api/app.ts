@@ -1,0 +1,63 @@
+// The express application: CORS, JSON bodies, the routes, and one error handler.
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { HttpError } from './errors.ts';
+
+/** Every response allows all origins; preflights are answered here. */
+export const cors: RequestHandler = (req, res, next) => {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
+  res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Authorization');
+  res.setHeader('Access-Control-Max-Age', '600');
+  if (req.method === 'OPTIONS') {
+    res.status(204).end();
+    return;
+  }
+  next();
+};
+
+/** Turns every error into JSON: HttpError as it says, body-parser's into 400/413, the rest 500. */
+export function errorHandler(log: (message: string) => void): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    let http: HttpError;
+    if (error instanceof HttpError) {
+      http = error;
+    } else if (error?.type === 'entity.parse.failed') {
+      http = new HttpError(400, 'INVALID_JSON', `the request body is not valid JSON: ${error.message}`);
+    } else if (error?.type === 'entity.too.large') {
+      http = new HttpError(413, 'BODY_TOO_LARGE', `the request body is larger than ${error.limit} bytes`);
+    } else if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
+      http = new HttpError(error.status, 'BAD_REQUEST', error.message);
+    } else {
+      log(`${req.method} ${req.originalUrl} failed: ${error?.stack ?? error}`);
+      http = new HttpError(500, 'INTERNAL', 'the service failed to handle this request; its log has the details');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(http.status).json({
+      status: 'error',
+      error: { code: http.code, message: http.message, ...(http.details !== undefined ? { details: http.details } : {}) },
+    });
+  };
+}
+
+export interface AppParts {
+  /** Mounted before the JSON body parser, so proxied bodies stream untouched. */
+  before?: RequestHandler[];
+  routers: Router[];
+  log: (message: string) => void;
+}
+
+export function createApp(parts: AppParts): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(cors);
+  for (const handler of parts.before ?? []) app.use(handler);
+  app.use(express.json({ limit: '1mb' }));
+  for (const router of parts.routers) app.use(router);
+  app.use((req, _res, next) => next(new HttpError(404, 'NOT_FOUND', `no route for ${req.method} ${req.path}`)));
+  app.use(errorHandler(parts.log));
+  return app;
+}

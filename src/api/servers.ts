@@ -1,0 +1,274 @@
+// The server lifecycle API: each call writes desired state into the manifest, then waits
+// (bounded) for the controller to report the outcome, like `kubectl wait`.
+import { randomUUID } from 'node:crypto';
+import { Router, type Request } from 'express';
+import type { Controller } from '../controller/controller.ts';
+import type { ServerRecord } from '../controller/reconciler.ts';
+import type { ManifestStore } from '../manifests/store.ts';
+import { API_VERSION, KIND, RESTARTED_AT, type EditorServer, type Phase, type RestartPolicy } from '../manifests/types.ts';
+import { checkHealth } from '../runtime/health.ts';
+import type { StatsSampler } from '../runtime/stats.ts';
+import { HttpError, notFound } from './errors.ts';
+import { checkBody, compileBodySchema } from './validation.ts';
+import { createdView, lifecycleView, serverView, statusOf } from './views.ts';
+
+export interface ServersDeps {
+  store: ManifestStore;
+  controller: Controller;
+  stats: StatsSampler;
+  startTimeoutMs: number;
+  stopTimeoutMs: number;
+}
+
+interface CreateBody {
+  name: string;
+  extensions?: string[];
+  extension_groups?: string[];
+  port?: number;
+  restart_policy?: RestartPolicy;
+  settings?: Record<string, unknown>;
+}
+
+const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
+
+/** A DNS-1123 label made from a display name: "Data Pipeline!" → "data-pipeline". */
+export function slugify(displayName: string): string {
+  const slug = displayName.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 50);
+  return slug.replace(/-+$/, '') || 'server';
+}
+
+const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>
+  record?.server?.status?.phase !== undefined && phases.includes(record.server.status.phase);
+
+export function serversRouter(deps: ServersDeps): Router {
+  const { store, controller, stats } = deps;
+  const reconciler = controller.reconciler;
+  const router = Router();
+
+  /** The record behind an :id, or 404. */
+  function find(req: Request): ServerRecord {
+    const id = String(req.params.id);
+    const name = reconciler.nameOfUid(id);
+    const record = name === undefined ? undefined : reconciler.records.get(name);
+    if (!record?.server) throw notFound(id);
+    return record;
+  }
+
+  /** Changes the spec through the store; 404 if the file vanished, 409 if it is now invalid. */
+  async function updateSpec(record: ServerRecord, change: (server: EditorServer, set: (path: string[], value: unknown) => void) => void) {
+    const result = await store.update(record.name, (doc, server) => {
+      change(server, (path, value) => doc.setIn(path, value));
+      doc.setIn(['metadata', 'generation'], (server.metadata.generation ?? 1) + 1);
+    });
+    if (result === 'missing') throw notFound(record.server!.metadata.uid ?? record.name);
+    if (result === 'invalid') {
+      throw new HttpError(409, 'MANIFEST_INVALID', `the manifest ${store.fileOf(record.name)} is invalid; fix it by hand first: ${(record.problems ?? []).join('; ')}`);
+    }
+    controller.enqueue(record.name);
+  }
+
+  function envelope(record: ServerRecord, message: string) {
+    return { status: 'success', message, data: lifecycleView(record) };
+  }
+
+  router.get('/servers', (_req, res) => {
+    const list = [...reconciler.records.values()]
+      .filter((r) => r.server?.metadata.uid)
+      .map((r) => serverView(r, stats.get(r.server!.status?.pid)));
+    res.json(list);
+  });
+
+  router.post('/servers', async (req, res) => {
+    const body = checkBody(validateCreate, req.body);
+    const displayName = body.name.trim();
+    const uid = randomUUID();
+    const base = slugify(displayName);
+    let name = base;
+    const server: EditorServer = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name, uid, generation: 1 },
+      spec: {
+        displayName,
+        running: false,
+        ...(body.port !== undefined ? { port: body.port } : {}),
+        ...(body.restart_policy ? { restartPolicy: body.restart_policy } : {}),
+        ...(body.extension_groups ? { extensionGroups: body.extension_groups } : {}),
+        extensions: body.extensions ?? [],
+        ...(body.settings ? { settings: body.settings } : {}),
+      },
+    };
+    if (body.port !== undefined) {
+      const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
+      if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
+    }
+    // Claim a free file name: data-pipeline, data-pipeline-2, …
+    for (let n = 2; !(await store.create(server)); n++) {
+      name = `${base}-${n}`;
+      server.metadata.name = name;
+      if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
+    }
+    controller.enqueue(name);
+    const record = await controller.waitFor(
+      name,
+      (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
+      deps.startTimeoutMs,
+    );
+    if (!record?.server) throw new HttpError(500, 'CREATE_FAILED', `the server "${displayName}" was written but the controller has not picked it up`);
+    res.status(201).json(createdView(record));
+  });
+
+  router.post('/servers/refresh-all', async (_req, res) => {
+    const records = [...reconciler.records.values()].filter((r) => r.server?.metadata.uid);
+    const servers = await Promise.all(records.map((r) => refresh(r)));
+    const updated = servers.filter((s) => s.updated).length;
+    res.json({
+      status: 'success',
+      total_servers: servers.length,
+      updated,
+      message: `refreshed ${servers.length} server${servers.length === 1 ? '' : 's'}, ${updated} changed`,
+      servers,
+    });
+  });
+
+  router.get('/servers/:id', (req, res) => {
+    const record = find(req);
+    res.json(serverView(record, stats.get(record.server!.status?.pid)));
+  });
+
+  router.post('/servers/:id/start', async (req, res) => {
+    const record = find(req);
+    const server = record.server!;
+    if (server.spec.running && server.status?.phase === 'Running') {
+      res.json(envelope(record, `server "${server.spec.displayName}" is already running`));
+      return;
+    }
+    const failed = server.status?.phase === 'Failed';
+    await updateSpec(record, (_s, set) => {
+      set(['spec', 'running'], true);
+      // A failed editor is started again with a restart request, as the spec already says running.
+      if (failed) set(['metadata', 'annotations', RESTARTED_AT], restartStamp());
+    });
+    await respondWhenStarted(record, res, 'started');
+  });
+
+  router.post('/servers/:id/stop', async (req, res) => {
+    const record = find(req);
+    await updateSpec(record, (_s, set) => set(['spec', 'running'], false));
+    const done = await controller.waitFor(record.name, (r) => !r?.server || phaseIs('Stopped', 'Failed')(r), deps.stopTimeoutMs);
+    if (!done?.server) throw notFound(String(req.params.id));
+    const settled = done.server.status?.phase === 'Stopped';
+    res.status(settled ? 200 : 202).json(envelope(done, settled
+      ? `server "${done.server.spec.displayName}" stopped`
+      : `server "${done.server.spec.displayName}" is still stopping`));
+  });
+
+  router.post('/servers/:id/restart', async (req, res) => {
+    const record = find(req);
+    const stamp = restartStamp();
+    await updateSpec(record, (_s, set) => {
+      set(['spec', 'running'], true);
+      set(['metadata', 'annotations', RESTARTED_AT], stamp);
+    });
+    await controller.waitFor(record.name, (r) => !r?.server || r.server.status?.observedRestartedAt === stamp, deps.stopTimeoutMs);
+    await respondWhenStarted(record, res, 'restarted');
+  });
+
+  router.delete('/servers/:id', async (req, res) => {
+    const record = find(req);
+    const id = record.server!.metadata.uid!;
+    const displayName = record.server!.spec.displayName;
+    const result = await store.update(record.name, (doc, server) => {
+      if (server.metadata.deletionTimestamp) return false;
+      doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
+    });
+    if (result === 'invalid') {
+      // An invalid manifest cannot be marked; removing the file is the same request.
+      await store.remove(record.name);
+    }
+    controller.enqueue(record.name);
+    const done = await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
+    res.status(done === undefined ? 200 : 202).json({
+      status: 'success',
+      message: done === undefined ? `server "${displayName}" deleted` : `server "${displayName}" is being deleted`,
+      data: { id },
+    });
+  });
+
+  router.get('/servers/:id/health', async (req, res) => {
+    const record = find(req);
+    const server = record.server!;
+    const pid = server.status?.pid ?? null;
+    const processExists = pid !== null && reconciler.isProcessAlive(record.name);
+    const port = server.spec.port ?? server.status?.port;
+    const http = processExists && port ? await checkHealth(port) : { ok: false };
+    const usage = stats.get(pid);
+    res.json({
+      status: 'success',
+      data: {
+        status: statusOf(server),
+        http_healthy: http.ok,
+        cpu_percent: usage?.cpuPercent ?? 0,
+        memory_mb: usage?.memoryMb ?? 0,
+        uptime_seconds: processExists && server.status?.startTime ? (Date.now() - Date.parse(server.status.startTime)) / 1000 : 0,
+        process_exists: processExists,
+      },
+    });
+  });
+
+  router.post('/servers/:id/refresh-status', async (req, res) => {
+    res.json(await refresh(find(req)));
+  });
+
+  /** Compares the real process and /healthz with the recorded status, and corrects it. */
+  async function refresh(record: ServerRecord) {
+    const before = record.server!;
+    const oldStatus = statusOf(before);
+    const port = before.spec.port ?? before.status?.port;
+    const pid = before.status?.pid ?? null;
+    const alive = pid !== null && reconciler.isProcessAlive(record.name);
+    const health = alive && port ? await checkHealth(port) : { ok: false, error: 'no process' };
+    if (alive && !health.ok) reconciler.markUnhealthy(record.name);
+    await controller.reconcileNow(record.name);
+    const after = reconciler.records.get(record.name)?.server ?? before;
+    const newStatus = reconciler.records.has(record.name) ? statusOf(after) : 'deleted';
+    return {
+      status: 'success',
+      id: before.metadata.uid,
+      name: before.spec.displayName ?? record.name,
+      port: port ?? null,
+      old_status: oldStatus,
+      new_status: newStatus,
+      pid_status: pid === null ? 'no process recorded' : alive ? `process ${pid} is running` : `process ${pid} no longer exists`,
+      healthz_status: health.ok
+        ? `GET /healthz on port ${port} answered${'state' in health && health.state ? ` (${health.state})` : ''}`
+        : `GET /healthz on port ${port ?? '-'} did not answer: ${health.error ?? 'no process'}`,
+      updated: oldStatus !== newStatus,
+    };
+  }
+
+  async function respondWhenStarted(record: ServerRecord, res: import('express').Response, verb: string) {
+    const done = await controller.waitFor(record.name, (r) => !r?.server || phaseIs('Running', 'Failed')(r), deps.startTimeoutMs);
+    if (!done?.server) throw notFound(record.server!.metadata.uid!);
+    const server = done.server;
+    const display = server.spec.displayName ?? done.name;
+    if (server.status?.phase === 'Running') {
+      res.json(envelope(done, `server "${display}" ${verb} on port ${server.status.port}`));
+    } else if (server.status?.phase === 'Failed') {
+      throw new HttpError(500, 'EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, lifecycleView(done));
+    } else {
+      res.status(202).json(envelope(done, `server "${display}" is still starting; poll GET /servers/${server.metadata.uid}`));
+    }
+  }
+
+  return router;
+}
+
+let lastStamp = '';
+/** A restart request stamp, unique even for two requests in the same millisecond. */
+function restartStamp(): string {
+  let stamp = new Date().toISOString();
+  if (stamp <= lastStamp) stamp = new Date(Date.parse(lastStamp) + 1).toISOString();
+  lastStamp = stamp;
+  return stamp;
+}

@@ -1,0 +1,64 @@
+// Turns controller records into the interface's JSON shapes (section 2 of the interface).
+import type { ServerRecord } from '../controller/reconciler.ts';
+import type { EditorServer, Phase } from '../manifests/types.ts';
+import type { ProcessStats } from '../runtime/stats.ts';
+
+/** The interface's status word for each phase: `running` and `stopped` once settled. */
+const STATUS: Record<Phase, string> = {
+  Pending: 'provisioning',
+  Provisioning: 'provisioning',
+  Stopped: 'stopped',
+  Starting: 'starting',
+  Running: 'running',
+  Stopping: 'stopping',
+  Failed: 'failed',
+  Terminating: 'stopping',
+};
+
+export function statusOf(server: EditorServer): string {
+  return STATUS[server.status?.phase ?? 'Pending'];
+}
+
+export function pidOf(server: EditorServer): number | null {
+  return server.status?.pid ?? null;
+}
+
+/** The full server record (2.1), with the manifest's own words alongside. */
+export function serverView(record: ServerRecord, stats: ProcessStats | undefined) {
+  const server = record.server!;
+  const status = server.status;
+  const pid = pidOf(server);
+  const startTime = pid !== null ? status?.startTime ?? null : null;
+  return {
+    id: server.metadata.uid ?? null,
+    name: server.spec.displayName ?? server.metadata.name,
+    port: server.spec.port ?? status?.port ?? null,
+    workspace_path: status?.workspacePath ?? null,
+    extensions: server.spec.extensions ?? [],
+    status: statusOf(server),
+    pid,
+    start_time: startTime,
+    uptime: startTime ? Math.max(0, (Date.now() - Date.parse(startTime)) / 1000) : 0,
+    cpu_percent: stats?.cpuPercent ?? 0,
+    memory_mb: stats?.memoryMb ?? 0,
+    manifest: server.metadata.name,
+    phase: status?.phase ?? 'Pending',
+    reason: status?.reason ?? null,
+    message: status?.message ?? null,
+    restart_policy: server.spec.restartPolicy ?? 'Never',
+    extension_status: status?.extensions ?? [],
+    ...(record.problems ? { manifest_errors: record.problems } : {}),
+  };
+}
+
+/** The create operation's subset. */
+export function createdView(record: ServerRecord) {
+  const { id, name, port, workspace_path, extensions, status, pid } = serverView(record, undefined);
+  return { id, name, port, workspace_path, extensions, status, pid };
+}
+
+/** data of start, stop and restart. */
+export function lifecycleView(record: ServerRecord) {
+  const server = record.server!;
+  return { id: server.metadata.uid, status: statusOf(server), pid: pidOf(server) };
+}

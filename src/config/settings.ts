@@ -1,0 +1,98 @@
+// The service's settings: environment variables for where things live, a config file for policy.
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Ajv } from 'ajv';
+import { parse } from 'yaml';
+import { describeErrors } from '../manifests/schema.ts';
+
+export interface Config {
+  ports: { min: number; max: number };
+  editor: {
+    startTimeoutSeconds: number;
+    stopGraceSeconds: number;
+    maxRestartBackoffSeconds: number;
+    crashLoopRestarts: number;
+  };
+  controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number };
+  extensionGroups: Record<string, string[]>;
+  ui: Record<string, unknown>;
+  packagedAssets: Record<string, unknown>;
+}
+
+export interface Settings {
+  host: string;
+  port: number;
+  manifestsDir: string;
+  dataDir: string;
+  configFile?: string;
+  /** DEVBOX_EDITOR_BIN as given; the runtime resolves the editor when unset. */
+  editorBin?: string;
+  config: Config;
+}
+
+export const DEFAULT_CONFIG: Config = {
+  ports: { min: 8010, max: 8100 },
+  editor: { startTimeoutSeconds: 30, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
+  controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2 },
+  extensionGroups: {
+    python: ['ms-python.python'],
+    jupyter: ['ms-toolsai.jupyter'],
+    git: ['eamodio.gitlens'],
+  },
+  ui: { title: 'devbox-controller' },
+  packagedAssets: {},
+};
+
+export class SettingsError extends Error {}
+
+const schema = JSON.parse(readFileSync(new URL('../../schemas/config.schema.json', import.meta.url), 'utf8'));
+const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(schema);
+
+/** Reads a YAML or JSON config file and lays it over the defaults. */
+export function loadConfig(file: string | undefined): Config {
+  if (!file) return structuredClone(DEFAULT_CONFIG);
+  if (!existsSync(file)) throw new SettingsError(`DEVBOX_CONFIG points at ${file}, which does not exist`);
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, 'utf8')) ?? {};
+  } catch (error) {
+    throw new SettingsError(`${file} is not valid YAML or JSON: ${(error as Error).message}`);
+  }
+  if (!validateConfig(raw)) {
+    throw new SettingsError(`${file} is not a valid config:\n  ${describeErrors(validateConfig.errors).join('\n  ')}`);
+  }
+  const given = raw as Partial<Config>;
+  const config: Config = {
+    ...structuredClone(DEFAULT_CONFIG),
+    ...given,
+    editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
+    controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
+  };
+  if (config.ports.min > config.ports.max) {
+    throw new SettingsError(`${file}: ports.min (${config.ports.min}) must not exceed ports.max (${config.ports.max})`);
+  }
+  return config;
+}
+
+function portFrom(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new SettingsError(`${name}="${value}" must be a port number between 0 and 65535`);
+  }
+  return port;
+}
+
+/** Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app). */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
+  return {
+    host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
+    port: portFrom(env.DEVBOX_PORT ?? env.DATABRICKS_APP_PORT, env.DEVBOX_PORT ? 'DEVBOX_PORT' : 'DATABRICKS_APP_PORT', 8000),
+    manifestsDir: resolve(env.DEVBOX_MANIFESTS_DIR || 'manifests'),
+    dataDir: resolve(env.DEVBOX_DATA_DIR || '.devbox'),
+    configFile,
+    editorBin: env.DEVBOX_EDITOR_BIN || undefined,
+    config: loadConfig(configFile),
+  };
+}

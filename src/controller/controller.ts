@@ -1,0 +1,197 @@
+// The control loop: lists the manifests, adopts the editors already running, then watches the
+// folder and feeds names to a work queue whose workers call reconcile(name).
+import { promises as fs } from 'node:fs';
+import { basename, join } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
+import type { EditorRuntime } from '../runtime/processes.ts';
+import { WorkQueue } from './queue.ts';
+import type { Reconciler, ServerRecord } from './reconciler.ts';
+
+export interface ControllerOptions {
+  store: ManifestStore;
+  runtime: EditorRuntime;
+  reconciler: Reconciler;
+  workers: number;
+  resyncMs: number;
+  stopGraceMs: number;
+  log?: (message: string) => void;
+}
+
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly options: ControllerOptions;
+  private watcher: FSWatcher | undefined;
+  /** How many reconciles of each name have started, so a caller can wait for a fresh one. */
+  private readonly runs = new Map<string, number>();
+  private resyncTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: ControllerOptions) {
+    this.options = options;
+    this.queue = new WorkQueue(async (name) => {
+      const run = (this.runs.get(name) ?? 0) + 1;
+      this.runs.set(name, run);
+      try {
+        return await options.reconciler.reconcile(name);
+      } finally {
+        options.reconciler.emit('reconciled', name, run);
+        if (!options.reconciler.records.has(name)) this.runs.delete(name);
+      }
+    }, {
+      workers: options.workers,
+      maxBackoffMs: 60_000,
+      onError: (name, error, attempt) =>
+        this.log(`reconcile ${name} failed (attempt ${attempt}): ${(error as Error).stack ?? error}`),
+    });
+  }
+
+  get reconciler(): Reconciler {
+    return this.options.reconciler;
+  }
+
+  enqueue(name: string): void {
+    this.queue.add(name);
+  }
+
+  async start(): Promise<void> {
+    const { store, runtime, reconciler } = this.options;
+    await fs.mkdir(store.dir, { recursive: true });
+    await this.removeStaleTemporaries();
+
+    // List first, so every recorded port is held before anything is allocated.
+    const names = await store.list();
+    const reads = await Promise.all(names.map((n) => store.read(n)));
+    for (const read of reads) if (read.kind === 'ok') reconciler.prime(read.server);
+
+    await this.adoptRunningEditors(new Set(names), reads);
+
+    this.watcher = watch(store.dir, {
+      ignoreInitial: true,
+      depth: 0,
+      ignored: (path, stats) => basename(path).startsWith('.') || (stats?.isFile() === true && !path.endsWith(MANIFEST_EXT)),
+    });
+    this.watcher.on('all', (_event, path) => void this.onFileEvent(path));
+    this.watcher.on('error', (error) => this.log(`watching ${store.dir} failed: ${(error as Error).message}`));
+    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+
+    for (const name of names) this.queue.add(name);
+    this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
+    this.resyncTimer.unref();
+  }
+
+  /** Re-lists the folder and queues every name, so a missed event (or deletion) still shows up. */
+  async resync(): Promise<void> {
+    const names = new Set(await this.options.store.list());
+    for (const name of this.options.reconciler.records.keys()) names.add(name);
+    for (const name of names) this.queue.add(name);
+  }
+
+  /** Queues the name and resolves after a reconcile that started after this call has finished. */
+  reconcileNow(name: string, timeoutMs = 30_000): Promise<void> {
+    const { reconciler } = this.options;
+    const after = this.runs.get(name) ?? 0;
+    return new Promise((resolve) => {
+      const onDone = (done: string, run: number) => {
+        if (done === name && run > after) finish();
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        reconciler.off('reconciled', onDone);
+        resolve();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      reconciler.on('reconciled', onDone);
+      this.queue.add(name);
+    });
+  }
+
+  /** Waits until the record satisfies the predicate, or the timeout passes. */
+  waitFor(name: string, predicate: (record: ServerRecord | undefined) => boolean, timeoutMs: number): Promise<ServerRecord | undefined> {
+    const { reconciler } = this.options;
+    const current = reconciler.records.get(name);
+    if (predicate(current)) return Promise.resolve(current);
+    return new Promise((resolve) => {
+      const onChange = (changed: string) => {
+        if (changed !== name) return;
+        const record = reconciler.records.get(name);
+        if (predicate(record)) finish(record);
+      };
+      const finish = (record: ServerRecord | undefined) => {
+        clearTimeout(timer);
+        reconciler.off('changed', onChange);
+        resolve(record);
+      };
+      const timer = setTimeout(() => finish(reconciler.records.get(name)), timeoutMs);
+      reconciler.on('changed', onChange);
+    });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.resyncTimer);
+    this.queue.stop();
+    await this.watcher?.close();
+    this.options.runtime.dispose();
+  }
+
+  private async onFileEvent(path: string): Promise<void> {
+    const file = basename(path);
+    if (!file.endsWith(MANIFEST_EXT) || file.startsWith('.')) return;
+    const name = file.slice(0, -MANIFEST_EXT.length);
+    // Our own writes come back as events: skip them, or every status write would wake us again.
+    const text = await fs.readFile(path, 'utf8').catch(() => undefined);
+    if (text !== undefined && this.options.store.isOwnWrite(name, text)) return;
+    this.queue.add(name);
+  }
+
+  /**
+   * Editors outlive the controller. Keep the one each manifest recorded (or, after a crash
+   * between launch and status write, the one on its port); stop the rest.
+   */
+  private async adoptRunningEditors(names: Set<string>, reads: Awaited<ReturnType<ManifestStore['read']>>[]): Promise<void> {
+    const { runtime, reconciler } = this.options;
+    const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
+    const adopted = new Set<string>();
+    const extras = [];
+    const found = runtime.discover();
+    // Recorded identities first, so a stray twin never wins over the recorded process.
+    found.sort((a, b) => Number(isRecorded(servers.get(b.name), b.identity.pid)) - Number(isRecorded(servers.get(a.name), a.identity.pid)));
+    for (const editor of found) {
+      const server = servers.get(editor.name);
+      if (!names.has(editor.name)) {
+        extras.push(editor);
+        continue;
+      }
+      if (!server) continue; // invalid manifest: leave its editor alone
+      const status = server.status;
+      const port = server.spec.port ?? status?.port;
+      const keep = !adopted.has(editor.name) && server.spec.running && !server.metadata.deletionTimestamp
+        && (isRecorded(server, editor.identity.pid) || (editor.port !== undefined && editor.port === port));
+      if (keep) {
+        adopted.add(editor.name);
+        reconciler.adopt(editor.name, editor.identity);
+        this.log(`adopted running editor ${editor.name} (pid ${editor.identity.pid})`);
+      } else {
+        extras.push(editor);
+      }
+    }
+    await Promise.all(extras.map((editor) => {
+      this.log(`stopping editor pid ${editor.identity.pid} (${editor.name}): no manifest wants it`);
+      return runtime.stop(editor.identity, this.options.stopGraceMs);
+    }));
+  }
+
+  private async removeStaleTemporaries(): Promise<void> {
+    const dir = this.options.store.dir;
+    for (const entry of await fs.readdir(dir)) {
+      if (entry.startsWith('.') && entry.endsWith('.tmp')) await fs.rm(join(dir, entry), { force: true });
+    }
+  }
+
+  private log(message: string): void {
+    (this.options.log ?? console.log)(message);
+  }
+}
+
+function isRecorded(server: { status?: { pid?: number | null } } | undefined, pid: number): boolean {
+  return server?.status?.pid === pid;
+}

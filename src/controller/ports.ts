@@ -1,0 +1,72 @@
+// Hands out editor ports from the configured range: never two names on one port, never a port
+// another process is listening on, and the same port again for the same name.
+import { createServer } from 'node:net';
+
+export type PortProbe = (port: number) => Promise<boolean>;
+
+/** True when nothing listens on 127.0.0.1:port (we can bind it ourselves). */
+export const portIsFree: PortProbe = (port) =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+
+export class PortAllocator {
+  private readonly min: number;
+  private readonly max: number;
+  private readonly probe: PortProbe;
+  private readonly owners = new Map<number, string>();
+  private readonly byName = new Map<string, number>();
+
+  constructor(range: { min: number; max: number }, probe: PortProbe = portIsFree) {
+    this.min = range.min;
+    this.max = range.max;
+    this.probe = probe;
+  }
+
+  owner(port: number): string | undefined {
+    return this.owners.get(port);
+  }
+
+  portOf(name: string): number | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Records a port a name already has (from its manifest); false if another name holds it. */
+  reserve(name: string, port: number): boolean {
+    const owner = this.owners.get(port);
+    if (owner !== undefined && owner !== name) return false;
+    const previous = this.byName.get(name);
+    if (previous !== undefined && previous !== port) this.owners.delete(previous);
+    this.owners.set(port, name);
+    this.byName.set(name, port);
+    return true;
+  }
+
+  /**
+   * Gives the name a free port from the range: its own one if it has one. The port is held
+   * before the probe runs, so concurrent callers never pick the same one.
+   */
+  async allocate(name: string): Promise<number | undefined> {
+    const own = this.byName.get(name);
+    if (own !== undefined) return own;
+    for (let port = this.min; port <= this.max; port++) {
+      if (this.owners.has(port)) continue;
+      this.owners.set(port, name);
+      if (await this.probe(port)) {
+        this.byName.set(name, port);
+        return port;
+      }
+      this.owners.delete(port);
+    }
+    return undefined;
+  }
+
+  release(name: string): void {
+    const port = this.byName.get(name);
+    if (port === undefined) return;
+    this.byName.delete(name);
+    if (this.owners.get(port) === name) this.owners.delete(port);
+  }
+}

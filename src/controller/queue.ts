@@ -1,0 +1,148 @@
+// A work queue of names, like client-go's: a name waits at most once, is processed by one worker
+// at a time, and failures come back after a capped exponential backoff.
+
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export type ReconcileResult = { requeueAfterMs?: number } | void;
+
+export interface QueueOptions {
+  workers: number;
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  clock?: Clock;
+  onError?: (name: string, error: unknown, attempt: number) => void;
+}
+
+export class WorkQueue {
+  private readonly handler: (name: string) => Promise<ReconcileResult>;
+  private readonly workers: number;
+  private readonly baseBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly clock: Clock;
+  private readonly onError?: QueueOptions['onError'];
+  private readonly pending: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly active = new Set<string>();
+  /** Names added again while being processed: they run once more afterwards. */
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly delayed = new Map<string, { at: number; handle: unknown }>();
+  private readonly idleWaiters: Array<() => void> = [];
+  private stopped = false;
+
+  constructor(handler: (name: string) => Promise<ReconcileResult>, options: QueueOptions) {
+    this.handler = handler;
+    this.workers = options.workers;
+    this.baseBackoffMs = options.baseBackoffMs ?? 100;
+    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.clock = options.clock ?? realClock;
+    this.onError = options.onError;
+  }
+
+  add(name: string): void {
+    if (this.stopped) return;
+    this.cancelDelay(name);
+    if (this.active.has(name)) {
+      this.dirty.add(name);
+      return;
+    }
+    if (this.queued.has(name)) return;
+    this.queued.add(name);
+    this.pending.push(name);
+    this.pump();
+  }
+
+  /** Adds the name after a delay; an earlier delay for the same name wins. */
+  addAfter(name: string, ms: number): void {
+    if (this.stopped) return;
+    if (ms <= 0) return this.add(name);
+    const at = this.clock.now() + ms;
+    const existing = this.delayed.get(name);
+    if (existing && existing.at <= at) return;
+    if (existing) this.clock.clearTimeout(existing.handle);
+    const handle = this.clock.setTimeout(() => {
+      this.delayed.delete(name);
+      this.add(name);
+    }, ms);
+    this.delayed.set(name, { at, handle });
+  }
+
+  /** Forgets a name's failure history (after it succeeds, or when it is deleted). */
+  forget(name: string): void {
+    this.failures.delete(name);
+  }
+
+  get length(): number {
+    return this.pending.length + this.active.size;
+  }
+
+  /** Resolves when nothing is queued or running (delayed names do not count). */
+  idle(): Promise<void> {
+    if (this.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const { handle } of this.delayed.values()) this.clock.clearTimeout(handle);
+    this.delayed.clear();
+    this.pending.length = 0;
+    this.queued.clear();
+  }
+
+  backoffFor(attempt: number): number {
+    return Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** Math.max(0, attempt - 1));
+  }
+
+  private cancelDelay(name: string): void {
+    const existing = this.delayed.get(name);
+    if (existing) {
+      this.clock.clearTimeout(existing.handle);
+      this.delayed.delete(name);
+    }
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.active.size < this.workers) {
+      // Skip names whose previous run is still going: they are marked dirty instead.
+      const index = this.pending.findIndex((n) => !this.active.has(n));
+      if (index < 0) break;
+      const [name] = this.pending.splice(index, 1);
+      this.queued.delete(name);
+      this.active.add(name);
+      void this.run(name);
+    }
+    if (this.length === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private async run(name: string): Promise<void> {
+    try {
+      const result = await this.handler(name);
+      this.failures.delete(name);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
+    } catch (error) {
+      const attempt = (this.failures.get(name) ?? 0) + 1;
+      this.failures.set(name, attempt);
+      this.onError?.(name, error, attempt);
+      this.addAfter(name, this.backoffFor(attempt));
+    } finally {
+      this.active.delete(name);
+      if (this.dirty.delete(name)) this.add(name);
+      this.pump();
+    }
+  }
+}

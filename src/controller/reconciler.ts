@@ -1,0 +1,498 @@
+// reconcile(name): read the manifest and the real process, make one step of progress toward the
+// spec, and write status back when it changed. Level-triggered and idempotent.
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { promises as fs } from 'node:fs';
+import type { Config } from '../config/settings.ts';
+import type { ExtensionInstaller } from '../extensions/installer.ts';
+import type { ManifestStore } from '../manifests/store.ts';
+import { RESTARTED_AT, type EditorServer, type EditorServerStatus, type ExtensionStatus, type Phase } from '../manifests/types.ts';
+import { checkHealth, waitHealthy } from '../runtime/health.ts';
+import type { EditorRuntime, ExitInfo, ProcessIdentity } from '../runtime/processes.ts';
+import { ensureWorkspace, removeServerFiles, type DataLayout } from '../workspace/layout.ts';
+import type { PortAllocator, PortProbe } from './ports.ts';
+import type { ReconcileResult } from './queue.ts';
+
+export type LogLevel = 'INFO' | 'WARN' | 'ERROR';
+
+/** What the controller needs from the log hub. */
+export interface ServerLogs {
+  rawPaths(name: string): { dir: string; stdout: string; stderr: string };
+  track(server: { name: string; id: string; displayName: string }): void;
+  event(name: string, level: LogLevel, message: string): void;
+  untrack(name: string, options?: { remove?: boolean }): Promise<void>;
+}
+
+/** The controller's view of one manifest: the last valid object, and the file's problems if any. */
+export interface ServerRecord {
+  name: string;
+  server?: EditorServer;
+  problems?: string[];
+}
+
+/** Facts about a server that live only in memory. */
+interface Live {
+  identity?: ProcessIdentity;
+  healthy: boolean;
+  probe?: symbol;
+  probeFailed?: string;
+  lastExit?: ExitInfo;
+  crashTimes: number[];
+  nextRestartAt?: number;
+}
+
+export interface ReconcilerDeps {
+  store: ManifestStore;
+  runtime: EditorRuntime;
+  ports: PortAllocator;
+  portIsFree: PortProbe;
+  layout: DataLayout;
+  logs: ServerLogs;
+  installer: ExtensionInstaller;
+  config: Config;
+  /** Puts a name back on the queue (a probe finished, a process exited). */
+  enqueue: (name: string) => void;
+  log?: (message: string) => void;
+}
+
+const CRASH_WINDOW_MS = 10 * 60_000;
+/** An editor that stays up this long forgets its earlier crashes. */
+const STABLE_AFTER_MS = 60_000;
+
+export class Reconciler extends EventEmitter {
+  readonly records = new Map<string, ServerRecord>();
+  private readonly lives = new Map<string, Live>();
+  private readonly byUid = new Map<string, string>();
+  private readonly deps: ReconcilerDeps;
+
+  constructor(deps: ReconcilerDeps) {
+    super();
+    this.setMaxListeners(0);
+    this.deps = deps;
+    deps.runtime.onExit((name, identity, exit) => {
+      const live = this.lives.get(name);
+      if (live?.identity?.pid === identity.pid) live.lastExit = exit;
+      deps.enqueue(name);
+    });
+  }
+
+  nameOfUid(uid: string): string | undefined {
+    return this.byUid.get(uid);
+  }
+
+  /** Live pids of running editors, for the stats sampler. */
+  pids(): number[] {
+    return [...this.lives.values()].flatMap((l) => (l.identity ? [l.identity.pid] : []));
+  }
+
+  isProcessAlive(name: string): boolean {
+    const identity = this.lives.get(name)?.identity;
+    return identity !== undefined && this.deps.runtime.isAlive(identity);
+  }
+
+  /** /healthz stopped answering: the next reconcile probes again before calling it Running. */
+  markUnhealthy(name: string): void {
+    const live = this.lives.get(name);
+    if (live) live.healthy = false;
+  }
+
+  /** True when a managed editor is running on the port (the proxy routes only there). */
+  isRunningPort(port: number): boolean {
+    const name = this.deps.ports.owner(port);
+    if (name === undefined) return false;
+    const phase = this.records.get(name)?.server?.status?.phase;
+    return this.lives.get(name)?.identity !== undefined && (phase === 'Running' || phase === 'Starting');
+  }
+
+  /** Takes over an editor that was already running when the controller started. */
+  adopt(name: string, identity: ProcessIdentity): void {
+    this.live(name).identity = identity;
+    this.deps.runtime.watch(name, identity);
+  }
+
+  /** Remembers a valid manifest read at start-up and holds its port before anyone allocates. */
+  prime(server: EditorServer): void {
+    const name = server.metadata.name;
+    this.setRecord({ name, server });
+    const port = server.spec.port ?? server.status?.port;
+    if (port !== undefined) this.deps.ports.reserve(name, port);
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const read = await this.deps.store.read(name);
+    if (read.kind === 'missing') return this.finalize(name);
+    if (read.kind === 'invalid') return this.markInvalid(name, read.errors);
+
+    const server = read.server;
+    const record = this.setRecord({ name, server });
+    const uid = server.metadata.uid ?? randomUUID();
+    const displayName = server.spec.displayName ?? name;
+    this.deps.logs.track({ name, id: uid, displayName });
+    if (server.metadata.deletionTimestamp) {
+      await this.teardown(name, server);
+      await this.deps.store.remove(name);
+      return this.forget(name);
+    }
+
+    const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
+    const live = this.live(name);
+
+    // Port: the spec's, else the one already held, else a fresh one from the range.
+    const port = await this.ensurePort(name, server);
+    if (typeof port === 'string') {
+      await this.commit(record, uid, { ...status, phase: 'Failed', reason: 'PortUnavailable', message: port });
+      return { requeueAfterMs: 5000 };
+    }
+    status.port = port;
+    status.workspacePath = await ensureWorkspace(this.deps.layout, name);
+    await this.ensureSettings(name, server.spec.settings);
+
+    // The process as it really is.
+    if (!live.identity && status.pid && status.pidStartTicks !== undefined) {
+      const recorded = { pid: status.pid, startTicks: status.pidStartTicks };
+      if (this.deps.runtime.isAlive(recorded)) {
+        this.adopt(name, recorded);
+        live.healthy = (await checkHealth(port)).ok;
+      }
+    }
+    const alive = live.identity !== undefined && this.deps.runtime.isAlive(live.identity);
+    if (!alive && live.identity) live.identity = undefined;
+
+    const restartAt = server.metadata.annotations?.[RESTARTED_AT];
+    const restartRequested = restartAt !== undefined && restartAt !== status.observedRestartedAt;
+
+    if (!server.spec.running) {
+      if (alive) await this.stopProcess(record, uid, status, 'stopped on request');
+      live.crashTimes = [];
+      live.nextRestartAt = undefined;
+      if (restartRequested) status.observedRestartedAt = restartAt;
+      if (!(await this.ensureExtensions(record, uid, status))) return;
+      Object.assign(clearProcess(status), { phase: 'Stopped' as Phase, reason: undefined, message: undefined });
+      await this.commit(record, uid, status);
+      return;
+    }
+
+    if (restartRequested) {
+      if (alive) await this.stopProcess(record, uid, status, 'stopped for a restart');
+      status.observedRestartedAt = restartAt;
+      status.restarts = (status.restarts ?? 0) + 1;
+      live.crashTimes = [];
+      live.nextRestartAt = undefined;
+      live.lastExit = undefined;
+      this.deps.logs.event(name, 'INFO', 'restarting');
+    } else if (alive) {
+      return this.observeRunning(record, uid, status, live, port);
+    } else if (status.pid) {
+      // We believed it was running and it is gone: it exited or crashed.
+      const delay = this.recordCrash(name, status, live);
+      if (delay === undefined) {
+        await this.commit(record, uid, status);
+        return;
+      }
+      await this.commit(record, uid, status);
+      if (delay > 0) return { requeueAfterMs: delay };
+    } else if (status.phase === 'Failed' && (status.reason === 'Crashed' || status.reason === 'Exited')) {
+      return; // restartPolicy said no: it stays failed until someone starts it again
+    } else if (live.nextRestartAt !== undefined && Date.now() < live.nextRestartAt) {
+      return { requeueAfterMs: live.nextRestartAt - Date.now() };
+    }
+
+    if (!(await this.ensureExtensions(record, uid, status))) return;
+    return this.startProcess(record, uid, status, live, port);
+  }
+
+  /** Stops an editor and removes what the server owns; the manifest is the caller's. */
+  async teardown(name: string, server: EditorServer | undefined): Promise<void> {
+    const live = this.lives.get(name);
+    const status = server?.status;
+    const identity = live?.identity
+      ?? (status?.pid && status.pidStartTicks !== undefined ? { pid: status.pid, startTicks: status.pidStartTicks } : undefined);
+    if (identity) await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    this.deps.logs.event(name, 'INFO', 'deleted');
+    await removeServerFiles(this.deps.layout, name);
+    await this.deps.logs.untrack(name, { remove: true });
+  }
+
+  private async finalize(name: string): Promise<ReconcileResult> {
+    const record = this.records.get(name);
+    if (record) {
+      this.log(`manifest ${name} was removed: stopping its editor and removing its files`);
+      await this.teardown(name, record.server);
+    }
+    return this.forget(name);
+  }
+
+  private forget(name: string): ReconcileResult {
+    const uid = this.records.get(name)?.server?.metadata.uid;
+    if (uid) this.byUid.delete(uid);
+    this.records.delete(name);
+    this.lives.delete(name);
+    this.deps.ports.release(name);
+    this.emit('deleted', name);
+    this.emit('changed', name);
+  }
+
+  private markInvalid(name: string, errors: string[]): ReconcileResult {
+    const record = this.records.get(name) ?? { name };
+    const changed = JSON.stringify(record.problems) !== JSON.stringify(errors);
+    record.problems = errors;
+    this.records.set(name, record);
+    if (changed) {
+      this.log(`manifest ${this.deps.store.fileOf(name)} is invalid; its editor is left as it is:\n  ${errors.join('\n  ')}`);
+      if (record.server) this.deps.logs.event(name, 'ERROR', `manifest is invalid: ${errors.join('; ')}`);
+    }
+    this.emit('changed', name);
+  }
+
+  private async ensurePort(name: string, server: EditorServer): Promise<number | string> {
+    const { ports } = this.deps;
+    const wanted = server.spec.port;
+    if (wanted !== undefined) {
+      if (!ports.reserve(name, wanted)) return `spec.port ${wanted} is already used by server "${ports.owner(wanted)}": choose another port`;
+      return wanted;
+    }
+    const recorded = server.status?.port;
+    if (recorded !== undefined && ports.reserve(name, recorded)) return recorded;
+    const { min, max } = this.deps.config.ports;
+    return (await ports.allocate(name)) ?? `no free port left in ${min}-${max}: stop or delete a server, or widen ports in the config`;
+  }
+
+  private async ensureSettings(name: string, settings: Record<string, unknown> | undefined): Promise<void> {
+    if (!settings) return;
+    const dir = `${this.deps.layout.editor(name).userDataDir}/User`;
+    const file = `${dir}/settings.json`;
+    const text = JSON.stringify(settings, null, 2) + '\n';
+    if ((await fs.readFile(file, 'utf8').catch(() => undefined)) === text) return;
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(file + '.tmp', text);
+    await fs.rename(file + '.tmp', file);
+  }
+
+  /** Installs the extensions the spec asks for that status does not list yet; false if the file vanished. */
+  private async ensureExtensions(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<boolean> {
+    const server = record.server!;
+    const groups = this.deps.config.extensionGroups;
+    const wanted = [...new Set([
+      ...(server.spec.extensionGroups ?? []).flatMap((g) => groups[g] ?? []),
+      ...(server.spec.extensions ?? []),
+    ])];
+    const known = new Map((status.extensions ?? []).map((e) => [e.id, e]));
+    const missing = wanted.filter((id) => !known.has(id));
+    if (missing.length === 0) {
+      status.extensions = wanted.map((id) => known.get(id)!);
+      if (status.extensions.length === 0) delete status.extensions;
+      return true;
+    }
+    const name = record.name;
+    const previousPhase = status.phase;
+    status.phase = 'Provisioning';
+    status.reason = 'InstallingExtensions';
+    if ((await this.commit(record, uid, status)) === 'gone') return false;
+    const target = this.deps.layout.editor(name);
+    for (const id of missing) {
+      this.deps.logs.event(name, 'INFO', `installing extension ${id}`);
+      const outcome = await this.deps.installer.install(target, id);
+      const entry: ExtensionStatus = outcome.ok
+        ? { id, state: 'Installed', ...(outcome.version ? { version: outcome.version } : {}) }
+        : { id, state: 'Failed', message: outcome.message };
+      known.set(id, entry);
+      this.deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
+        ? `extension ${id} installed${outcome.version ? ` (${outcome.version})` : ''}`
+        : `extension ${id} failed to install: ${outcome.message}`);
+    }
+    status.extensions = wanted.map((id) => known.get(id)!);
+    status.phase = previousPhase;
+    status.reason = undefined;
+    return true;
+  }
+
+  private async startProcess(
+    record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
+  ): Promise<ReconcileResult> {
+    const name = record.name;
+    if (!(await this.deps.portIsFree(port))) {
+      const message = `port ${port} is held by a process this service does not manage: stop it, or set another spec.port`;
+      this.deps.logs.event(name, 'ERROR', message);
+      await this.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'PortInUse', message });
+      return { requeueAfterMs: 5000 };
+    }
+    // The port is on disk before the process exists, so a crash here never loses it.
+    if (record.server?.status?.port !== port) {
+      if ((await this.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
+    }
+    const logs = this.deps.logs.rawPaths(name);
+    const editor = this.deps.layout.editor(name);
+    this.deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
+    let identity: ProcessIdentity;
+    try {
+      identity = this.deps.runtime.launch({
+        name, port,
+        workspacePath: status.workspacePath!,
+        userDataDir: editor.userDataDir,
+        extensionsDir: editor.extensionsDir,
+        configPath: editor.configPath,
+        stdoutPath: logs.stdout,
+        stderrPath: logs.stderr,
+      });
+    } catch (error) {
+      const message = `could not launch the editor: ${(error as Error).message}`;
+      this.deps.logs.event(name, 'ERROR', message);
+      await this.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
+      throw error;
+    }
+    live.identity = identity;
+    live.healthy = false;
+    live.lastExit = undefined;
+    live.probeFailed = undefined;
+    live.nextRestartAt = undefined;
+    Object.assign(status, {
+      phase: 'Starting' as Phase,
+      reason: undefined,
+      message: undefined,
+      pid: identity.pid,
+      pidStartTicks: identity.startTicks,
+      startTime: new Date().toISOString(),
+    });
+    await this.commit(record, uid, status);
+    this.startProbe(name, live, port);
+  }
+
+  private async observeRunning(
+    record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
+  ): Promise<ReconcileResult> {
+    const name = record.name;
+    if (status.pid !== live.identity!.pid) {
+      Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
+      status.startTime ??= new Date().toISOString();
+    }
+    if (live.healthy) {
+      if (status.phase !== 'Running') this.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
+      Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
+      const stableFor = Date.now() - Date.parse(status.startTime ?? '');
+      if (live.crashTimes.length > 0 && stableFor >= STABLE_AFTER_MS) live.crashTimes = [];
+    } else if (live.probeFailed) {
+      Object.assign(status, { phase: 'Failed' as Phase, reason: 'Unhealthy', message: live.probeFailed });
+    } else {
+      status.phase = 'Starting';
+      if (!live.probe) this.startProbe(name, live, port);
+    }
+    await this.commit(record, uid, status);
+    if (live.crashTimes.length > 0) return { requeueAfterMs: STABLE_AFTER_MS };
+  }
+
+  /** Polls /healthz in the background and puts the name back on the queue when it answers. */
+  private startProbe(name: string, live: Live, port: number): void {
+    const token = Symbol(name);
+    live.probe = token;
+    const identity = live.identity;
+    const timeoutMs = this.deps.config.editor.startTimeoutSeconds * 1000;
+    void waitHealthy(port, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
+      if (live.probe !== token) return;
+      live.probe = undefined;
+      if (ok) live.healthy = true;
+      else if (live.identity === identity && identity && this.deps.runtime.isAlive(identity)) {
+        live.probeFailed = `code-server did not answer /healthz on port ${port} within ${timeoutMs / 1000} s`;
+        this.deps.logs.event(name, 'ERROR', live.probeFailed);
+      }
+      this.deps.enqueue(name);
+    });
+  }
+
+  private async stopProcess(record: ServerRecord, uid: string, status: EditorServerStatus, why: string): Promise<void> {
+    const name = record.name;
+    const live = this.live(name);
+    const identity = live.identity!;
+    this.deps.logs.event(name, 'INFO', 'stopping');
+    await this.commit(record, uid, { ...status, phase: 'Stopping' });
+    live.probe = undefined;
+    await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    live.identity = undefined;
+    live.healthy = false;
+    live.lastExit = undefined;
+    live.probeFailed = undefined;
+    clearProcess(status);
+    this.deps.logs.event(name, 'INFO', why);
+  }
+
+  /**
+   * Handles an editor that died on its own: records the exit and applies spec.restartPolicy.
+   * Returns the delay before the next start, or undefined when it is not to be restarted.
+   */
+  private recordCrash(name: string, status: EditorServerStatus, live: Live): number | undefined {
+    const policy = this.records.get(name)?.server?.spec.restartPolicy ?? 'Never';
+    const exit = live.lastExit ?? { code: null, signal: null };
+    live.lastExit = undefined;
+    const how = exit.signal ? `killed by ${exit.signal}` : exit.code !== null ? `exited with code ${exit.code}` : 'exited';
+    const clean = exit.code === 0;
+    status.lastExit = { code: exit.code, signal: exit.signal, at: new Date().toISOString() };
+    clearProcess(status);
+    const restart = policy === 'Always' || (policy === 'OnFailure' && !clean);
+    this.deps.logs.event(name, clean ? 'WARN' : 'ERROR', `code-server ${how}${restart ? '' : ` (restartPolicy ${policy}: not restarting)`}`);
+    if (!restart) {
+      Object.assign(status, { phase: 'Failed' as Phase, reason: clean ? 'Exited' : 'Crashed', message: `code-server ${how}` });
+      return undefined;
+    }
+    const now = Date.now();
+    live.crashTimes = [...live.crashTimes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    const attempts = live.crashTimes.length;
+    const delay = Math.min(this.deps.config.editor.maxRestartBackoffSeconds * 1000, 1000 * 2 ** (attempts - 1));
+    live.nextRestartAt = now + delay;
+    status.restarts = (status.restarts ?? 0) + 1;
+    if (attempts >= this.deps.config.editor.crashLoopRestarts) {
+      Object.assign(status, {
+        phase: 'Failed' as Phase,
+        reason: 'CrashLoopBackOff',
+        message: `code-server ${how}; ${attempts} crashes in ${CRASH_WINDOW_MS / 60_000} min, next start in ${Math.round(delay / 1000)} s`,
+      });
+    } else {
+      Object.assign(status, { phase: 'Starting' as Phase, reason: 'BackOff', message: `code-server ${how}; restarting in ${Math.round(delay / 1000)} s` });
+    }
+    this.deps.logs.event(name, 'INFO', `restarting in ${Math.round(delay / 1000)} s (restartPolicy ${policy})`);
+    return delay;
+  }
+
+  /** Writes status (and a new uid) when it changed, and updates the cache. */
+  private async commit(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<'ok' | 'gone'> {
+    const server = record.server!;
+    const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
+    const result = await this.deps.store.writeStatus(record.name, clean, uid);
+    if (result === 'missing' || result === 'invalid') return 'gone';
+    server.metadata.uid = uid;
+    server.status = clean;
+    this.setRecord(record);
+    this.emit('changed', record.name);
+    return 'ok';
+  }
+
+  private setRecord(record: ServerRecord): ServerRecord {
+    const existing = this.records.get(record.name);
+    const next = existing ?? record;
+    next.server = record.server;
+    next.problems = undefined;
+    this.records.set(record.name, next);
+    const uid = next.server?.metadata.uid;
+    if (uid) this.byUid.set(uid, record.name);
+    return next;
+  }
+
+  private live(name: string): Live {
+    let live = this.lives.get(name);
+    if (!live) {
+      live = { healthy: false, crashTimes: [] };
+      this.lives.set(name, live);
+    }
+    return live;
+  }
+
+  private log(message: string): void {
+    (this.deps.log ?? console.log)(message);
+  }
+}
+
+/** Clears the process fields of a status: no process runs. */
+function clearProcess(status: EditorServerStatus): EditorServerStatus {
+  status.pid = null;
+  delete status.pidStartTicks;
+  delete status.startTime;
+  return status;
+}

@@ -1,0 +1,37 @@
+// Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
+import { execa } from 'execa';
+
+export interface InstallOutcome {
+  ok: boolean;
+  version?: string;
+  message?: string;
+}
+
+export interface ExtensionInstaller {
+  install(target: { extensionsDir: string; userDataDir: string }, id: string): Promise<InstallOutcome>;
+}
+
+export class CodeServerExtensionInstaller implements ExtensionInstaller {
+  private readonly bin: string;
+  private readonly timeoutMs: number;
+
+  constructor(bin: string, timeoutMs = 180_000) {
+    this.bin = bin;
+    this.timeoutMs = timeoutMs;
+  }
+
+  async install(target: { extensionsDir: string; userDataDir: string }, id: string): Promise<InstallOutcome> {
+    const result = await execa(this.bin, [
+      '--extensions-dir', target.extensionsDir,
+      '--user-data-dir', target.userDataDir,
+      '--install-extension', id,
+    ], { timeout: this.timeoutMs, reject: false, all: true, stdin: 'ignore' });
+    const output = (result.all ?? '').toString();
+    if (result.exitCode === 0 && !/failed|not found|error/i.test(output)) {
+      const version = /v(\d+\.\d+\.\d+[^\s']*)/.exec(output)?.[1];
+      return { ok: true, version };
+    }
+    const reason = output.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? result.shortMessage;
+    return { ok: false, message: (reason ?? 'the install failed').slice(0, 500) };
+  }
+}

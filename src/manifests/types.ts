@@ -1,0 +1,82 @@
+// The EditorServer resource: one YAML manifest per server, shaped like a Kubernetes object.
+
+export const API_VERSION = 'devbox.dev/v1alpha1';
+export const KIND = 'EditorServer';
+export const RESTARTED_AT = 'devbox.dev/restartedAt';
+
+export type RestartPolicy = 'Never' | 'OnFailure' | 'Always';
+
+export type Phase =
+  | 'Pending'
+  | 'Provisioning'
+  | 'Stopped'
+  | 'Starting'
+  | 'Running'
+  | 'Stopping'
+  | 'Failed'
+  | 'Terminating';
+
+export interface WorkspaceSource {
+  git?: { url: string; ref?: string };
+  archive?: { path: string };
+}
+
+export interface EditorServerSpec {
+  displayName: string;
+  running: boolean;
+  port?: number;
+  restartPolicy?: RestartPolicy;
+  workspace?: { source?: WorkspaceSource };
+  extensionGroups?: string[];
+  extensions?: string[];
+  settings?: Record<string, unknown>;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime: string;
+}
+
+export interface ExtensionStatus {
+  id: string;
+  state: 'Installed' | 'Failed';
+  version?: string;
+  message?: string;
+}
+
+export interface EditorServerStatus {
+  phase: Phase;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+  port?: number;
+  pid?: number | null;
+  /** Process start time in clock ticks since boot (from /proc/PID/stat): the pid's identity. */
+  pidStartTicks?: number;
+  startTime?: string;
+  workspacePath?: string;
+  restarts?: number;
+  lastExit?: { code: number | null; signal: string | null; at: string };
+  observedRestartedAt?: string;
+  extensions?: ExtensionStatus[];
+  conditions?: Condition[];
+}
+
+export interface EditorServerMetadata {
+  name: string;
+  uid?: string;
+  generation?: number;
+  annotations?: Record<string, string>;
+  deletionTimestamp?: string;
+}
+
+export interface EditorServer {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: EditorServerMetadata;
+  spec: EditorServerSpec;
+  status?: EditorServerStatus;
+}

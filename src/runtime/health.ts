@@ -1,0 +1,49 @@
+// Asks an editor's GET /healthz, the way code-server reports it is up.
+import { request } from 'node:http';
+
+export interface HealthResult {
+  ok: boolean;
+  /** code-server answers `alive`, or `expired` while no browser is attached. */
+  state?: string;
+  error?: string;
+}
+
+export function checkHealth(port: number, timeoutMs = 1000): Promise<HealthResult> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/healthz', method: 'GET', timeout: timeoutMs, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < 4096) body += chunk;
+      });
+      res.on('end', () => {
+        if (res.statusCode !== 200) return resolve({ ok: false, error: `HTTP ${res.statusCode}` });
+        let state: string | undefined;
+        try {
+          state = JSON.parse(body).status;
+        } catch {
+          // A 200 without JSON still means the editor is serving.
+        }
+        resolve({ ok: true, state });
+      });
+      res.on('error', (error) => resolve({ ok: false, error: error.message }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ ok: false, error: error.code ?? error.message }));
+    req.end();
+  });
+}
+
+/** Polls /healthz until it answers 200 or the deadline passes; `cancelled` stops it early. */
+export async function waitHealthy(
+  port: number,
+  deadline: number,
+  cancelled: () => boolean,
+  intervalMs = 10,
+): Promise<boolean> {
+  while (Date.now() < deadline && !cancelled()) {
+    if ((await checkHealth(port, 1000)).ok) return true;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return false;
+}

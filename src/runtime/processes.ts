@@ -1,0 +1,203 @@
+// Launches, watches, finds and stops editor processes. Each editor runs detached in its own
+// process group with its output going to files, so it outlives a controller restart.
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { descendants, groupExists, identityOf, isAlive, listPids, readCmdline, readStat, type ProcessIdentity } from './procfs.ts';
+
+export type { ProcessIdentity } from './procfs.ts';
+
+export interface LaunchSpec {
+  name: string;
+  port: number;
+  workspacePath: string;
+  userDataDir: string;
+  extensionsDir: string;
+  configPath: string;
+  stdoutPath: string;
+  stderrPath: string;
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: string | null;
+}
+
+/** An editor found running on this machine, launched with this service's data folder. */
+export interface DiscoveredEditor {
+  name: string;
+  port: number | undefined;
+  identity: ProcessIdentity;
+}
+
+export interface EditorRuntime {
+  launch(spec: LaunchSpec): ProcessIdentity;
+  isAlive(identity: ProcessIdentity): boolean;
+  /** Starts watching a process this runtime did not launch (adopted after a restart). */
+  watch(name: string, identity: ProcessIdentity): void;
+  stop(identity: ProcessIdentity, graceMs: number): Promise<void>;
+  discover(): DiscoveredEditor[];
+  onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void;
+  dispose(): void;
+}
+
+/** Variables an editor never sees: the service's secrets. */
+const SECRET = /SECRET|TOKEN|PASSWORD|^DATABRICKS_CLIENT_ID$|^AWS_|^AZURE_CLIENT/i;
+
+export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_')) clean[key] = value;
+  }
+  clean.DEVBOX_SERVER_NAME = name;
+  return clean;
+}
+
+export function editorArguments(spec: LaunchSpec): string[] {
+  return [
+    '--bind-addr', `127.0.0.1:${spec.port}`,
+    '--auth', 'none',
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--config', spec.configPath,
+    '--user-data-dir', spec.userDataDir,
+    '--extensions-dir', spec.extensionsDir,
+    spec.workspacePath,
+  ];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class ProcessRuntime implements EditorRuntime {
+  private readonly bin: string;
+  /** Editors are recognised by `--user-data-dir` under this folder. */
+  private readonly editorsDir: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly listeners: Array<(name: string, identity: ProcessIdentity, exit: ExitInfo) => void> = [];
+  private readonly watched = new Map<number, { name: string; identity: ProcessIdentity }>();
+  private pollTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: { bin: string; editorsDir: string; env?: NodeJS.ProcessEnv; pollIntervalMs?: number }) {
+    this.bin = options.bin;
+    this.editorsDir = options.editorsDir;
+    this.env = options.env ?? process.env;
+    this.pollTimer = setInterval(() => this.pollAdopted(), options.pollIntervalMs ?? 500);
+    this.pollTimer.unref();
+  }
+
+  launch(spec: LaunchSpec): ProcessIdentity {
+    mkdirSync(spec.userDataDir, { recursive: true });
+    mkdirSync(spec.extensionsDir, { recursive: true });
+    // Files, not pipes: the editor keeps writing while the service restarts.
+    const out = openSync(spec.stdoutPath, 'a');
+    const err = openSync(spec.stderrPath, 'a');
+    try {
+      const child = spawn(this.bin, editorArguments(spec), {
+        cwd: spec.workspacePath,
+        detached: true,
+        stdio: ['ignore', out, err],
+        env: editorEnvironment(this.env, spec.name),
+      });
+      if (child.pid === undefined) {
+        // spawn reports ENOENT and friends asynchronously; wait for it to say why.
+        throw new Error(`could not start ${this.bin}`);
+      }
+      const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
+      child.on('error', () => undefined);
+      child.on('exit', (code, signal) => this.emitExit(spec.name, identity, { code, signal }));
+      child.unref();
+      return identity;
+    } finally {
+      closeSync(out);
+      closeSync(err);
+    }
+  }
+
+  isAlive(identity: ProcessIdentity): boolean {
+    return isAlive(identity);
+  }
+
+  watch(name: string, identity: ProcessIdentity): void {
+    this.watched.set(identity.pid, { name, identity });
+  }
+
+  /** SIGTERM to the group, SIGKILL after the grace period, then any descendant that left the group. */
+  async stop(identity: ProcessIdentity, graceMs: number): Promise<void> {
+    const leaderAlive = isAlive(identity);
+    if (!leaderAlive && !this.groupIsOurs(identity.pid)) return;
+    const family = leaderAlive ? descendants(identity.pid) : [];
+    signalGroup(identity.pid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (groupExists(identity.pid) && Date.now() < deadline) await sleep(25);
+    if (groupExists(identity.pid)) signalGroup(identity.pid, 'SIGKILL');
+    for (const p of family) if (isAlive(p)) signal(p.pid, 'SIGKILL');
+    const killDeadline = Date.now() + 5000;
+    while ((groupExists(identity.pid) || family.some(isAlive)) && Date.now() < killDeadline) await sleep(20);
+  }
+
+  discover(): DiscoveredEditor[] {
+    const found: DiscoveredEditor[] = [];
+    const marker = this.editorsDir.endsWith('/') ? this.editorsDir : this.editorsDir + '/';
+    for (const pid of listPids()) {
+      if (pid === process.pid) continue;
+      const stat = readStat(pid);
+      // Only group leaders: the editor's own children share its cmdline.
+      if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
+      const parsed = parseEditorCmdline(readCmdline(pid), marker);
+      if (parsed) found.push({ ...parsed, identity: { pid, startTicks: stat.startTicks } });
+    }
+    return found;
+  }
+
+  onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void {
+    this.listeners.push(listener);
+  }
+
+  dispose(): void {
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    this.listeners.length = 0;
+    this.watched.clear();
+  }
+
+  private emitExit(name: string, identity: ProcessIdentity, exit: ExitInfo): void {
+    this.watched.delete(identity.pid);
+    for (const listener of this.listeners) listener(name, identity, exit);
+  }
+
+  private pollAdopted(): void {
+    for (const { name, identity } of [...this.watched.values()]) {
+      if (!isAlive(identity)) this.emitExit(name, identity, { code: null, signal: null });
+    }
+  }
+
+  /** A group whose leader is gone is signalled only if a member is still one of our editors. */
+  private groupIsOurs(pgid: number): boolean {
+    if (!groupExists(pgid)) return false;
+    const marker = this.editorsDir + '/';
+    return listPids().some((p) => readStat(p)?.pgid === pgid && readCmdline(p).some((a) => a.startsWith(marker)));
+  }
+}
+
+/** Reads the server name and port back from an editor's command line. */
+export function parseEditorCmdline(argv: string[], editorsDirWithSlash: string): { name: string; port: number | undefined } | undefined {
+  const dataIndex = argv.indexOf('--user-data-dir');
+  const dataDir = dataIndex >= 0 ? argv[dataIndex + 1] : undefined;
+  if (!dataDir?.startsWith(editorsDirWithSlash)) return undefined;
+  const name = dataDir.slice(editorsDirWithSlash.length).split('/')[0];
+  const bindIndex = argv.indexOf('--bind-addr');
+  const port = bindIndex >= 0 ? Number(argv[bindIndex + 1]?.split(':').pop()) : NaN;
+  return { name, port: Number.isInteger(port) ? port : undefined };
+}
+
+function signalGroup(pgid: number, sig: NodeJS.Signals): void {
+  signal(-pgid, sig);
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // Already gone.
+  }
+}

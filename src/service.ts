@@ -1,0 +1,106 @@
+// Puts the pieces together: manifests, controller, runtime, logs, proxy and the HTTP server.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Router } from 'express';
+import { createApp } from './api/app.ts';
+import { serversRouter } from './api/servers.ts';
+import type { Settings } from './config/settings.ts';
+import { Controller } from './controller/controller.ts';
+import { PortAllocator, portIsFree } from './controller/ports.ts';
+import { Reconciler } from './controller/reconciler.ts';
+import { CodeServerExtensionInstaller } from './extensions/installer.ts';
+import { ManifestStore } from './manifests/store.ts';
+import { resolveEditorBinary } from './runtime/editor-binary.ts';
+import { ProcessRuntime } from './runtime/processes.ts';
+import { StatsSampler } from './runtime/stats.ts';
+import { DataLayout } from './workspace/layout.ts';
+import { LogHub } from './logs/hub.ts';
+
+export interface Service {
+  url: string;
+  port: number;
+  server: Server;
+  controller: Controller;
+  logs: LogHub;
+  close(options?: { stopEditors?: boolean }): Promise<void>;
+}
+
+export async function startService(settings: Settings, log: (message: string) => void = console.log): Promise<Service> {
+  const { config } = settings;
+  const editor = resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
+  log(`editor: ${editor.path} (from ${editor.source})`);
+
+  const layout = new DataLayout(settings.dataDir);
+  const store = new ManifestStore(settings.manifestsDir);
+  const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
+  const logs = new LogHub({ logsDir: layout.logsDir });
+  const ports = new PortAllocator(config.ports);
+  let controller: Controller | undefined;
+  const reconciler = new Reconciler({
+    store, runtime, ports, layout, logs, config,
+    portIsFree,
+    installer: new CodeServerExtensionInstaller(editor.path),
+    enqueue: (name) => controller?.enqueue(name),
+    log,
+  });
+  controller = new Controller({
+    store, runtime, reconciler,
+    workers: config.controller.workers,
+    resyncMs: config.controller.resyncSeconds * 1000,
+    stopGraceMs: config.editor.stopGraceSeconds * 1000,
+    log,
+  });
+  const stats = new StatsSampler(() => reconciler.pids(), config.controller.statsIntervalSeconds * 1000);
+
+  const startedAt = Date.now();
+  const health = Router().get('/health', (_req, res) => {
+    res.json({
+      status: 'healthy',
+      uptime_seconds: (Date.now() - startedAt) / 1000,
+      servers: reconciler.records.size,
+      editor: editor.path,
+    });
+  });
+  const app = createApp({
+    routers: [
+      health,
+      serversRouter({
+        store, controller, stats,
+        startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
+        stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
+      }),
+    ],
+    log,
+  });
+
+  await controller.start();
+  stats.start();
+
+  const server = createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, settings.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
+
+  return {
+    url, port, server, controller, logs,
+    async close(options = {}) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await controller.stop();
+      stats.dispose();
+      if (options.stopEditors) {
+        await Promise.all([...reconciler.records.values()].map(async (record) => {
+          const status = record.server?.status;
+          if (status?.pid && status.pidStartTicks !== undefined) {
+            await runtime.stop({ pid: status.pid, startTicks: status.pidStartTicks }, config.editor.stopGraceSeconds * 1000);
+          }
+        }));
+      }
+      await logs.close();
+    },
+  };
+}

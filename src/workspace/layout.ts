@@ -1,0 +1,53 @@
+// Where a server's files live under the data folder, and creating and removing them.
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+
+export class DataLayout {
+  readonly dataDir: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = dataDir;
+  }
+
+  get editorsDir(): string {
+    return join(this.dataDir, 'editors');
+  }
+
+  get logsDir(): string {
+    return join(this.dataDir, 'logs');
+  }
+
+  workspace(name: string): string {
+    return join(this.dataDir, 'workspaces', name);
+  }
+
+  editor(name: string): { root: string; userDataDir: string; extensionsDir: string; configPath: string } {
+    const root = join(this.editorsDir, name);
+    return {
+      root,
+      userDataDir: join(root, 'user-data'),
+      extensionsDir: join(root, 'extensions'),
+      configPath: join(root, 'config.yaml'),
+    };
+  }
+}
+
+/** Makes sure the server's workspace and editor folders exist; returns the workspace path. */
+export async function ensureWorkspace(layout: DataLayout, name: string): Promise<string> {
+  const workspace = layout.workspace(name);
+  const editor = layout.editor(name);
+  await fs.mkdir(workspace, { recursive: true });
+  await fs.mkdir(editor.userDataDir, { recursive: true });
+  await fs.mkdir(editor.extensionsDir, { recursive: true });
+  // An explicit config file keeps code-server from writing one, with a password, into $HOME.
+  await fs.writeFile(editor.configPath, 'auth: none\ncert: false\n', { flag: 'wx' }).catch((error) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  return workspace;
+}
+
+/** Removes everything the server owns on disk (workspace and editor data; logs are the log hub's). */
+export async function removeServerFiles(layout: DataLayout, name: string): Promise<void> {
+  await fs.rm(layout.workspace(name), { recursive: true, force: true });
+  await fs.rm(layout.editor(name).root, { recursive: true, force: true });
+}
