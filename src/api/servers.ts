@@ -1,7 +1,7 @@
 // The server lifecycle API: each call writes desired state into the manifest, then waits
 // (bounded) for the controller to report the outcome, like `kubectl wait`.
 import { randomUUID } from 'node:crypto';
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Controller } from '../controller/controller.ts';
 import type { ServerRecord } from '../controller/reconciler.ts';
 import type { ManifestStore } from '../manifests/store.ts';
@@ -78,6 +78,17 @@ export function serversRouter(deps: ServersDeps): Router {
     res.json(list);
   });
 
+  /** Every manifest file with its problems, so a broken hand edit is visible without the log. */
+  router.get('/manifests', (_req, res) => {
+    res.json([...reconciler.records.values()].map((r) => ({
+      name: r.name,
+      file: store.fileOf(r.name),
+      id: r.server?.metadata.uid ?? null,
+      valid: r.problems === undefined,
+      errors: r.problems ?? [],
+    })));
+  });
+
   router.post('/servers', async (req, res) => {
     const body = checkBody(validateCreate, req.body);
     const displayName = body.name.trim();
@@ -143,13 +154,13 @@ export function serversRouter(deps: ServersDeps): Router {
       res.json(envelope(record, `server "${server.spec.displayName}" is already running`));
       return;
     }
-    const failed = server.status?.phase === 'Failed';
+    // A failed editor is started again with a restart request, as the spec may already say running.
+    const stamp = server.status?.phase === 'Failed' ? restartStamp() : undefined;
     await updateSpec(record, (_s, set) => {
       set(['spec', 'running'], true);
-      // A failed editor is started again with a restart request, as the spec already says running.
-      if (failed) set(['metadata', 'annotations', RESTARTED_AT], restartStamp());
+      if (stamp) set(['metadata', 'annotations', RESTARTED_AT], stamp);
     });
-    await respondWhenStarted(record, res, 'started');
+    await respondWhenStarted(record, res, 'started', stamp);
   });
 
   router.post('/servers/:id/stop', async (req, res) => {
@@ -170,8 +181,7 @@ export function serversRouter(deps: ServersDeps): Router {
       set(['spec', 'running'], true);
       set(['metadata', 'annotations', RESTARTED_AT], stamp);
     });
-    await controller.waitFor(record.name, (r) => !r?.server || r.server.status?.observedRestartedAt === stamp, deps.stopTimeoutMs);
-    await respondWhenStarted(record, res, 'restarted');
+    await respondWhenStarted(record, res, 'restarted', stamp);
   });
 
   router.delete('/servers/:id', async (req, res) => {
@@ -247,8 +257,13 @@ export function serversRouter(deps: ServersDeps): Router {
     };
   }
 
-  async function respondWhenStarted(record: ServerRecord, res: import('express').Response, verb: string) {
-    const done = await controller.waitFor(record.name, (r) => !r?.server || phaseIs('Running', 'Failed')(r), deps.startTimeoutMs);
+  /** Waits for Running or Failed; with a restart stamp, only an outcome of that request counts. */
+  async function respondWhenStarted(record: ServerRecord, res: Response, verb: string, stamp?: string) {
+    const done = await controller.waitFor(
+      record.name,
+      (r) => !r?.server || (phaseIs('Running', 'Failed')(r) && (!stamp || r.server.status?.observedRestartedAt === stamp)),
+      deps.startTimeoutMs + deps.stopTimeoutMs,
+    );
     if (!done?.server) throw notFound(record.server!.metadata.uid!);
     const server = done.server;
     const display = server.spec.displayName ?? done.name;

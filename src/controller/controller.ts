@@ -8,6 +8,8 @@ import type { EditorRuntime } from '../runtime/processes.ts';
 import { WorkQueue } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
+const RECHECK_MS = 250;
+
 export interface ControllerOptions {
   store: ManifestStore;
   runtime: EditorRuntime;
@@ -138,9 +140,21 @@ export class Controller {
     if (!file.endsWith(MANIFEST_EXT) || file.startsWith('.')) return;
     const name = file.slice(0, -MANIFEST_EXT.length);
     // Our own writes come back as events: skip them, or every status write would wake us again.
-    const text = await fs.readFile(path, 'utf8').catch(() => undefined);
-    if (text !== undefined && this.options.store.isOwnWrite(name, text)) return;
+    if (await this.isOwnWrite(name, path)) {
+      // Our rename replaced the file chokidar was watching; an edit landing while it re-attaches
+      // to the new file can go unreported, so look once more a moment later.
+      const timer = setTimeout(async () => {
+        if (!(await this.isOwnWrite(name, path))) this.queue.add(name);
+      }, RECHECK_MS);
+      timer.unref();
+      return;
+    }
     this.queue.add(name);
+  }
+
+  private async isOwnWrite(name: string, path: string): Promise<boolean> {
+    const text = await fs.readFile(path, 'utf8').catch(() => undefined);
+    return text !== undefined && this.options.store.isOwnWrite(name, text);
   }
 
   /**

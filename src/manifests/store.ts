@@ -37,7 +37,13 @@ export function parseManifest(name: string, text: string): ManifestRead {
   if (doc.errors.length > 0) {
     return { kind: 'invalid', name, text, errors: doc.errors.map((e) => e.message) };
   }
-  const value = doc.toJS();
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch (error) {
+    // For example yaml's guard against alias bombs ("Excessive alias count").
+    return { kind: 'invalid', name, text, errors: [String((error as Error).message)] };
+  }
   const errors = validateManifest(value, name);
   if (errors.length > 0) return { kind: 'invalid', name, text, errors };
   return { kind: 'ok', name, text, server: value as EditorServer };
@@ -213,6 +219,11 @@ export function replaceStatus(text: string, status: EditorServerStatus): string 
   const block = stringify({ status }, { lineWidth: 0 });
   const doc = parseDocument(text);
   const found = topLevelPair(doc, 'status');
+  // A flow-style (or JSON) manifest cannot take a block appended after it.
+  if (!isMap(doc.contents) || doc.contents.flow) {
+    doc.set('status', status);
+    return doc.toString({ lineWidth: 0 });
+  }
   if (!found) return (text.endsWith('\n') || text === '' ? text : text + '\n') + block;
   const keyStart = (found.pair.key as { range?: [number, number, number] }).range?.[0];
   if (found.index === found.map.items.length - 1 && keyStart !== undefined) {

@@ -72,12 +72,18 @@ export function descendants(pid: number): ProcessIdentity[] {
   return found;
 }
 
-/** True while any process is in the group. */
+/**
+ * True while any live process is in the group. Zombies do not count: an editor orphaned by a
+ * killed controller is reaped by init, which may take its time.
+ */
 export function groupExists(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  return listPids().some((pid) => {
+    const stat = readStat(pid);
+    return stat !== undefined && stat.pgid === pgid && stat.state !== 'Z' && stat.state !== 'X';
+  });
 }

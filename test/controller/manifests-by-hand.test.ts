@@ -1,0 +1,125 @@
+// Operators write, edit and delete manifests by hand; the controller follows without API calls.
+import { existsSync, promises as fs } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkHealth } from '../../src/runtime/health.ts';
+import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
+
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startTestService({
+    config: { editor: { startTimeoutSeconds: 15, stopGraceSeconds: 2, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 } },
+  });
+});
+afterAll(async () => {
+  await service?.stop();
+});
+
+const file = (name: string) => `${service.settings.manifestsDir}/${name}.yaml`;
+const byManifest = async (name: string) =>
+  (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
+
+describe('manifests written by hand', () => {
+  it('becomes a running server without any API call, and stops and goes when the file is deleted', async () => {
+    await fs.writeFile(file('handmade'), [
+      '# Written by an operator.',
+      'apiVersion: devbox.dev/v1alpha1',
+      'kind: EditorServer',
+      'metadata:',
+      '  name: handmade   # = the file name',
+      'spec:',
+      '  displayName: Hand made',
+      '  running: true',
+      '',
+    ].join('\n'));
+    const record = await eventually(async () => {
+      const s = await byManifest('handmade');
+      return s?.status === 'running' ? s : undefined;
+    });
+    expect(record.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(processExists(record.pid)).toBe(true);
+    expect((await checkHealth(record.port)).ok).toBe(true);
+    const text = await fs.readFile(file('handmade'), 'utf8');
+    expect(text.startsWith('# Written by an operator.\napiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: handmade   # = the file name\n')).toBe(true);
+    expect(text).toContain(`  uid: ${record.id}`);
+    expect(text).toContain('spec:\n  displayName: Hand made\n  running: true\n');
+
+    await fs.rm(file('handmade'));
+    await eventually(async () => (await byManifest('handmade')) === undefined);
+    expect(processExists(record.pid)).toBe(false);
+    expect(existsSync(record.workspace_path)).toBe(false);
+  });
+
+  it('stops the editor when running is set to false by hand', async () => {
+    const { id } = (await service.request('POST', '/servers', { name: 'edited' })).body;
+    const { pid } = (await service.request('POST', `/servers/${id}/start`)).body.data;
+    const text = await fs.readFile(file('edited'), 'utf8');
+    await fs.writeFile(file('edited'), text.replace('running: true', 'running: false'));
+    await eventually(async () => (await service.request('GET', `/servers/${id}`)).body.status === 'stopped');
+    expect(processExists(pid)).toBe(false);
+    await service.request('DELETE', `/servers/${id}`);
+  });
+
+  it('leaves the editor alone when its manifest becomes invalid, and shows every problem', async () => {
+    const { id } = (await service.request('POST', '/servers', { name: 'broken' })).body;
+    const { pid } = (await service.request('POST', `/servers/${id}/start`)).body.data;
+    const good = await fs.readFile(file('broken'), 'utf8');
+    await fs.writeFile(file('broken'), good.replace('running: true', 'running: maybe\n  colour: red'));
+    const entry = await eventually(async () => {
+      const list = (await service.request('GET', '/manifests')).body;
+      return list.find((m: { name: string; valid: boolean }) => m.name === 'broken' && !m.valid);
+    });
+    expect(entry.file).toBe(file('broken'));
+    expect(entry.errors.some((e: string) => e.includes('spec.running'))).toBe(true);
+    expect(entry.errors.some((e: string) => e.includes('colour'))).toBe(true);
+    expect(service.lines.some((l) => l.includes(file('broken')) && l.includes('colour'))).toBe(true);
+    expect(processExists(pid)).toBe(true);
+    expect((await service.request('GET', `/servers/${id}`)).body.manifest_errors.length).toBeGreaterThan(0);
+
+    await fs.writeFile(file('broken'), 'apiVersion: [unclosed');
+    await eventually(async () => {
+      const list = (await service.request('GET', '/manifests')).body;
+      return list.find((m: { name: string; errors: string[] }) => m.name === 'broken' && m.errors.some((e) => /flow|collection|unexpected|end/i.test(e)));
+    });
+    expect(processExists(pid)).toBe(true);
+
+    await fs.writeFile(file('broken'), good);
+    await eventually(async () => (await service.request('GET', `/servers/${id}`)).body.manifest_errors === undefined);
+    expect((await service.request('GET', `/servers/${id}`)).body.pid).toBe(pid);
+    await service.request('DELETE', `/servers/${id}`);
+  });
+});
+
+describe('editor crashes', () => {
+  it('shows a kill -9 of an editor in status within 2 seconds', async () => {
+    const { id } = (await service.request('POST', '/servers', { name: 'killed' })).body;
+    const { pid } = (await service.request('POST', `/servers/${id}/start`)).body.data;
+    process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+    await eventually(async () => (await service.request('GET', `/servers/${id}`)).body.status === 'failed', 2000, 20);
+    expect(Date.now() - killedAt).toBeLessThan(2000);
+    const record = (await service.request('GET', `/servers/${id}`)).body;
+    expect(record).toMatchObject({ pid: null, reason: 'Crashed' });
+    expect(record.message).toContain('SIGKILL');
+    await service.request('DELETE', `/servers/${id}`);
+  });
+
+  it('restarts a crashed editor under restartPolicy OnFailure and reports a crash loop as Failed', async () => {
+    process.env.STUB_CRASH_AFTER_MS = '150';
+    try {
+      const { id } = (await service.request('POST', '/servers', { name: 'crashy', restart_policy: 'OnFailure' })).body;
+      await service.request('POST', `/servers/${id}/start`);
+      const looping = await eventually(async () => {
+        const s = (await service.request('GET', `/servers/${id}`)).body;
+        return s.reason === 'CrashLoopBackOff' ? s : undefined;
+      }, 15_000, 100);
+      expect(looping.status).toBe('failed');
+      expect(looping.message).toMatch(/crashes/);
+      const manifest = await fs.readFile(file('crashy'), 'utf8');
+      expect(Number(/restarts: (\d+)/.exec(manifest)?.[1])).toBeGreaterThanOrEqual(2);
+      await service.request('DELETE', `/servers/${id}`);
+    } finally {
+      delete process.env.STUB_CRASH_AFTER_MS;
+    }
+  }, 40_000);
+});

@@ -1,0 +1,115 @@
+// Starts the real service against the stub editor in a temp folder, and cleans up after it.
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CONFIG, type Config, type Settings } from '../../src/config/settings.ts';
+import { ProcessRuntime } from '../../src/runtime/processes.ts';
+import { readStat } from '../../src/runtime/procfs.ts';
+import { startService, type Service } from '../../src/service.ts';
+import { DataLayout } from '../../src/workspace/layout.ts';
+
+export const STUB_EDITOR = new URL('../fixtures/stub-editor.mjs', import.meta.url).pathname;
+
+/** A port range of its own for each test file, so parallel files do not compete. */
+export function portRange(size = 100): { min: number; max: number } {
+  const min = 20_000 + Math.floor(Math.random() * 300) * 100;
+  return { min, max: min + size - 1 };
+}
+
+export interface TestService extends Service {
+  root: string;
+  settings: Settings;
+  lines: string[];
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  stop(): Promise<void>;
+}
+
+export async function makeSettings(overrides: { root?: string; config?: Partial<Config>; editorBin?: string } = {}): Promise<Settings> {
+  const root = overrides.root ?? await fs.mkdtemp(join(tmpdir(), 'devbox-test-'));
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    manifestsDir: join(root, 'manifests'),
+    dataDir: join(root, 'data'),
+    editorBin: overrides.editorBin ?? STUB_EDITOR,
+    config: {
+      ...structuredClone(DEFAULT_CONFIG),
+      ports: portRange(),
+      editor: { ...DEFAULT_CONFIG.editor, stopGraceSeconds: 2, startTimeoutSeconds: 15 },
+      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 5, statsIntervalSeconds: 0.5 },
+      ...overrides.config,
+    },
+  };
+}
+
+export async function startTestService(overrides: Parameters<typeof makeSettings>[0] = {}): Promise<TestService> {
+  const settings = await makeSettings(overrides);
+  const root = join(settings.manifestsDir, '..');
+  const lines: string[] = [];
+  const service = await startService(settings, (line) => lines.push(line));
+  return Object.assign(service, {
+    root,
+    settings,
+    lines,
+    request: (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      request(service.url, method, path, body, headers),
+    async stop() {
+      await service.close({ stopEditors: true });
+      await killEditors(settings.dataDir);
+      await fs.rm(root, { recursive: true, force: true });
+    },
+  });
+}
+
+export async function request(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, init);
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: parsed as any, headers: res.headers };
+}
+
+/** Stops every editor started with this data folder (left behind by a killed service). */
+export async function killEditors(dataDir: string): Promise<void> {
+  const runtime = new ProcessRuntime({ bin: STUB_EDITOR, editorsDir: new DataLayout(dataDir).editorsDir });
+  await Promise.all(runtime.discover().map((e) => runtime.stop(e.identity, 500)));
+  runtime.dispose();
+}
+
+/** Editors running with this data folder, by server name. */
+export function runningEditors(dataDir: string) {
+  const runtime = new ProcessRuntime({ bin: STUB_EDITOR, editorsDir: new DataLayout(dataDir).editorsDir });
+  const found = runtime.discover();
+  runtime.dispose();
+  return found;
+}
+
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw lastError ?? new Error(`condition not met within ${timeoutMs} ms`);
+}
+
+/** True when the pid runs and is not a zombie (an orphaned editor's zombie may linger). */
+export function processExists(pid: number): boolean {
+  const stat = readStat(pid);
+  return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
+}
