@@ -27,6 +27,8 @@ export interface Settings {
   configFile?: string;
   /** DEVBOX_EDITOR_BIN as given; the runtime resolves the editor when unset. */
   editorBin?: string;
+  /** Refuse requests without the identity headers of the Databricks Apps front proxy. */
+  requireIdentity: boolean;
   config: Config;
 }
 
@@ -88,11 +90,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
   return {
     host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
-    port: portFrom(env.DEVBOX_PORT ?? env.DATABRICKS_APP_PORT, env.DEVBOX_PORT ? 'DEVBOX_PORT' : 'DATABRICKS_APP_PORT', 8000),
+    port: portFrom(env.DEVBOX_PORT || env.DATABRICKS_APP_PORT, env.DEVBOX_PORT ? 'DEVBOX_PORT' : 'DATABRICKS_APP_PORT', 8000),
     manifestsDir: resolve(env.DEVBOX_MANIFESTS_DIR || 'manifests'),
     dataDir: resolve(env.DEVBOX_DATA_DIR || '.devbox'),
     configFile,
     editorBin: env.DEVBOX_EDITOR_BIN || undefined,
+    requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : Boolean(env.DATABRICKS_APP_PORT),
     config: loadConfig(configFile),
   };
 }

@@ -55,6 +55,12 @@ export class PortAllocator {
       if (this.owners.has(port)) continue;
       this.owners.set(port, name);
       if (await this.probe(port)) {
+        // A concurrent call for the same name (or a reserve) settled first: keep its port.
+        const settled = this.byName.get(name);
+        if (settled !== undefined) {
+          this.owners.delete(port);
+          return settled;
+        }
         this.byName.set(name, port);
         return port;
       }

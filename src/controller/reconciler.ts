@@ -135,6 +135,7 @@ export class Reconciler extends EventEmitter {
     }
 
     const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
+    if (server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
     const live = this.live(name);
 
     // Port: the spec's, else the one already held, else a fresh one from the range.
@@ -176,10 +177,15 @@ export class Reconciler extends EventEmitter {
       if (alive) await this.stopProcess(record, uid, status, 'stopped for a restart');
       status.observedRestartedAt = restartAt;
       status.restarts = (status.restarts ?? 0) + 1;
+      // A restart is also the way to retry extensions that failed to install.
+      status.extensions = status.extensions?.filter((e) => e.state !== 'Failed');
       live.crashTimes = [];
       live.nextRestartAt = undefined;
       live.lastExit = undefined;
       this.deps.logs.event(name, 'INFO', 'restarting');
+    } else if (alive && server.status?.port !== undefined && server.status.port !== port) {
+      // The port changed under a running editor (a new spec.port): restart it on the new one.
+      await this.stopProcess(record, uid, status, `stopped to move from port ${server.status.port} to ${port}`);
     } else if (alive) {
       return this.observeRunning(record, uid, status, live, port);
     } else if (status.pid) {
@@ -207,7 +213,9 @@ export class Reconciler extends EventEmitter {
     const status = server?.status;
     const identity = live?.identity
       ?? (status?.pid && status.pidStartTicks !== undefined ? { pid: status.pid, startTicks: status.pidStartTicks } : undefined);
-    if (identity) await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    // No identity known (say the manifest was invalid since start-up): stop the editors found for this name.
+    const identities = identity ? [identity] : this.deps.runtime.discover().filter((e) => e.name === name).map((e) => e.identity);
+    for (const found of identities) await this.deps.runtime.stop(found, this.deps.config.editor.stopGraceSeconds * 1000);
     this.deps.logs.event(name, 'INFO', 'deleted');
     await removeServerFiles(this.deps.layout, name);
     await this.deps.logs.untrack(name, { remove: true });

@@ -1,5 +1,4 @@
 // Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
-import { execa } from 'execa';
 
 export interface InstallOutcome {
   ok: boolean;
@@ -21,6 +20,8 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
   }
 
   async install(target: { extensionsDir: string; userDataDir: string }, id: string): Promise<InstallOutcome> {
+    // Loaded on first use: most starts install nothing, and execa is not small.
+    const { execa } = await import('execa');
     const result = await execa(this.bin, [
       '--extensions-dir', target.extensionsDir,
       '--user-data-dir', target.userDataDir,

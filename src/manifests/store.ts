@@ -29,7 +29,8 @@ export function parseManifest(name: string, text: string): ManifestRead {
   } catch (error) {
     return { kind: 'invalid', name, text, errors: [String((error as Error).message)] };
   }
-  if (!Array.isArray(docs)) return { kind: 'invalid', name, text, errors: ['the file is empty'] };
+  if (!Array.isArray(docs)) return { kind: 'invalid', name, text, errors: ['the file could not be read as YAML'] };
+  if (docs.length === 0) return { kind: 'invalid', name, text, errors: ['the file is empty: write an EditorServer manifest'] };
   if (docs.length !== 1) {
     return { kind: 'invalid', name, text, errors: [`the file holds ${docs.length} YAML documents: keep exactly one`] };
   }

@@ -2,7 +2,7 @@
 // cache, else `code-server` on PATH.
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 
 export interface EditorBinary {
   path: string;
@@ -38,7 +38,8 @@ export function resolveEditorBinary(env: NodeJS.ProcessEnv = process.env): Edito
     if (!executable(env.DEVBOX_EDITOR_BIN)) {
       throw new EditorNotFoundError(`DEVBOX_EDITOR_BIN=${env.DEVBOX_EDITOR_BIN} is not an executable file`);
     }
-    return { path: env.DEVBOX_EDITOR_BIN, source: 'DEVBOX_EDITOR_BIN' };
+    // Absolute, since editors are launched from their workspace folder.
+    return { path: resolve(env.DEVBOX_EDITOR_BIN), source: 'DEVBOX_EDITOR_BIN' };
   }
   const installed = installedEditorPath(env);
   if (existsSync(installed) && executable(installed)) return { path: installed, source: 'installed' };

@@ -46,7 +46,7 @@ const SECRET = /SECRET|TOKEN|PASSWORD|^DATABRICKS_CLIENT_ID$|^AWS_|^AZURE_CLIENT
 export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.ProcessEnv {
   const clean: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(env)) {
-    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_')) clean[key] = value;
+    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_') && key !== 'NODE_OPTIONS') clean[key] = value;
   }
   clean.DEVBOX_SERVER_NAME = name;
   return clean;
@@ -98,12 +98,10 @@ export class ProcessRuntime implements EditorRuntime {
         stdio: ['ignore', out, err],
         env: editorEnvironment(this.env, spec.name),
       });
-      if (child.pid === undefined) {
-        // spawn reports ENOENT and friends asynchronously; wait for it to say why.
-        throw new Error(`could not start ${this.bin}`);
-      }
-      const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
+      // spawn reports ENOENT and friends as an event; without a listener it would crash us.
       child.on('error', () => undefined);
+      if (child.pid === undefined) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
+      const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
       child.on('exit', (code, signal) => this.emitExit(spec.name, identity, { code, signal }));
       child.unref();
       return identity;

@@ -32,6 +32,7 @@ export async function makeSettings(overrides: { root?: string; config?: Partial<
     manifestsDir: join(root, 'manifests'),
     dataDir: join(root, 'data'),
     editorBin: overrides.editorBin ?? STUB_EDITOR,
+    requireIdentity: false,
     config: {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),

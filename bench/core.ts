@@ -1,0 +1,152 @@
+// Benchmarks of the controller core: start latency against a direct spawn, GET /servers with
+// 30 running editors, and the service's memory over a soak of list, start and stop calls.
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkHealth } from '../src/runtime/health.ts';
+import { editorArguments, ProcessRuntime } from '../src/runtime/processes.ts';
+import { identityOf } from '../src/runtime/procfs.ts';
+import { benchPorts, freePort, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
+
+/** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
+async function directStart(bin: string): Promise<number> {
+  const dir = await fs.mkdtemp(join(tmpdir(), 'devbox-direct-'));
+  const port = await freePort();
+  const spec = {
+    name: 'direct', port,
+    workspacePath: dir,
+    userDataDir: join(dir, 'user-data'),
+    extensionsDir: join(dir, 'extensions'),
+    configPath: join(dir, 'config.yaml'),
+    stdoutPath: join(dir, 'out.log'),
+    stderrPath: join(dir, 'err.log'),
+  };
+  await fs.writeFile(spec.configPath, 'auth: none\n');
+  const started = performance.now();
+  const child = spawn(bin, editorArguments(spec), { detached: true, stdio: 'ignore', cwd: dir });
+  // Same polling interval as the controller's probe.
+  while (!(await checkHealth(port, 1000)).ok) await sleep(10);
+  const elapsed = performance.now() - started;
+  const identity = identityOf(child.pid!)!;
+  const runtime = new ProcessRuntime({ bin, editorsDir: dir });
+  await runtime.stop(identity, 5000);
+  runtime.dispose();
+  await fs.rm(dir, { recursive: true, force: true });
+  return elapsed;
+}
+
+async function serviceStart(service: BenchService, id: string): Promise<number> {
+  const started = performance.now();
+  const res = await service.call('POST', `/servers/${id}/start`);
+  const elapsed = performance.now() - started;
+  if (res.data.status !== 'running') throw new Error(`start answered ${JSON.stringify(res)}`);
+  if (!(await checkHealth((await service.call('GET', `/servers/${id}`)).port)).ok) throw new Error('editor not healthy after start');
+  await service.call('POST', `/servers/${id}/stop`);
+  return elapsed;
+}
+
+/** Start latency through the service against a direct spawn, interleaved so noise hits both. */
+export async function benchStartLatency(bin: string, label: string, rounds: number, offset: number) {
+  const service = await startBenchService(bin, benchPorts(offset));
+  try {
+    const { id } = await service.call('POST', '/servers', { name: `latency ${label}` });
+    await serviceStart(service, id); // warm-up: folders, extensions, first spawn
+    await directStart(bin);
+    const direct: number[] = [];
+    const via: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      direct.push(await directStart(bin));
+      via.push(await serviceStart(service, id));
+    }
+    return {
+      editor: label,
+      rounds,
+      direct_median_ms: round(median(direct)),
+      service_median_ms: round(median(via)),
+      ratio: round(median(via) / median(direct), 3),
+    };
+  } finally {
+    await service.close();
+  }
+}
+
+/** GET /servers latency with `count` running editors, keep-alive, sequential requests. */
+export async function benchList(bin: string, count: number, requests: number, offset: number) {
+  const service = await startBenchService(bin, benchPorts(offset));
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `list ${i}` })).id);
+    await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
+    await sleep(3000); // let the background sampler fill in CPU and memory
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const url = new URL('/servers', service.url);
+    const once = () => new Promise<number>((resolve, reject) => {
+      const started = performance.now();
+      request(url, { agent }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve(performance.now() - started));
+      }).on('error', reject).end();
+    });
+    for (let i = 0; i < 200; i++) await once();
+    const times: number[] = [];
+    for (let i = 0; i < requests; i++) times.push(await once());
+    agent.destroy();
+    const list = await service.call('GET', '/servers');
+    return {
+      running_editors: list.filter((s: { status: string }) => s.status === 'running').length,
+      requests,
+      p50_ms: round(percentile(times, 50), 3),
+      p95_ms: round(percentile(times, 95), 3),
+      p99_ms: round(percentile(times, 99), 3),
+      service_rss_mb: round(service.rssMb(), 1),
+    };
+  } finally {
+    await service.close();
+  }
+}
+
+/**
+ * Service memory with `count` running editors, then over `minutes` of repeated list, start and
+ * stop calls: RSS sampled each minute.
+ */
+export async function benchMemorySoak(bin: string, count: number, minutes: number, offset: number) {
+  const service = await startBenchService(bin, benchPorts(offset));
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `soak ${i}` })).id);
+    await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
+    await sleep(3000);
+    const atStart = service.rssMb();
+    const samples: number[] = [round(atStart, 1)];
+    const deadline = Date.now() + minutes * 60_000;
+    let nextSample = Date.now() + 60_000;
+    let cycles = 0;
+    const churn = ids.slice(0, 5);
+    while (Date.now() < deadline) {
+      for (let i = 0; i < 20; i++) await service.call('GET', '/servers');
+      const id = churn[cycles % churn.length];
+      await service.call('POST', `/servers/${id}/stop`);
+      await service.call('POST', `/servers/${id}/start`);
+      cycles++;
+      if (Date.now() >= nextSample) {
+        samples.push(round(service.rssMb(), 1));
+        nextSample += 60_000;
+      }
+    }
+    const atEnd = service.rssMb();
+    samples.push(round(atEnd, 1));
+    return {
+      running_editors: count,
+      minutes,
+      cycles,
+      rss_start_mb: round(atStart, 1),
+      rss_end_mb: round(atEnd, 1),
+      rss_max_mb: Math.max(...samples),
+      rss_samples_mb: samples,
+    };
+  } finally {
+    await service.close();
+  }
+}

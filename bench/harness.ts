@@ -1,0 +1,109 @@
+// Runs the real service as a separate process for the benchmarks, and small measuring helpers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { promises as fs, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { ProcessRuntime } from '../src/runtime/processes.ts';
+import { DataLayout } from '../src/workspace/layout.ts';
+
+const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
+export const STUB_EDITOR = new URL('../test/fixtures/stub-editor.mjs', import.meta.url).pathname;
+
+export interface BenchService {
+  url: string;
+  pid: number;
+  root: string;
+  dataDir: string;
+  child: ChildProcess;
+  rssMb(): number;
+  call(method: string, path: string, body?: unknown): Promise<any>;
+  close(): Promise<void>;
+}
+
+export async function startBenchService(editorBin: string, ports: { min: number; max: number }): Promise<BenchService> {
+  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
+  const configFile = join(root, 'config.yaml');
+  await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5 } }));
+  const dataDir = join(root, 'data');
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), MAIN], {
+    env: {
+      ...process.env,
+      DEVBOX_HOST: '127.0.0.1',
+      DEVBOX_PORT: '0',
+      DEVBOX_MANIFESTS_DIR: join(root, 'manifests'),
+      DEVBOX_DATA_DIR: dataDir,
+      DEVBOX_CONFIG: configFile,
+      DEVBOX_EDITOR_BIN: editorBin,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk) => {
+      out += chunk;
+      const match = /serving on (http:\/\/\S+)/.exec(out);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${out}`)));
+  });
+  child.stdout!.resume();
+  return {
+    url, root, dataDir, child,
+    pid: child.pid!,
+    rssMb: () => rssMb(child.pid!),
+    call: (method, path, body) => call(url, method, path, body),
+    async close() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      const runtime = new ProcessRuntime({ bin: editorBin, editorsDir: new DataLayout(dataDir).editorsDir });
+      await Promise.all(runtime.discover().map((e) => runtime.stop(e.identity, 2000)));
+      runtime.dispose();
+      await fs.rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function call(base: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Resident memory of a process, in MB, from /proc. */
+export function rssMb(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export const median = (values: number[]) => percentile(values, 50);
+export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A port range for one benchmark run, away from the default 8010–8100. */
+export function benchPorts(offset: number): { min: number; max: number } {
+  const min = 30_000 + offset * 200;
+  return { min, max: min + 199 };
+}

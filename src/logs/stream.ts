@@ -1,0 +1,162 @@
+// The live log streams: WebSocket /ws/logs (all servers) and /ws/logs/{id} (one server).
+
+import http, { type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import { HttpError, notFound } from '../api/errors.ts';
+import type { LogEntry } from './entry.ts';
+import type { LogHub } from './hub.ts';
+import { parseTailParam } from './lines.ts';
+
+export interface LogStreamOptions {
+  /** A client whose unsent data passes this is closed with 1013. Default 1 MiB. */
+  maxBufferedBytes?: number;
+  /** Ping period; a client that has not answered the previous ping is dropped. Default 30 s. */
+  pingIntervalMs?: number;
+}
+
+interface Client {
+  ws: WebSocket;
+  /** The manifest name it follows, or null for all servers. */
+  name: string | null;
+  alive: boolean;
+}
+
+const PATH = /^\/ws\/logs(?:\/([^/]+))?\/?$/;
+
+/** The frame of section 2.6 of the interface, exactly these fields. */
+function frame(entry: LogEntry): string {
+  return JSON.stringify({
+    type: 'log',
+    server_id: entry.serverId,
+    server_name: entry.serverName,
+    level: entry.level,
+    source: entry.source,
+    message: entry.message,
+    timestamp: entry.timestamp,
+  });
+}
+
+/** Serves the log streams from a LogHub; the HTTP server hands it its 'upgrade' events. */
+export class LogStreamServer {
+  readonly #hub: LogHub;
+  readonly #resolve: (id: string) => { name: string } | undefined;
+  readonly #maxBufferedBytes: number;
+  readonly #wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: 4096 });
+  readonly #clients = new Set<Client>();
+  readonly #unsubscribe: () => void;
+  readonly #pingTimer: NodeJS.Timeout;
+
+  constructor(
+    hub: LogHub,
+    resolve: (id: string) => { name: string } | undefined,
+    options: LogStreamOptions = {},
+  ) {
+    this.#hub = hub;
+    this.#resolve = resolve;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024;
+    // One subscription for all clients, so each entry is serialised once however many listen.
+    this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
+    this.#pingTimer = setInterval(() => this.#ping(), options.pingIntervalMs ?? 30_000);
+    this.#pingTimer.unref();
+  }
+
+  /**
+   * Takes an upgrade request for /ws/logs or /ws/logs/{id}; false for any other path. An
+   * unknown id or a bad ?tail= is answered with a plain HTTP error before any upgrade.
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const match = PATH.exec(url.pathname);
+    if (!match) return false;
+    let name: string | null = null;
+    let tail: number;
+    try {
+      tail = parseTailParam(url.searchParams.get('tail') ?? undefined);
+      if (match[1] !== undefined) {
+        const id = decodeURIComponent(match[1]);
+        const server = this.#resolve(id);
+        if (!server) throw notFound(id);
+        name = server.name;
+      }
+    } catch (err) {
+      refuse(socket, err instanceof HttpError ? err : new HttpError(400, 'INVALID_PATH', 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}'));
+      return true;
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail));
+    return true;
+  }
+
+  /** Closes every stream (1001) and stops the ping timer. */
+  async close(): Promise<void> {
+    clearInterval(this.#pingTimer);
+    this.#unsubscribe();
+    const closing = [...this.#clients].map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          client.ws.once('close', () => resolve());
+          client.ws.close(1001, 'the log stream is shutting down');
+          // A client that does not answer the close is cut off.
+          setTimeout(() => client.ws.terminate(), 1000).unref();
+        }),
+    );
+    await Promise.all(closing);
+    this.#wss.close();
+  }
+
+  #connect(ws: WebSocket, name: string | null, tail: number): void {
+    const client: Client = { ws, name, alive: true };
+    ws.on('pong', () => {
+      client.alive = true;
+    });
+    ws.on('close', () => this.#clients.delete(client));
+    ws.on('error', () => ws.terminate()); // a broken connection; 'close' follows
+    // Replay and joining happen in one turn of the event loop: nothing in between is missed or doubled.
+    for (const entry of this.#hub.tail(name, tail)) this.#send(client, frame(entry));
+    this.#clients.add(client);
+  }
+
+  #broadcast(entry: LogEntry): void {
+    let data: string | undefined;
+    for (const client of this.#clients) {
+      if (client.name !== null && client.name !== entry.name) continue;
+      data ??= frame(entry);
+      this.#send(client, data);
+    }
+  }
+
+  #send(client: Client, data: string): void {
+    const { ws } = client;
+    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > this.#maxBufferedBytes) {
+      // Too far behind: stop queueing for it. The close frame waits behind its unsent data; if it
+      // never reads again, the ping check terminates it, so its buffer cannot grow further.
+      ws.close(1013, 'too slow: the log stream fell behind, reconnect with ?tail=');
+      return;
+    }
+    ws.send(data);
+  }
+
+  #ping(): void {
+    for (const client of this.#clients) {
+      if (!client.alive) {
+        client.ws.terminate();
+        continue;
+      }
+      client.alive = false;
+      client.ws.ping();
+    }
+  }
+}
+
+/** Answers an upgrade request with a JSON HTTP error and closes the socket. */
+function refuse(socket: Duplex, error: HttpError): void {
+  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
+  socket.on('error', () => socket.destroy()); // the client may already be gone
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +
+      'Connection: close\r\nContent-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,221 @@
+// The editor proxy: /vscode/{port}/… and /editor/{port}/… to 127.0.0.1:{port}, for managed, running editors only.
+
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import httpProxy from 'http-proxy';
+
+/** Cookies whose name starts with this belong to the service and never reach an editor. */
+export const SERVICE_COOKIE_PREFIX = 'devbox';
+
+export interface EditorProxyOptions {
+  /** True only for the port of a managed editor that is running: nothing else is ever contacted. */
+  isRoutable: (port: number) => boolean;
+  /** Connections kept open to one editor, in use and idle together. Default 64. */
+  maxSocketsPerEditor?: number;
+  /** An editor silent this long on a request gets the request a 502. Default 60 s; WebSockets are exempt. */
+  timeoutMs?: number;
+  /** Where proxy errors are reported. Default console.error. */
+  log?: (message: string) => void;
+}
+
+interface Route {
+  /** `/vscode/8012` or `/editor/8012`. */
+  prefix: string;
+  port: number;
+  /** The path after the prefix, '' when there is none. */
+  path: string;
+  /** `?…` or ''. */
+  search: string;
+}
+
+type Next = (err?: unknown) => void;
+
+const ROUTE = /^\/(vscode|editor)\/(\d{1,5})(\/.*)?$/;
+const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']);
+
+/** Streams HTTP requests and WebSocket upgrades to editors over a bounded keep-alive pool. */
+export class EditorProxy {
+  readonly #isRoutable: (port: number) => boolean;
+  readonly #log: (message: string) => void;
+  readonly #agent: http.Agent;
+  readonly #proxy: httpProxy;
+  readonly #routes = new WeakMap<IncomingMessage, Route>();
+
+  constructor(options: EditorProxyOptions) {
+    this.#isRoutable = options.isRoutable;
+    this.#log = options.log ?? ((message) => console.error(message));
+    const maxSockets = options.maxSocketsPerEditor ?? 64;
+    // Reusing connections is what keeps throughput near direct access; the bound keeps a burst
+    // from opening thousands of them (requests beyond it wait for a free connection).
+    this.#agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo' });
+    this.#proxy = httpProxy.createProxyServer({ agent: this.#agent, proxyTimeout: options.timeoutMs ?? 60_000 });
+    this.#proxy.on('proxyRes', (proxyRes, req) => {
+      const route = this.#routes.get(req);
+      const location = proxyRes.headers.location;
+      if (route && location) proxyRes.headers.location = rewriteLocation(location, route);
+    });
+    // Every call passes its own error callback; this only guards against an unhandled 'error'.
+    this.#proxy.on('error', (err) => this.#log(`proxy: ${err.stack ?? err}`));
+  }
+
+  /** Express-style middleware; mount it before any body parser so bodies stream through. */
+  middleware(): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
+    return (req, res, next) => {
+      const route = parseRoute(req);
+      if (!route) {
+        next();
+        return;
+      }
+      if (!this.#isRoutable(route.port)) {
+        sendError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+        return;
+      }
+      if (route.path === '') {
+        // The editor's pages use relative URLs, which only resolve under the prefix with the slash.
+        res.writeHead(308, { Location: `${route.prefix}/${route.search}` }).end();
+        return;
+      }
+      this.#prepare(req, route);
+      this.#proxy.web(
+        req,
+        res,
+        // Connection is hop-by-hop: a client's "close" must not cost the pooled editor connection.
+        { target: { host: '127.0.0.1', port: route.port }, headers: { connection: 'keep-alive' } },
+        (err) => this.#failRequest(err, req, res as ServerResponse, route),
+      );
+    };
+  }
+
+  /** Takes a WebSocket upgrade for a proxy path (false for any other path), with the same checks. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const route = parseRoute(req);
+    if (!route) return false;
+    // Until http-proxy pipes the socket nothing else listens for its errors (a client that left).
+    socket.on('error', () => socket.destroy());
+    if (!this.#isRoutable(route.port)) {
+      refuseUpgrade(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+      return true;
+    }
+    this.#prepare(req, route);
+    this.#proxy.ws(req, socket, head, { target: { host: '127.0.0.1', port: route.port } }, (err) => {
+      this.#report(err, req, route);
+      if (socket.destroyed) return;
+      // Before the 101 went out the client can still be told why; after it, only cut the pipe.
+      if (((socket as Socket).bytesWritten ?? 0) === 0) {
+        refuseUpgrade(socket, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+      } else {
+        socket.destroy();
+      }
+    });
+    return true;
+  }
+
+  /** Connections to editors: in use, and idle in the pool. */
+  stats(): { sockets: number; freeSockets: number } {
+    const count = (pools: NodeJS.ReadOnlyDict<unknown[]>): number =>
+      Object.values(pools).reduce((sum, list) => sum + (list?.length ?? 0), 0);
+    return { sockets: count(this.#agent.sockets), freeSockets: count(this.#agent.freeSockets) };
+  }
+
+  /** Closes every pooled connection. */
+  close(): void {
+    this.#agent.destroy();
+    this.#proxy.close();
+  }
+
+  /** Strips the prefix and every credential meant for the service, and says where the request came from. */
+  #prepare(req: IncomingMessage, route: Route): void {
+    this.#routes.set(req, route);
+    req.url = `${route.path || '/'}${route.search}`;
+    const headers = req.headers;
+    delete headers.authorization;
+    delete headers['x-forwarded-access-token'];
+    if (headers.cookie !== undefined) {
+      const kept = headers.cookie
+        .split(';')
+        .filter((cookie) => !cookie.trim().startsWith(SERVICE_COOKIE_PREFIX))
+        .join(';')
+        .trim();
+      if (kept === '') delete headers.cookie;
+      else headers.cookie = kept;
+    }
+    // A front proxy (Databricks Apps) sets these first; keep its values, they describe the browser.
+    headers['x-forwarded-proto'] ??= (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+    headers['x-forwarded-host'] ??= headers.host;
+    headers['x-forwarded-prefix'] = route.prefix;
+    const client = req.socket.remoteAddress;
+    if (client) {
+      const previous = headers['x-forwarded-for'];
+      headers['x-forwarded-for'] = previous ? `${previous}, ${client}` : client;
+    }
+  }
+
+  #failRequest(err: Error, req: IncomingMessage, res: ServerResponse, route: Route): void {
+    this.#report(err, req, route);
+    if (res.writableEnded) return;
+    // Too late for a status: cut the response so the browser sees a failure, not a short body.
+    if (res.headersSent) res.destroy();
+    else sendError(res, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+  }
+
+  // configurable-http-proxy style: expected network failures in one line, anything else with its stack.
+  #report(err: Error, req: IncomingMessage, route: Route): void {
+    const code = (err as NodeJS.ErrnoException).code;
+    const what = `${req.method} ${route.prefix}${req.url} -> 127.0.0.1:${route.port}`;
+    if (code && KNOWN_NETWORK_ERRORS.has(code)) this.#log(`proxy: ${code} on ${what}`);
+    else this.#log(`proxy: error on ${what}: ${err.stack ?? err}`);
+  }
+}
+
+function parseRoute(req: IncomingMessage): Route | undefined {
+  // Express rewrites req.url under a mount path; the original is the full path the client asked for.
+  const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const query = url.indexOf('?');
+  const pathname = query < 0 ? url : url.slice(0, query);
+  const match = ROUTE.exec(pathname);
+  if (!match) return undefined;
+  return {
+    prefix: `/${match[1]}/${match[2]}`,
+    port: Number(match[2]),
+    path: match[3] ?? '',
+    search: query < 0 ? '' : url.slice(query),
+  };
+}
+
+/** Keeps an editor's redirects under the proxy prefix: absolute paths and its own loopback address. */
+function rewriteLocation(location: string, route: Route): string {
+  if (location.startsWith('/') && !location.startsWith('//')) {
+    return location.startsWith(`${route.prefix}/`) ? location : `${route.prefix}${location}`;
+  }
+  // Relative locations already resolve under the prefix in the browser.
+  if (!/^https?:\/\//i.test(location) || !URL.canParse(location)) return location;
+  const url = new URL(location);
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
+  if (!loopback || url.port !== String(route.port)) return location;
+  return `${route.prefix}${url.pathname}${url.search}${url.hash}`;
+}
+
+const notRoutableMessage = (port: number): string =>
+  `no running editor server listens on port ${port}: start the server (POST /servers/{id}/start) ` +
+  'and open the port listed by GET /servers';
+
+const unavailableMessage = (port: number, err: Error): string =>
+  `the editor on port ${port} did not answer (${(err as NodeJS.ErrnoException).code ?? err.message}); ` +
+  'it may be starting or may have crashed: check GET /servers/{id}/health and its logs';
+
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
+}
+
+/** Answers an upgrade request on the raw socket with a JSON HTTP error, then closes it. */
+function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
+      'Connection: close\r\nContent-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

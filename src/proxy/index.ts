@@ -1,0 +1,3 @@
+// The editor proxy: how a browser reaches a running code-server through the service.
+
+export { EditorProxy, SERVICE_COOKIE_PREFIX, type EditorProxyOptions } from './editor-proxy.ts';

@@ -1,0 +1,254 @@
+// The work queue: one run per name at a time, several names in parallel, retries with capped
+// exponential backoff, delayed adds, and a clean stop. Time is a fake clock: nothing sleeps.
+import { afterEach, describe, expect, it } from 'vitest';
+import { WorkQueue, type ReconcileResult } from '../../src/controller/queue.ts';
+import { FakeClock } from '../helpers/fakes.ts';
+
+/** A handler whose runs the test finishes by hand, recording who ran and how many at once. */
+class ControlledHandler {
+  readonly started: string[] = [];
+  readonly running = new Map<string, number>();
+  maxConcurrentPerName = 0;
+  maxConcurrent = 0;
+  private readonly finishers = new Map<string, Array<(result?: ReconcileResult | Error) => void>>();
+
+  readonly handle = (name: string): Promise<ReconcileResult> => {
+    this.started.push(name);
+    this.running.set(name, (this.running.get(name) ?? 0) + 1);
+    this.maxConcurrentPerName = Math.max(this.maxConcurrentPerName, this.running.get(name)!);
+    this.maxConcurrent = Math.max(this.maxConcurrent, [...this.running.values()].reduce((a, b) => a + b, 0));
+    return new Promise<ReconcileResult>((resolve, reject) => {
+      const list = this.finishers.get(name) ?? [];
+      list.push((outcome) => {
+        this.running.set(name, this.running.get(name)! - 1);
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      });
+      this.finishers.set(name, list);
+    });
+  };
+
+  /** Finishes the oldest run of the name, then lets the queue react. */
+  async finish(name: string, outcome?: ReconcileResult | Error): Promise<void> {
+    const next = this.finishers.get(name)?.shift();
+    if (!next) throw new Error(`${name} is not running`);
+    next(outcome);
+    await settle();
+  }
+}
+
+/** Lets pending promise callbacks (the queue's bookkeeping after a run) happen. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+let queue: WorkQueue | undefined;
+
+afterEach(() => {
+  queue?.stop();
+  queue = undefined;
+});
+
+describe('WorkQueue', () => {
+  it('runs a name once at a time: an add during its run makes exactly one more run afterwards', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 4, clock: new FakeClock() });
+
+    queue.add('alpha');
+    await settle();
+    queue.add('alpha');
+    queue.add('alpha');
+    queue.add('alpha');
+    await settle();
+    expect(handler.started).toEqual(['alpha']);
+
+    await handler.finish('alpha');
+    expect(handler.started).toEqual(['alpha', 'alpha']);
+    await handler.finish('alpha');
+    await queue.idle();
+    expect(handler.started).toEqual(['alpha', 'alpha']);
+    expect(handler.maxConcurrentPerName).toBe(1);
+  });
+
+  it('collapses repeated adds of a waiting name into one run', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 1, clock: new FakeClock() });
+    queue.add('busy');
+    queue.add('waiting');
+    queue.add('waiting');
+    queue.add('waiting');
+    await handler.finish('busy');
+    await handler.finish('waiting');
+    await queue.idle();
+    expect(handler.started).toEqual(['busy', 'waiting']);
+  });
+
+  it('runs different names in parallel, never more at once than it has workers', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 2, clock: new FakeClock() });
+    for (const name of ['a', 'b', 'c', 'd']) queue.add(name);
+    await settle();
+    expect(handler.started).toEqual(['a', 'b']);
+
+    await handler.finish('b');
+    expect(handler.started).toEqual(['a', 'b', 'c']);
+    await handler.finish('a');
+    expect(handler.started).toEqual(['a', 'b', 'c', 'd']);
+    await handler.finish('c');
+    await handler.finish('d');
+    await queue.idle();
+    expect(handler.maxConcurrent).toBe(2);
+  });
+
+  it('retries a failing name with exponential backoff capped at the maximum, and reports each attempt', async () => {
+    const clock = new FakeClock();
+    const attempts: number[] = [];
+    let runs = 0;
+    queue = new WorkQueue(async () => {
+      runs++;
+      throw new Error('disk full');
+    }, { workers: 1, clock, baseBackoffMs: 100, maxBackoffMs: 1000, onError: (_name, _error, attempt) => attempts.push(attempt) });
+
+    queue.add('flaky');
+    await queue.idle();
+    const delays: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      expect(clock.pendingDelays).toHaveLength(1);
+      const [delay] = clock.pendingDelays;
+      delays.push(delay);
+      clock.advance(delay - 1);
+      await settle();
+      expect(runs).toBe(i + 1); // not a millisecond early
+      clock.advance(1);
+      await queue.idle();
+      expect(runs).toBe(i + 2);
+    }
+    expect(delays).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect(attempts).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('starts the backoff over once a name succeeds', async () => {
+    const clock = new FakeClock();
+    const outcomes = [new Error('1'), new Error('2'), 'ok', new Error('3')];
+    queue = new WorkQueue(async () => {
+      const next = outcomes.shift();
+      if (next instanceof Error) throw next;
+    }, { workers: 1, clock, baseBackoffMs: 100 });
+
+    queue.add('n');
+    await queue.idle();
+    clock.advance(100);
+    await queue.idle();
+    expect(clock.pendingDelays).toEqual([200]);
+    clock.advance(200); // succeeds
+    await queue.idle();
+    expect(clock.pendingDelays).toEqual([]);
+    queue.add('n'); // fails again: the first backoff, not the third
+    await queue.idle();
+    expect(clock.pendingDelays).toEqual([100]);
+  });
+
+  it('runs a name again after the delay its reconcile asked for', async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    queue = new WorkQueue(async () => {
+      runs++;
+      return runs === 1 ? { requeueAfterMs: 500 } : undefined;
+    }, { workers: 1, clock });
+
+    queue.add('later');
+    await queue.idle();
+    clock.advance(499);
+    await queue.idle();
+    expect(runs).toBe(1);
+    clock.advance(1);
+    await queue.idle();
+    expect(runs).toBe(2);
+    expect(clock.pendingDelays).toEqual([]);
+  });
+
+  it('keeps the earliest of two delayed adds of one name, and runs it once', async () => {
+    const clock = new FakeClock();
+    const runs: string[] = [];
+    queue = new WorkQueue(async (name) => {
+      runs.push(name);
+    }, { workers: 2, clock });
+
+    queue.addAfter('x', 1000);
+    queue.addAfter('x', 300);
+    queue.addAfter('y', 300);
+    queue.addAfter('y', 1000);
+    expect(clock.pendingDelays).toEqual([300, 300]);
+    clock.advance(299);
+    await queue.idle();
+    expect(runs).toEqual([]);
+    clock.advance(1);
+    await queue.idle();
+    expect(runs.sort()).toEqual(['x', 'y']);
+    clock.advance(5000);
+    await queue.idle();
+    expect(runs).toHaveLength(2);
+  });
+
+  it('runs a name added now at once, dropping its delayed add', async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    queue = new WorkQueue(async () => {
+      runs++;
+    }, { workers: 1, clock });
+    queue.addAfter('x', 1000);
+    queue.add('x');
+    await queue.idle();
+    expect(runs).toBe(1);
+    expect(clock.pendingDelays).toEqual([]);
+  });
+
+  it('cancels its timers and ignores new names once stopped', async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const q = new WorkQueue(async () => {
+      runs++;
+    }, { workers: 1, clock });
+    q.addAfter('x', 100);
+    q.addAfter('y', 200);
+    q.stop();
+    expect(clock.pendingDelays).toEqual([]);
+    q.add('z');
+    q.addAfter('w', 10);
+    clock.advance(1000);
+    await q.idle();
+    expect(runs).toBe(0);
+    expect(clock.pendingDelays).toEqual([]);
+  });
+
+  it('lets a run in progress finish after stop without scheduling its retry', async () => {
+    const clock = new FakeClock();
+    const handler = new ControlledHandler();
+    const q = new WorkQueue(handler.handle, { workers: 1, clock });
+    q.add('x');
+    q.add('waiting');
+    await settle();
+    q.add('x'); // would run again afterwards
+    q.stop();
+    await handler.finish('x', new Error('boom'));
+    await q.idle();
+    expect(handler.started).toEqual(['x']);
+    expect(clock.pendingDelays).toEqual([]);
+  });
+
+  it('resolves idle() only when nothing is queued or running', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 1, clock: new FakeClock() });
+    await queue.idle(); // empty: at once
+
+    queue.add('a');
+    queue.add('b');
+    let idle = false;
+    void queue.idle().then(() => {
+      idle = true;
+    });
+    await handler.finish('a');
+    expect(idle).toBe(false);
+    await handler.finish('b');
+    expect(idle).toBe(true);
+    expect(queue.length).toBe(0);
+  });
+});

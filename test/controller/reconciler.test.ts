@@ -1,0 +1,519 @@
+// reconcile(name) against a real manifest store, data layout and port allocator in a temp folder,
+// with fake editor processes (which answer /healthz for real), logs and extension installs.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { stringify } from 'yaml';
+import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
+import { PortAllocator } from '../../src/controller/ports.ts';
+import { Reconciler } from '../../src/controller/reconciler.ts';
+import { ManifestStore } from '../../src/manifests/store.ts';
+import { RESTARTED_AT, type EditorServer, type EditorServerSpec, type EditorServerStatus } from '../../src/manifests/types.ts';
+import { checkHealth } from '../../src/runtime/health.ts';
+import type { ExitInfo } from '../../src/runtime/processes.ts';
+import { DataLayout } from '../../src/workspace/layout.ts';
+import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let root: string;
+let config: Config;
+let store: ManifestStore;
+let layout: DataLayout;
+let runtime: FakeRuntime;
+let logs: FakeLogs;
+let installer: FakeInstaller;
+let ports: PortAllocator;
+/** Ports the fake `portIsFree` reports as held by a process the service does not manage. */
+let heldPorts: Set<number>;
+/** Every name the reconciler put back on the queue, in order. */
+let enqueued: string[];
+let reconciler: Reconciler;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'devbox-reconciler-'));
+  // A block of its own below the ephemeral range, away from the integration tests' 20000+.
+  const min = 10_000 + Math.floor(Math.random() * 400) * 20;
+  config = structuredClone(DEFAULT_CONFIG);
+  config.ports = { min, max: min + 19 };
+  config.editor = { startTimeoutSeconds: 5, stopGraceSeconds: 1, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 };
+  config.extensionGroups = { python: ['ms-python.python'] };
+  store = new ManifestStore(join(root, 'manifests'));
+  await mkdir(store.dir);
+  layout = new DataLayout(join(root, 'data'));
+  runtime = new FakeRuntime();
+  logs = new FakeLogs(join(root, 'data', 'logs'));
+  installer = new FakeInstaller();
+  ports = new PortAllocator(config.ports);
+  heldPorts = new Set();
+  enqueued = [];
+  reconciler = new Reconciler({
+    store, runtime, ports, layout, logs, installer, config,
+    portIsFree: async (port) => !heldPorts.has(port),
+    enqueue: (name) => enqueued.push(name),
+    log: () => undefined,
+  });
+});
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await runtime.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Writes a manifest the way a person would: by hand, with a comment. */
+async function writeManifest(name: string, spec: Partial<EditorServerSpec> = {}): Promise<string> {
+  const manifest = {
+    apiVersion: 'devbox.dev/v1alpha1',
+    kind: 'EditorServer',
+    metadata: { name },
+    spec: { displayName: `Editor ${name}`, running: false, ...spec },
+  };
+  const text = `# ${name}: written by hand\n${stringify(manifest)}`;
+  await writeFile(store.fileOf(name), text);
+  return text;
+}
+
+async function serverOf(name: string): Promise<EditorServer> {
+  const read = await store.read(name);
+  if (read.kind !== 'ok') throw new Error(`${name} is ${read.kind}`);
+  return read.server;
+}
+
+async function statusOf(name: string): Promise<EditorServerStatus> {
+  const status = (await serverOf(name)).status;
+  if (!status) throw new Error(`${name} has no status`);
+  return status;
+}
+
+/** Changes the spec or metadata the way the API does. */
+async function edit(name: string, path: string[], value: unknown): Promise<void> {
+  expect(await store.update(name, (doc) => {
+    doc.setIn(path, value);
+  })).toBe('updated');
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Waits for the background /healthz probe started by the last reconcile to report back. */
+async function probeReported(name: string, since: number): Promise<void> {
+  await until(() => enqueued.slice(since).includes(name), `the health probe of ${name}`);
+}
+
+/** Reconciles a running: true manifest until its editor answers /healthz and status says Running. */
+async function startRunning(name: string, spec: Partial<EditorServerSpec> = {}): Promise<EditorServerStatus> {
+  await writeManifest(name, { running: true, ...spec });
+  await reconciler.reconcile(name);
+  const mark = enqueued.length;
+  expect((await statusOf(name)).phase).toBe('Starting');
+  await probeReported(name, mark);
+  await reconciler.reconcile(name);
+  const status = await statusOf(name);
+  expect(status.phase).toBe('Running');
+  return status;
+}
+
+describe('reconcile', () => {
+  it('gives a new manifest a uid, a port and a workspace, reports it Stopped, and keeps the comment', async () => {
+    const text = await writeManifest('fresh');
+    expect(await reconciler.reconcile('fresh')).toBeUndefined();
+
+    const server = await serverOf('fresh');
+    expect(server.metadata.uid).toMatch(UUID);
+    expect(server.status).toMatchObject({ phase: 'Stopped', pid: null, port: config.ports.min, workspacePath: layout.workspace('fresh') });
+    expect(ports.portOf('fresh')).toBe(config.ports.min);
+    expect(existsSync(layout.workspace('fresh'))).toBe(true);
+    expect(existsSync(layout.editor('fresh').userDataDir)).toBe(true);
+    expect(existsSync(layout.editor('fresh').extensionsDir)).toBe(true);
+    const written = await readFile(store.fileOf('fresh'), 'utf8');
+    expect(written.startsWith('# fresh: written by hand\n')).toBe(true);
+    expect(written.replace(/^ {2}uid: .*\n/m, '').startsWith(text)).toBe(true);
+    expect(runtime.launches).toEqual([]);
+    expect(reconciler.nameOfUid(server.metadata.uid!)).toBe('fresh');
+  });
+
+  it('keeps the uid and port it gave on the next reconcile, and does not rewrite the file', async () => {
+    await writeManifest('steady');
+    await reconciler.reconcile('steady');
+    const text = await readFile(store.fileOf('steady'), 'utf8');
+    await reconciler.reconcile('steady');
+    expect(await readFile(store.fileOf('steady'), 'utf8')).toBe(text);
+  });
+
+  it('launches a running server once, reports Running when it answers /healthz, and launches nothing more', async () => {
+    await writeManifest('web', { running: true });
+    await reconciler.reconcile('web');
+    const mark = enqueued.length;
+    const starting = await statusOf('web');
+    expect(runtime.launches).toHaveLength(1);
+    const [launch] = runtime.launches;
+    expect(starting).toMatchObject({ phase: 'Starting', pid: runtime.alive('web')[0].pid, port: launch.port });
+    expect(launch).toMatchObject({
+      name: 'web',
+      workspacePath: layout.workspace('web'),
+      userDataDir: layout.editor('web').userDataDir,
+      extensionsDir: layout.editor('web').extensionsDir,
+      stdoutPath: logs.rawPaths('web').stdout,
+    });
+
+    await probeReported('web', mark);
+    await reconciler.reconcile('web');
+    const running = await statusOf('web');
+    expect(running).toMatchObject({ phase: 'Running', pid: starting.pid, startTime: starting.startTime });
+    expect((await checkHealth(running.port!)).ok).toBe(true);
+    expect(reconciler.isRunningPort(running.port!)).toBe(true);
+
+    const text = await readFile(store.fileOf('web'), 'utf8');
+    await reconciler.reconcile('web');
+    await reconciler.reconcile('web');
+    expect(runtime.launches).toHaveLength(1);
+    expect(await readFile(store.fileOf('web'), 'utf8')).toBe(text);
+  });
+
+  it('reports Starting, and launches nothing more, while the editor has not answered yet', async () => {
+    runtime.answersHealth = false;
+    await writeManifest('slow', { running: true });
+    await reconciler.reconcile('slow');
+    await reconciler.reconcile('slow');
+    await reconciler.reconcile('slow');
+    expect(runtime.launches).toHaveLength(1);
+    expect((await statusOf('slow')).phase).toBe('Starting');
+
+    await edit('slow', ['spec', 'running'], false); // also ends the background probe
+    await reconciler.reconcile('slow');
+    expect((await statusOf('slow')).phase).toBe('Stopped');
+  });
+
+  it('reports Failed/Unhealthy when a live editor does not answer /healthz within the start timeout', async () => {
+    config.editor.startTimeoutSeconds = 0.3;
+    runtime.answersHealth = false;
+    await writeManifest('mute', { running: true });
+    await reconciler.reconcile('mute');
+    await probeReported('mute', 0);
+    await reconciler.reconcile('mute');
+    const status = await statusOf('mute');
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'Unhealthy', pid: runtime.alive('mute')[0].pid });
+    expect(status.message).toContain('/healthz');
+    expect(runtime.launches).toHaveLength(1);
+  });
+
+  it.each([
+    [{ code: 1, signal: null }, 'Crashed'],
+    [{ code: null, signal: 'SIGKILL' }, 'Crashed'],
+    [{ code: 0, signal: null }, 'Exited'],
+  ] as Array<[ExitInfo, string]>)('records an exit %j under restartPolicy Never as Failed/%s and never relaunches', async (exit, reason) => {
+    await startRunning('once');
+    const mark = enqueued.length;
+    await runtime.crash('once', exit);
+    expect(enqueued.slice(mark)).toContain('once');
+
+    expect(await reconciler.reconcile('once')).toBeUndefined();
+    const status = await statusOf('once');
+    expect(status).toMatchObject({ phase: 'Failed', reason, pid: null, lastExit: { code: exit.code, signal: exit.signal } });
+    expect(status.pidStartTicks).toBeUndefined();
+
+    await reconciler.reconcile('once');
+    await reconciler.reconcile('once');
+    expect(runtime.launches).toHaveLength(1);
+    expect((await statusOf('once')).reason).toBe(reason);
+  });
+
+  it('relaunches under OnFailure after a growing backoff, and reports CrashLoopBackOff after crashLoopRestarts crashes', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-11-22T06:00:00Z'));
+    const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
+
+    await writeManifest('flaky', { running: true, restartPolicy: 'OnFailure' });
+    await reconciler.reconcile('flaky');
+    expect(runtime.launches).toHaveLength(1);
+
+    // First crash: back off 1 s, and not a moment less.
+    await runtime.crash('flaky');
+    expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 1000 });
+    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', reason: 'BackOff', pid: null, restarts: 1, lastExit: { code: 1 } });
+    later(999);
+    expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 1 });
+    expect(runtime.launches).toHaveLength(1);
+    later(1);
+    await reconciler.reconcile('flaky');
+    expect(runtime.launches).toHaveLength(2);
+    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', pid: runtime.alive('flaky')[0].pid });
+
+    // Second crash: 2 s.
+    await runtime.crash('flaky');
+    expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 2000 });
+    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', reason: 'BackOff', restarts: 2 });
+    later(2000);
+    await reconciler.reconcile('flaky');
+    expect(runtime.launches).toHaveLength(3);
+
+    // Third crash within the window: a crash loop, reported as Failed, still retried after 4 s.
+    await runtime.crash('flaky');
+    expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 4000 });
+    const looping = await statusOf('flaky');
+    expect(looping).toMatchObject({ phase: 'Failed', reason: 'CrashLoopBackOff', pid: null, restarts: 3 });
+    expect(looping.message).toContain('3 crashes');
+    later(3000);
+    await reconciler.reconcile('flaky');
+    expect(runtime.launches).toHaveLength(3);
+    later(1000);
+    await reconciler.reconcile('flaky');
+    const mark = enqueued.length;
+    expect(runtime.launches).toHaveLength(4);
+    await probeReported('flaky', mark);
+  });
+
+  it('does not restart a clean exit under OnFailure, and restarts it under Always', async () => {
+    await startRunning('clean', { restartPolicy: 'OnFailure' });
+    await runtime.crash('clean', { code: 0, signal: null });
+    await reconciler.reconcile('clean');
+    expect(await statusOf('clean')).toMatchObject({ phase: 'Failed', reason: 'Exited' });
+
+    await startRunning('always', { restartPolicy: 'Always' });
+    await runtime.crash('always', { code: 0, signal: null });
+    expect(await reconciler.reconcile('always')).toEqual({ requeueAfterMs: 1000 });
+    expect(await statusOf('always')).toMatchObject({ phase: 'Starting', reason: 'BackOff', restarts: 1 });
+  });
+
+  it('stops and relaunches the editor once for a restart annotation', async () => {
+    const before = await startRunning('again');
+    const [old] = runtime.alive('again');
+    const restartedAt = '2026-11-22T06:00:00Z';
+    await edit('again', ['metadata', 'annotations', RESTARTED_AT], restartedAt);
+
+    await reconciler.reconcile('again');
+    const mark = enqueued.length;
+    expect(runtime.stops).toEqual([old]);
+    expect(runtime.isAlive(old)).toBe(false);
+    expect(runtime.launches).toHaveLength(2);
+    const [fresh] = runtime.alive('again');
+    const status = await statusOf('again');
+    expect(status).toMatchObject({ phase: 'Starting', pid: fresh.pid, port: before.port, observedRestartedAt: restartedAt, restarts: 1 });
+
+    await probeReported('again', mark);
+    await reconciler.reconcile('again');
+    await reconciler.reconcile('again');
+    expect(await statusOf('again')).toMatchObject({ phase: 'Running', pid: fresh.pid });
+    expect(runtime.launches).toHaveLength(2);
+    expect(runtime.stops).toHaveLength(1);
+  });
+
+  it('starts a server left Failed by a crash again when a restart is requested', async () => {
+    await startRunning('revive');
+    await runtime.crash('revive');
+    await reconciler.reconcile('revive');
+    expect((await statusOf('revive')).phase).toBe('Failed');
+
+    await edit('revive', ['metadata', 'annotations', RESTARTED_AT], '2026-11-22T07:00:00Z');
+    await reconciler.reconcile('revive');
+    const mark = enqueued.length;
+    expect(runtime.launches).toHaveLength(2);
+    expect(await statusOf('revive')).toMatchObject({ phase: 'Starting', pid: runtime.alive('revive')[0].pid, restarts: 1 });
+    await probeReported('revive', mark);
+  });
+
+  it('moves a running editor to a changed spec.port by restarting it there, and frees the old port', async () => {
+    const before = await startRunning('mover');
+    const [old] = runtime.alive('mover');
+    const next = config.ports.min + 10;
+    await edit('mover', ['spec', 'port'], next);
+
+    await reconciler.reconcile('mover');
+    const mark = enqueued.length;
+    expect(runtime.stops).toEqual([old]);
+    expect(runtime.launches.map((l) => l.port)).toEqual([before.port, next]);
+    expect(await statusOf('mover')).toMatchObject({ phase: 'Starting', port: next, pid: runtime.alive('mover')[0].pid });
+    expect(ports.owner(before.port!)).toBeUndefined();
+    expect(ports.owner(next)).toBe('mover');
+    await probeReported('mover', mark);
+  });
+
+  it('stops the editor when spec.running turns false, and reports Stopped', async () => {
+    const running = await startRunning('halt');
+    const [identity] = runtime.alive('halt');
+    await edit('halt', ['spec', 'running'], false);
+
+    await reconciler.reconcile('halt');
+    expect(runtime.stops).toEqual([identity]);
+    expect(runtime.alive('halt')).toEqual([]);
+    const status = await statusOf('halt');
+    expect(status).toMatchObject({ phase: 'Stopped', pid: null, port: running.port });
+    expect(status.startTime).toBeUndefined();
+    expect((await checkHealth(running.port!)).ok).toBe(false);
+
+    await reconciler.reconcile('halt');
+    expect(runtime.stops).toHaveLength(1);
+    expect(runtime.launches).toHaveLength(1);
+    expect((await statusOf('halt')).phase).toBe('Stopped');
+  });
+
+  it('leaves the running editor alone while its manifest is invalid, records every problem, and resumes when fixed', async () => {
+    await startRunning('typo');
+    const good = await readFile(store.fileOf('typo'), 'utf8');
+    const bad = good.replace('running: true', 'running: yes please\n  colour: red');
+    await writeFile(store.fileOf('typo'), bad);
+
+    expect(await reconciler.reconcile('typo')).toBeUndefined();
+    const record = reconciler.records.get('typo')!;
+    expect(record.problems).toEqual(['spec: unknown field "colour"', 'spec.running: must be boolean']);
+    expect(record.server?.status?.phase).toBe('Running'); // the last valid state stays visible
+    expect(runtime.alive('typo')).toHaveLength(1);
+    expect(runtime.stops).toEqual([]);
+    expect(await readFile(store.fileOf('typo'), 'utf8')).toBe(bad);
+    expect(logs.events).toContainEqual(expect.objectContaining({ name: 'typo', level: 'ERROR', message: expect.stringContaining('manifest is invalid') }));
+
+    await writeFile(store.fileOf('typo'), good);
+    await reconciler.reconcile('typo');
+    expect(reconciler.records.get('typo')!.problems).toBeUndefined();
+    expect((await statusOf('typo')).phase).toBe('Running');
+    expect(runtime.launches).toHaveLength(1);
+  });
+
+  it('records the problems of a manifest that was never valid, and launches nothing', async () => {
+    await writeFile(store.fileOf('never'), 'apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: not-never\nspec:\n  running: true\n');
+    await reconciler.reconcile('never');
+    expect(reconciler.records.get('never')).toEqual({ name: 'never', problems: ['metadata.name: "not-never" must equal the file name "never"'] });
+    expect(runtime.launches).toEqual([]);
+  });
+
+  it('stops the editor, removes its workspace and editor data, and frees its port when the file is deleted', async () => {
+    const status = await startRunning('bye');
+    const [identity] = runtime.alive('bye');
+    const deleted: string[] = [];
+    reconciler.on('deleted', (name: string) => deleted.push(name));
+    await rm(store.fileOf('bye'));
+
+    expect(await reconciler.reconcile('bye')).toBeUndefined();
+    expect(runtime.stops).toEqual([identity]);
+    expect(runtime.alive('bye')).toEqual([]);
+    expect(existsSync(layout.workspace('bye'))).toBe(false);
+    expect(existsSync(layout.editor('bye').root)).toBe(false);
+    expect(ports.portOf('bye')).toBeUndefined();
+    expect(ports.owner(status.port!)).toBeUndefined();
+    expect(reconciler.records.has('bye')).toBe(false);
+    expect(logs.untracked).toEqual([{ name: 'bye', remove: true }]);
+    expect(deleted).toEqual(['bye']);
+  });
+
+  it('stops the editor of a manifest that was invalid since the controller restarted, once the file is deleted', async () => {
+    await startRunning('orphan');
+    const [identity] = runtime.alive('orphan');
+    const text = await readFile(store.fileOf('orphan'), 'utf8');
+    await writeFile(store.fileOf('orphan'), text.replace('running: true', 'running: maybe'));
+    // The controller restarts while the file is invalid: a new reconciler, the editor still runs.
+    const restarted = new Reconciler({
+      store, runtime, layout, logs, installer, config,
+      ports: new PortAllocator(config.ports),
+      portIsFree: async () => true,
+      enqueue: () => undefined,
+      log: () => undefined,
+    });
+    await restarted.reconcile('orphan');
+    expect(runtime.isAlive(identity)).toBe(true);
+
+    await rm(store.fileOf('orphan'));
+    await restarted.reconcile('orphan');
+    expect(runtime.isAlive(identity)).toBe(false);
+    expect(existsSync(layout.workspace('orphan'))).toBe(false);
+  });
+
+  it('removes the editor, its files and the manifest itself when the manifest is marked for deletion', async () => {
+    await startRunning('marked');
+    await edit('marked', ['metadata', 'deletionTimestamp'], '2026-11-22T06:00:00Z');
+    await reconciler.reconcile('marked');
+    expect(runtime.alive('marked')).toEqual([]);
+    expect(existsSync(store.fileOf('marked'))).toBe(false);
+    expect(existsSync(layout.workspace('marked'))).toBe(false);
+    expect(reconciler.records.has('marked')).toBe(false);
+  });
+
+  it('reports Failed/PortUnavailable when spec.port is another server\'s port, and launches nothing', async () => {
+    const port = config.ports.min + 5;
+    await writeManifest('first', { port });
+    await reconciler.reconcile('first');
+    expect((await statusOf('first')).port).toBe(port);
+
+    await writeManifest('second', { port, running: true });
+    expect(await reconciler.reconcile('second')).toEqual({ requeueAfterMs: 5000 });
+    const status = await statusOf('second');
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'PortUnavailable' });
+    expect(status.message).toContain('"first"');
+    expect(status.port).toBeUndefined();
+    expect(ports.owner(port)).toBe('first');
+    expect(runtime.launches).toEqual([]);
+  });
+
+  it('reports Failed/PortInUse while another program holds the port, and starts once it is free', async () => {
+    const port = config.ports.min + 7;
+    heldPorts.add(port);
+    await writeManifest('blocked', { port, running: true });
+    expect(await reconciler.reconcile('blocked')).toEqual({ requeueAfterMs: 5000 });
+    expect(await statusOf('blocked')).toMatchObject({ phase: 'Failed', reason: 'PortInUse', pid: null });
+    expect(runtime.launches).toEqual([]);
+
+    heldPorts.clear();
+    await reconciler.reconcile('blocked');
+    const mark = enqueued.length;
+    expect(runtime.launches).toHaveLength(1);
+    expect(await statusOf('blocked')).toMatchObject({ phase: 'Starting', port });
+    await probeReported('blocked', mark);
+  });
+
+  it('installs the extensions asked for, records versions and failures, and starts the editor anyway', async () => {
+    installer.outcomes.set('ms-python.python', { ok: true, version: '2026.1.0' });
+    installer.outcomes.set('broken.ext', { ok: false, message: 'not found in the gallery' });
+    await writeManifest('ext', { running: true, extensionGroups: ['python'], extensions: ['broken.ext', 'good.ext'] });
+
+    await reconciler.reconcile('ext');
+    const mark = enqueued.length;
+    const extensionsDir = layout.editor('ext').extensionsDir;
+    expect(installer.calls).toEqual([
+      { extensionsDir, id: 'ms-python.python' },
+      { extensionsDir, id: 'broken.ext' },
+      { extensionsDir, id: 'good.ext' },
+    ]);
+    const status = await statusOf('ext');
+    expect(status.extensions).toEqual([
+      { id: 'ms-python.python', state: 'Installed', version: '2026.1.0' },
+      { id: 'broken.ext', state: 'Failed', message: 'not found in the gallery' },
+      { id: 'good.ext', state: 'Installed' },
+    ]);
+    expect(runtime.launches).toHaveLength(1);
+    expect(status.phase).toBe('Starting');
+    expect(status.reason).toBeUndefined();
+    expect(logs.events).toContainEqual({ name: 'ext', level: 'WARN', message: 'extension broken.ext failed to install: not found in the gallery' });
+
+    await probeReported('ext', mark);
+    await reconciler.reconcile('ext');
+    expect(installer.calls).toHaveLength(3); // nothing installed twice
+    expect(await statusOf('ext')).toMatchObject({ phase: 'Running', extensions: status.extensions });
+  });
+
+  it('writes spec.settings to the editor\'s settings.json', async () => {
+    await writeManifest('tuned', { settings: { 'editor.fontSize': 14 } });
+    await reconciler.reconcile('tuned');
+    const file = join(layout.editor('tuned').userDataDir, 'User', 'settings.json');
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ 'editor.fontSize': 14 });
+  });
+
+  it('records a launch that fails as Failed/LaunchFailed and throws, so the queue retries', async () => {
+    runtime.launchError = new Error('spawn code-server ENOENT');
+    await writeManifest('nobin', { running: true });
+    await expect(reconciler.reconcile('nobin')).rejects.toThrow('ENOENT');
+    expect(await statusOf('nobin')).toMatchObject({ phase: 'Failed', reason: 'LaunchFailed', pid: null });
+
+    runtime.launchError = undefined;
+    await reconciler.reconcile('nobin');
+    const mark = enqueued.length;
+    expect(runtime.launches).toHaveLength(1);
+    await probeReported('nobin', mark);
+  });
+});

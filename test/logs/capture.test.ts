@@ -1,0 +1,112 @@
+import fs from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { LogEntry } from '../../src/logs/entry.ts';
+import { formatLogLine } from '../../src/logs/entry.ts';
+import type { LogHub } from '../../src/logs/hub.ts';
+import { FakeEditorOutput, SERVER, makeHub, makeLogsDir, waitFor } from './fixtures.ts';
+
+describe('capturing an editor output', () => {
+  let logsDir: string;
+  let hub: LogHub;
+  let outputs: FakeEditorOutput[];
+
+  beforeEach(() => {
+    logsDir = makeLogsDir();
+    hub = makeHub(logsDir);
+    hub.track(SERVER);
+    outputs = [];
+  });
+
+  afterEach(async () => {
+    for (const output of outputs) output.close();
+    await hub.close();
+    fs.rmSync(logsDir, { recursive: true, force: true });
+  });
+
+  const open = (file: string): FakeEditorOutput => {
+    const output = new FakeEditorOutput(file);
+    outputs.push(output);
+    return output;
+  };
+
+  it('turns each stdout line into an INFO entry and each stderr line into a WARN entry from the server', async () => {
+    const seen: LogEntry[] = [];
+    hub.subscribe(SERVER.name, (entry) => seen.push(entry));
+    const { stdout, stderr } = hub.rawPaths(SERVER.name);
+    open(stdout).write('HTTP server listening on http://127.0.0.1:8012/\n');
+    open(stderr).write('[warn] extension host slow to start\n');
+
+    await waitFor(() => seen.length === 2);
+    const byMessage = Object.fromEntries(seen.map((entry) => [entry.message, entry]));
+    expect(byMessage['HTTP server listening on http://127.0.0.1:8012/']).toMatchObject({
+      serverId: SERVER.id,
+      serverName: SERVER.displayName,
+      name: SERVER.name,
+      level: 'INFO',
+      source: 'server',
+    });
+    expect(byMessage['[warn] extension host slow to start']).toMatchObject({ level: 'WARN', source: 'server' });
+    for (const entry of seen) expect(new Date(entry.timestamp).toISOString()).toBe(entry.timestamp);
+    expect(hub.tail(SERVER.name, 10).map((entry) => entry.message).sort()).toEqual(
+      ['HTTP server listening on http://127.0.0.1:8012/', '[warn] extension host slow to start'].sort(),
+    );
+  });
+
+  it('holds a partial line until its newline arrives', async () => {
+    const output = open(hub.rawPaths(SERVER.name).stdout);
+    output.write('first line\nsecond ');
+    await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
+    // Give the hub several polls to (wrongly) emit the half line.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(hub.tail(SERVER.name, 10).map((entry) => entry.message)).toEqual(['first line']);
+
+    output.write('half\r\n\nthird line\n');
+    await waitFor(() => hub.tail(SERVER.name, 10).length === 3);
+    expect(hub.tail(SERVER.name, 10).map((entry) => entry.message)).toEqual(['first line', 'second half', 'third line']);
+  });
+
+  it('records controller events with source controller and ignores events for an unknown server', () => {
+    const seen: LogEntry[] = [];
+    hub.subscribe(null, (entry) => seen.push(entry));
+    hub.event(SERVER.name, 'INFO', 'started (pid 4242)');
+    hub.event(SERVER.name, 'ERROR', 'crashed:\nexit code 1');
+    hub.event('no-such-server', 'INFO', 'started');
+
+    expect(seen.map(({ level, source, message }) => ({ level, source, message }))).toEqual([
+      { level: 'INFO', source: 'controller', message: 'started (pid 4242)' },
+      { level: 'ERROR', source: 'controller', message: 'crashed: exit code 1' },
+    ]);
+    expect(hub.tail('no-such-server', 10)).toEqual([]);
+  });
+
+  it('writes every entry to server.log as timestamp, level, source and text', async () => {
+    const { dir, stderr } = hub.rawPaths(SERVER.name);
+    hub.event(SERVER.name, 'INFO', 'starting');
+    open(stderr).write('port already in use\n');
+    await waitFor(() => hub.tail(SERVER.name, 10).length === 2);
+    await hub.untrack(SERVER.name); // flushes
+
+    const lines = fs.readFileSync(`${dir}/server.log`, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[INFO\] \[controller\] starting$/);
+    expect(lines[1]).toMatch(/^\S+Z \[WARN\] \[server\] port already in use$/);
+    expect(
+      formatLogLine({
+        serverId: SERVER.id,
+        serverName: SERVER.displayName,
+        name: SERVER.name,
+        level: 'WARN',
+        source: 'server',
+        message: 'text',
+        timestamp: '2026-11-22T06:00:01.123Z',
+      }),
+    ).toBe('2026-11-22T06:00:01.123Z [WARN] [server] text');
+  });
+
+  it('deletes the log folder when a server is untracked with remove', async () => {
+    const { dir } = hub.rawPaths(SERVER.name);
+    hub.event(SERVER.name, 'INFO', 'deleting');
+    await hub.untrack(SERVER.name, { remove: true });
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+});

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { LogHub } from '../../src/logs/hub.ts';
+import { SERVER, makeHub, makeLogsDir, startStreams, waitFor } from './fixtures.ts';
+
+describe('replay on connect', () => {
+  let logsDir: string;
+  let hub: LogHub;
+  let streams: Awaited<ReturnType<typeof startStreams>>;
+  let sockets: WebSocket[];
+
+  beforeEach(async () => {
+    logsDir = makeLogsDir();
+    hub = makeHub(logsDir);
+    hub.track(SERVER);
+    for (let i = 0; i < 150; i++) hub.event(SERVER.name, 'INFO', `before ${i}`);
+    streams = await startStreams(hub, (id) => (id === SERVER.id ? SERVER : undefined));
+    sockets = [];
+  });
+
+  afterEach(async () => {
+    for (const socket of sockets) socket.terminate();
+    await streams.close();
+    await hub.close();
+    fs.rmSync(logsDir, { recursive: true, force: true });
+  });
+
+  async function messages(path: string): Promise<string[]> {
+    const received: string[] = [];
+    const socket = new WebSocket(`${streams.base}${path}`);
+    sockets.push(socket);
+    socket.on('message', (data) => received.push(JSON.parse(data.toString()).message));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    return received;
+  }
+
+  it('replays the last ?tail lines in order, then streams new ones', async () => {
+    const received = await messages(`/ws/logs/${SERVER.id}?tail=3`);
+    hub.event(SERVER.name, 'INFO', 'after');
+    await waitFor(() => received.length === 4);
+    expect(received).toEqual(['before 147', 'before 148', 'before 149', 'after']);
+  });
+
+  it('replays 100 lines by default, in the same frames as live ones', async () => {
+    const received = await messages('/ws/logs');
+    await waitFor(() => received.length === 100);
+    expect(received[0]).toBe('before 50');
+    expect(received[99]).toBe('before 149');
+  });
+
+  it('replays nothing with tail=0', async () => {
+    const received = await messages(`/ws/logs/${SERVER.id}?tail=0`);
+    hub.event(SERVER.name, 'INFO', 'live');
+    await waitFor(() => received.length === 1);
+    expect(received).toEqual(['live']);
+  });
+});

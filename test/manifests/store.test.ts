@@ -1,0 +1,332 @@
+// The manifest store: atomic exclusive create, status written around the spec's text, hand edits
+// never lost, and files that do not parse or validate reported, never thrown.
+import { promises as fsp, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
+import { ConflictError, ManifestStore } from '../../src/manifests/store.ts';
+import type { EditorServer, EditorServerStatus } from '../../src/manifests/types.ts';
+
+const UID = '5f0c2b1e-3d4a-4b5c-8d6e-7f8091a2b3c4';
+
+/** A manifest as a person types it: comments, odd spacing, quoted strings, flow collections. */
+const HAND_WRITTEN = `# The data team's editor. Ask in #data before changing the port.
+apiVersion: devbox.dev/v1alpha1
+kind:   EditorServer
+metadata:
+  name: data-pipeline        # must match the file name
+  annotations: { "owner": 'ana' }
+spec:
+    displayName: "Data  pipeline: main"   # quoted, with a colon
+    running:    false
+    settings:
+        "editor.fontSize": 14
+        'files.exclude': { "**/.git": true }
+
+    # extensions come later
+    extensions: [ ms-python.python ]
+# end of spec
+`;
+
+function server(name: string, displayName = name): EditorServer {
+  return {
+    apiVersion: 'devbox.dev/v1alpha1',
+    kind: 'EditorServer',
+    metadata: { name },
+    spec: { displayName, running: false },
+  };
+}
+
+// Captured before any spy replaces it.
+const realOpen = fsp.open;
+
+let dir: string;
+let store: ManifestStore;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'devbox-store-'));
+  store = new ManifestStore(dir);
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const fileOf = (name: string) => join(dir, `${name}.yaml`);
+const readText = (name: string) => readFile(fileOf(name), 'utf8');
+const textBeforeStatus = (text: string) => text.slice(0, text.indexOf('\nstatus:') + 1);
+const leftovers = async () => (await readdir(dir)).filter((f) => f.startsWith('.'));
+
+describe('create', () => {
+  it('creates a manifest that reads back as written', async () => {
+    expect(await store.create(server('alpha', 'Alpha'))).toBe(true);
+    const read = await store.read('alpha');
+    expect(read.kind).toBe('ok');
+    expect(read.kind === 'ok' && read.server.spec.displayName).toBe('Alpha');
+  });
+
+  it('lets exactly one of two simultaneous creates of one name win, and keeps the winner intact', async () => {
+    const results = await Promise.all([store.create(server('twin', 'First')), store.create(server('twin', 'Second'))]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results[0] ? 'First' : 'Second';
+    expect(parse(await readText('twin')).spec.displayName).toBe(winner);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('refuses a name that is already taken and leaves the existing file alone', async () => {
+    await writeFile(fileOf('taken'), HAND_WRITTEN.replace('data-pipeline', 'taken'));
+    expect(await store.create(server('taken', 'Other'))).toBe(false);
+    expect(await readText('taken')).toBe(HAND_WRITTEN.replace('data-pipeline', 'taken'));
+  });
+});
+
+describe('writeStatus', () => {
+  beforeEach(async () => {
+    await writeFile(fileOf('data-pipeline'), HAND_WRITTEN);
+  });
+
+  it('replaces only the status block: the spec text and its comments stay byte for byte', async () => {
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
+    const first = await readText('data-pipeline');
+    expect(textBeforeStatus(first)).toBe(HAND_WRITTEN);
+
+    const second: EditorServerStatus = { phase: 'Running', port: 8010, pid: 4242, startTime: '2026-11-22T06:00:01Z' };
+    expect(await store.writeStatus('data-pipeline', second)).toBe('updated');
+    const text = await readText('data-pipeline');
+    expect(textBeforeStatus(text)).toBe(HAND_WRITTEN);
+    expect(text.match(/^status:/gm)).toHaveLength(1);
+    const read = await store.read('data-pipeline');
+    expect(read.kind === 'ok' && read.server.status).toEqual(second);
+    expect(read.kind === 'ok' && read.server.spec.displayName).toBe('Data  pipeline: main');
+  });
+
+  it('answers unchanged for an equal status and leaves the file untouched', async () => {
+    const status: EditorServerStatus = { phase: 'Stopped', port: 8010, extensions: [{ id: 'ms-python.python', state: 'Installed' }] };
+    await store.writeStatus('data-pipeline', status);
+    const before = await stat(fileOf('data-pipeline'));
+    const text = await readText('data-pipeline');
+    await new Promise((resolve) => setTimeout(resolve, 20)); // a rewrite would show in mtime
+
+    expect(await store.writeStatus('data-pipeline', structuredClone(status))).toBe('unchanged');
+    const after = await stat(fileOf('data-pipeline'));
+    expect(after.mtimeMs).toBe(before.mtimeMs);
+    expect(after.ino).toBe(before.ino);
+    expect(await readText('data-pipeline')).toBe(text);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('inserts a missing uid under metadata.name, keeps every comment, and never replaces an existing uid', async () => {
+    expect(await store.writeStatus('data-pipeline', { phase: 'Pending' }, UID)).toBe('updated');
+    const text = await readText('data-pipeline');
+    expect(text).toContain(`  name: data-pipeline        # must match the file name\n  uid: ${UID}\n`);
+    expect(textBeforeStatus(text.replace(`  uid: ${UID}\n`, ''))).toBe(HAND_WRITTEN);
+
+    await store.writeStatus('data-pipeline', { phase: 'Stopped' }, '00000000-0000-4000-8000-000000000000');
+    const read = await store.read('data-pipeline');
+    expect(read.kind === 'ok' && read.server.metadata.uid).toBe(UID);
+  });
+
+  it('keeps a JSON (flow-style) manifest valid when it adds a uid and writes status', async () => {
+    const json = JSON.stringify(server('from-json'), null, 2) + '\n';
+    await writeFile(fileOf('from-json'), json);
+    expect(await store.writeStatus('from-json', { phase: 'Stopped', port: 8011 }, UID)).toBe('updated');
+    expect(await store.writeStatus('from-json', { phase: 'Running', port: 8011 })).toBe('updated');
+    const read = await store.read('from-json');
+    expect(read.kind).toBe('ok');
+    expect(read.kind === 'ok' && read.server.metadata.uid).toBe(UID);
+    expect(read.kind === 'ok' && read.server.status).toEqual({ phase: 'Running', port: 8011 });
+  });
+
+  it('never loses a hand edit made between its read and its rename: it re-reads and retries', async () => {
+    const handEdited = HAND_WRITTEN.replace('running:    false', 'running:    true   # turned on by hand');
+    let tempFilesOpened = 0;
+    // The edit lands while the store writes its temporary file, after it read the manifest.
+    vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      if (String(args[0]).endsWith('.tmp') && tempFilesOpened++ === 0) await writeFile(fileOf('data-pipeline'), handEdited);
+      return realOpen(...args);
+    });
+
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
+    expect(tempFilesOpened).toBe(2);
+    const text = await readText('data-pipeline');
+    expect(textBeforeStatus(text)).toBe(handEdited);
+    const read = await store.read('data-pipeline');
+    expect(read.kind === 'ok' && read.server.spec.running).toBe(true);
+    expect(read.kind === 'ok' && read.server.status).toEqual({ phase: 'Stopped', port: 8010 });
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('reports missing for a file that does not exist and invalid for one that does not validate, writing nothing', async () => {
+    expect(await store.writeStatus('nobody', { phase: 'Stopped' })).toBe('missing');
+    const broken = HAND_WRITTEN.replace('running:    false', 'running:    maybe');
+    await writeFile(fileOf('data-pipeline'), broken);
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' }, UID)).toBe('invalid');
+    expect(await readText('data-pipeline')).toBe(broken);
+    expect(await readdir(dir)).toEqual(['data-pipeline.yaml']);
+  });
+});
+
+describe('update', () => {
+  beforeEach(async () => {
+    await writeFile(fileOf('data-pipeline'), HAND_WRITTEN);
+  });
+
+  it('changes the spec through the document, so comments stay', async () => {
+    const result = await store.update('data-pipeline', (doc) => {
+      doc.setIn(['spec', 'running'], true);
+    });
+    expect(result).toBe('updated');
+    const text = await readText('data-pipeline');
+    expect(text).toContain('# The data team\'s editor. Ask in #data before changing the port.');
+    expect(text).toContain('# must match the file name');
+    expect(text).toContain('# extensions come later');
+    expect(parse(text).spec.running).toBe(true);
+  });
+
+  it('answers unchanged when the mutation declines', async () => {
+    expect(await store.update('data-pipeline', () => false)).toBe('unchanged');
+    expect(await readText('data-pipeline')).toBe(HAND_WRITTEN);
+  });
+
+  it('keeps a hand edit that lands behind its back and applies its own change on the retry', async () => {
+    let calls = 0;
+    const result = await store.update('data-pipeline', (doc) => {
+      // Someone saves the file in an editor between the store's read and its rename.
+      if (calls++ === 0) writeFileSync(fileOf('data-pipeline'), HAND_WRITTEN.replace('"Data  pipeline: main"', '"Renamed by hand"'));
+      doc.setIn(['spec', 'running'], true);
+    });
+    expect(result).toBe('updated');
+    expect(calls).toBe(2);
+    const read = await store.read('data-pipeline');
+    expect(read.kind === 'ok' && read.server.spec.displayName).toBe('Renamed by hand');
+    expect(read.kind === 'ok' && read.server.spec.running).toBe(true);
+  });
+
+  it('gives up with a ConflictError when the file keeps changing, and keeps the last hand edit', async () => {
+    let edits = 0;
+    const handEdit = () => HAND_WRITTEN.replace('"Data  pipeline: main"', `"Edit ${edits}"`);
+    vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      if (String(args[0]).endsWith('.tmp')) {
+        edits++;
+        await writeFile(fileOf('data-pipeline'), handEdit());
+      }
+      return realOpen(...args);
+    });
+    await expect(store.update('data-pipeline', (doc) => {
+      doc.setIn(['spec', 'running'], true);
+    })).rejects.toBeInstanceOf(ConflictError);
+    expect(await readText('data-pipeline')).toBe(handEdit());
+    expect(await readdir(dir)).toEqual(['data-pipeline.yaml']);
+  });
+});
+
+describe('read', () => {
+  async function readFrom(file: string, text: string) {
+    await writeFile(join(dir, `${file}.yaml`), text);
+    return store.read(file);
+  }
+
+  it('reports a file that is not YAML as invalid, with the parser\'s message', async () => {
+    const read = await readFrom('broken', 'apiVersion: devbox.dev/v1alpha1\nspec: [unclosed\n');
+    expect(read.kind).toBe('invalid');
+    expect(read.kind === 'invalid' && read.errors.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a file that holds two YAML documents', async () => {
+    const one = HAND_WRITTEN.replaceAll('data-pipeline', 'double');
+    const read = await readFrom('double', `${one}---\n${one}`);
+    expect(read.kind === 'invalid' && read.errors).toEqual(['the file holds 2 YAML documents: keep exactly one']);
+  });
+
+  it('lists every schema error, each naming the field to change', async () => {
+    const read = await readFrom('wrong', [
+      'apiVersion: devbox.dev/v1alpha1',
+      'kind: Editor',
+      'metadata:',
+      '  name: wrong',
+      'spec:',
+      '  running: "yes"',
+      '  port: 80',
+      '  colour: red',
+      '  restartPolicy: Sometimes',
+      '',
+    ].join('\n'));
+    expect(read.kind).toBe('invalid');
+    const errors = read.kind === 'invalid' ? read.errors : [];
+    expect(errors).toEqual(expect.arrayContaining([
+      'kind: must be "EditorServer"',
+      'spec: unknown field "colour"',
+      'spec.running: must be boolean',
+      'spec.port: must be >= 1024',
+      'spec.restartPolicy: must be equal to one of the allowed values (Never, OnFailure, Always)',
+    ]));
+    expect(errors).toHaveLength(5);
+  });
+
+  it('refuses a manifest whose metadata.name is not its file name', async () => {
+    const read = await readFrom('other-name', HAND_WRITTEN);
+    expect(read.kind === 'invalid' && read.errors).toEqual(['metadata.name: "data-pipeline" must equal the file name "other-name"']);
+  });
+
+  it('reports an empty file and an alias bomb as invalid instead of throwing', async () => {
+    expect((await readFrom('empty', '')).kind).toBe('invalid');
+    const bomb = [
+      'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata:', '  name: bomb', 'spec:', '  running: false', '  settings:',
+      '    a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]',
+      '    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      '    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+      '    d: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+      '',
+    ].join('\n');
+    const read = await readFrom('bomb', bomb);
+    expect(read.kind).toBe('invalid');
+    expect(read.kind === 'invalid' && read.errors[0]).toMatch(/alias/i);
+  });
+
+  it('reports a file that is not there as missing', async () => {
+    expect(await store.read('ghost')).toEqual({ kind: 'missing', name: 'ghost' });
+  });
+});
+
+describe('list, remove and isOwnWrite', () => {
+  it('lists only manifests: no hidden, temporary or other files, and no folders', async () => {
+    await store.create(server('beta'));
+    await store.create(server('alpha'));
+    await writeFile(join(dir, '.hidden.yaml'), HAND_WRITTEN);
+    await writeFile(join(dir, '.alpha.yaml.1a2b3c4d.tmp'), HAND_WRITTEN);
+    await writeFile(join(dir, 'README.md'), '# manifests\n');
+    await writeFile(join(dir, 'gamma.yml'), HAND_WRITTEN);
+    await fsp.mkdir(join(dir, 'examples.yaml'));
+    expect(await store.list()).toEqual(['alpha', 'beta']);
+  });
+
+  it('lists nothing when the folder does not exist yet', async () => {
+    expect(await new ManifestStore(join(dir, 'not-yet')).list()).toEqual([]);
+  });
+
+  it('removes a manifest once', async () => {
+    await store.create(server('gone'));
+    expect(await store.remove('gone')).toBe(true);
+    expect(await store.remove('gone')).toBe(false);
+    expect(await store.list()).toEqual([]);
+  });
+
+  it('recognises its own writes, and not a hand edit or a removed file', async () => {
+    await store.create(server('mine'));
+    expect(store.isOwnWrite('mine', await readText('mine'))).toBe(true);
+
+    await store.writeStatus('mine', { phase: 'Stopped' }, UID);
+    const own = await readText('mine');
+    expect(store.isOwnWrite('mine', own)).toBe(true);
+
+    const edited = own.replace('running: false', 'running: true');
+    await writeFile(fileOf('mine'), edited);
+    expect(store.isOwnWrite('mine', edited)).toBe(false);
+
+    await store.remove('mine');
+    expect(store.isOwnWrite('mine', own)).toBe(false);
+  });
+});

@@ -1,0 +1,65 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { request, startService, type Service } from './fixtures.ts';
+
+/** A port on which nothing listens: bound once to get it, then closed. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('an editor that does not answer', () => {
+  let service: Service;
+  let hung: net.Server | undefined;
+
+  afterEach(async () => {
+    await service.close();
+    if (hung) await new Promise((resolve) => hung?.close(resolve));
+  });
+
+  it('gets 502 with a clear message when the editor refuses the connection', async () => {
+    const port = await closedPort();
+    service = await startService(() => (candidate) => candidate === port);
+    const answer = await request(`${service.base}/vscode/${port}/`);
+    expect(answer.status).toBe(502);
+    const { error } = JSON.parse(answer.text);
+    expect(error.code).toBe('EDITOR_UNAVAILABLE');
+    expect(error.message).toContain(`port ${port}`);
+    expect(error.message).toContain('ECONNREFUSED');
+    expect(service.logged).toEqual([`proxy: ECONNREFUSED on GET /vscode/${port}/ -> 127.0.0.1:${port}`]);
+  });
+
+  it('gets 502 when the editor accepts but stays silent past the timeout', async () => {
+    const sockets: net.Socket[] = [];
+    hung = net.createServer((socket) => sockets.push(socket));
+    hung.on('close', () => sockets.forEach((socket) => socket.destroy()));
+    await new Promise<void>((resolve) => hung?.listen(0, '127.0.0.1', resolve));
+    const { port } = hung.address() as net.AddressInfo;
+    service = await startService(() => (candidate) => candidate === port, { timeoutMs: 200 });
+    const answer = await request(`${service.base}/vscode/${port}/`);
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.text).error.code).toBe('EDITOR_UNAVAILABLE');
+    for (const socket of sockets) socket.destroy();
+  });
+
+  it('refuses a WebSocket upgrade with 502 when the editor is down', async () => {
+    const port = await closedPort();
+    service = await startService(() => (candidate) => candidate === port);
+    const answer = await new Promise<string>((resolve) => {
+      const socket = net.connect(service.port, '127.0.0.1', () => {
+        socket.write(
+          `GET /vscode/${port}/ HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+            'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+        );
+      });
+      let text = '';
+      socket.setEncoding('utf8').on('data', (chunk) => (text += chunk));
+      socket.on('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n/);
+    expect(answer).toContain('EDITOR_UNAVAILABLE');
+  });
+});

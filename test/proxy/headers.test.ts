@@ -1,0 +1,71 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { SERVICE_COOKIE_PREFIX } from '../../src/proxy/editor-proxy.ts';
+import { request, startService, startTarget, type Service, type Target } from './fixtures.ts';
+
+describe('headers passed to an editor', () => {
+  let target: Target;
+  let service: Service;
+
+  beforeEach(async () => {
+    target = await startTarget();
+    service = await startService(() => (port) => port === target.port);
+  });
+
+  afterEach(async () => {
+    await service.close();
+    await target.close();
+  });
+
+  const credentials = {
+    Authorization: 'Bearer service-token',
+    'X-Forwarded-Access-Token': 'user-access-token',
+    Cookie: `${SERVICE_COOKIE_PREFIX}-session=secret; code-server-session=keep; ${SERVICE_COOKIE_PREFIX}_csrf=x`,
+  };
+
+  it("drops Authorization, X-Forwarded-Access-Token and the service's own cookies, keeping the editor's", async () => {
+    const answer = await request(`${service.base}/vscode/${target.port}/`, { headers: credentials });
+    const { headers } = JSON.parse(answer.text);
+    expect(headers.authorization).toBeUndefined();
+    expect(headers['x-forwarded-access-token']).toBeUndefined();
+    expect(headers.cookie).toBe('code-server-session=keep');
+    expect(JSON.stringify(headers)).not.toMatch(/service-token|user-access-token|secret/);
+  });
+
+  it('drops the cookie header when only service cookies were sent', async () => {
+    await request(`${service.base}/vscode/${target.port}/`, { headers: { Cookie: `${SERVICE_COOKIE_PREFIX}-session=secret` } });
+    expect(target.requests[0].headers.cookie).toBeUndefined();
+  });
+
+  it('drops the same headers from WebSocket upgrades', async () => {
+    const socket = new WebSocket(`ws://127.0.0.1:${service.port}/vscode/${target.port}/`, { headers: credentials });
+    try {
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    } finally {
+      socket.terminate();
+    }
+    const [headers] = target.upgrades;
+    expect(headers.authorization).toBeUndefined();
+    expect(headers['x-forwarded-access-token']).toBeUndefined();
+    expect(headers.cookie).toBe('code-server-session=keep');
+  });
+
+  it('tells the editor the original host, protocol and prefix', async () => {
+    const answer = await request(`${service.base}/editor/${target.port}/`, { headers: { Host: 'devbox.example:8000' } });
+    const { headers } = JSON.parse(answer.text);
+    expect(headers.host).toBe('devbox.example:8000');
+    expect(headers['x-forwarded-host']).toBe('devbox.example:8000');
+    expect(headers['x-forwarded-proto']).toBe('http');
+    expect(headers['x-forwarded-prefix']).toBe(`/editor/${target.port}`);
+    expect(headers['x-forwarded-for']).toBe('127.0.0.1');
+  });
+
+  it("keeps a front proxy's forwarded protocol and host", async () => {
+    const answer = await request(`${service.base}/vscode/${target.port}/`, {
+      headers: { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'app.databricksapps.example' },
+    });
+    const { headers } = JSON.parse(answer.text);
+    expect(headers['x-forwarded-proto']).toBe('https');
+    expect(headers['x-forwarded-host']).toBe('app.databricksapps.example');
+  });
+});

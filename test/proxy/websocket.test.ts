@@ -1,0 +1,72 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { startService, startTarget, type Service, type Target } from './fixtures.ts';
+
+describe('proxying WebSocket upgrades', () => {
+  let target: Target;
+  let service: Service;
+  let sockets: WebSocket[];
+
+  beforeEach(async () => {
+    target = await startTarget();
+    service = await startService(() => (port) => port === target.port);
+    sockets = [];
+  });
+
+  afterEach(async () => {
+    for (const socket of sockets) socket.terminate();
+    await service.close();
+    await target.close();
+  });
+
+  const open = async (url: string): Promise<WebSocket> => {
+    const socket = new WebSocket(url);
+    sockets.push(socket);
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    return socket;
+  };
+
+  const reply = (socket: WebSocket, data: string | Buffer): Promise<{ data: Buffer; isBinary: boolean }> =>
+    new Promise((resolve) => {
+      socket.once('message', (received, isBinary) => resolve({ data: received as Buffer, isBinary }));
+      socket.send(data);
+    });
+
+  it('echoes text and binary messages through the proxy, with the prefix stripped', async () => {
+    const socket = await open(`ws://127.0.0.1:${service.port}/vscode/${target.port}/stable-abc?reconnectionToken=t1`);
+    const text = await reply(socket, 'hello');
+    expect(text.isBinary).toBe(false);
+    expect(text.data.toString()).toBe('echo /stable-abc?reconnectionToken=t1: hello');
+
+    const bytes = Buffer.from([0, 1, 2, 255]);
+    const binary = await reply(socket, bytes);
+    expect(binary.isBinary).toBe(true);
+    expect(Buffer.compare(binary.data, bytes)).toBe(0);
+  });
+
+  /** The status of a refused upgrade; fails if the upgrade goes through. */
+  const refusedStatus = (url: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const socket = new WebSocket(url);
+      socket.once('unexpected-response', (req, res) => {
+        req.destroy();
+        resolve(res.statusCode ?? 0);
+      });
+      socket.once('error', () => {}); // the aborted handshake
+      socket.once('open', () => {
+        socket.terminate();
+        reject(new Error('the upgrade went through'));
+      });
+    });
+
+  it('refuses an upgrade to an unmanaged port with 404 and never contacts it', async () => {
+    expect(await refusedStatus(`ws://127.0.0.1:${service.port}/vscode/${target.port + 1}/`)).toBe(404);
+    const refusingService = await startService(() => () => false);
+    try {
+      expect(await refusedStatus(`ws://127.0.0.1:${refusingService.port}/editor/${target.port}/`)).toBe(404);
+      expect(target.hits).toBe(0);
+    } finally {
+      await refusingService.close();
+    }
+  });
+});
