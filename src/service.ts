@@ -14,7 +14,9 @@ import { resolveEditorBinary } from './runtime/editor-binary.ts';
 import { ProcessRuntime } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { LogHub } from './logs/hub.ts';
+import { hasForwardedIdentity, requireForwardedIdentity } from './api/identity.ts';
+import { LogHub, LogStreamServer } from './logs/index.ts';
+import { EditorProxy } from './proxy/index.ts';
 
 export interface Service {
   url: string;
@@ -22,6 +24,7 @@ export interface Service {
   server: Server;
   controller: Controller;
   logs: LogHub;
+  proxy: EditorProxy;
   close(options?: { stopEditors?: boolean }): Promise<void>;
 }
 
@@ -52,6 +55,17 @@ export async function startService(settings: Settings, log: (message: string) =>
   });
   const stats = new StatsSampler(() => reconciler.pids(), config.controller.statsIntervalSeconds * 1000);
 
+  let servicePort = settings.port;
+  const proxy = new EditorProxy({
+    // Only a running editor this service manages; never the service itself.
+    isRoutable: (port) => port !== servicePort && reconciler.isRunningPort(port),
+    log,
+  });
+  const logStreams = new LogStreamServer(logs, (id) => {
+    const name = reconciler.nameOfUid(id);
+    return name === undefined ? undefined : { name };
+  });
+
   const startedAt = Date.now();
   const health = Router().get('/health', (_req, res) => {
     res.json({
@@ -62,10 +76,11 @@ export async function startService(settings: Settings, log: (message: string) =>
     });
   });
   const app = createApp({
+    before: [...(settings.requireIdentity ? [requireForwardedIdentity()] : []), proxy.middleware()],
     routers: [
       health,
       serversRouter({
-        store, controller, stats,
+        store, controller, stats, logs,
         startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
         stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
       }),
@@ -78,16 +93,28 @@ export async function startService(settings: Settings, log: (message: string) =>
 
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
+  // WebSocket upgrades pass the same checks as ordinary requests.
+  server.on('upgrade', (req, socket, head) => {
+    if (settings.requireIdentity && !hasForwardedIdentity(req)) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.port, settings.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  servicePort = port;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
-    url, port, server, controller, logs,
+    url, port, server, controller, logs, proxy,
     async close(options = {}) {
+      await logStreams.close();
+      proxy.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await controller.stop();

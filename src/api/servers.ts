@@ -8,6 +8,7 @@ import type { ManifestStore } from '../manifests/store.ts';
 import { API_VERSION, KIND, RESTARTED_AT, type EditorServer, type Phase, type RestartPolicy } from '../manifests/types.ts';
 import { checkHealth } from '../runtime/health.ts';
 import type { StatsSampler } from '../runtime/stats.ts';
+import { formatLogLine, parseLinesParam, type LogHub } from '../logs/index.ts';
 import { HttpError, notFound } from './errors.ts';
 import { checkBody, compileBodySchema } from './validation.ts';
 import { createdView, lifecycleView, serverView, statusOf } from './views.ts';
@@ -16,6 +17,7 @@ export interface ServersDeps {
   store: ManifestStore;
   controller: Controller;
   stats: StatsSampler;
+  logs: LogHub;
   startTimeoutMs: number;
   stopTimeoutMs: number;
 }
@@ -224,6 +226,12 @@ export function serversRouter(deps: ServersDeps): Router {
         process_exists: processExists,
       },
     });
+  });
+
+  router.get('/servers/:id/logs', (req, res) => {
+    const record = find(req);
+    const lines = parseLinesParam(req.query.lines);
+    res.json({ status: 'success', data: { logs: deps.logs.tail(record.name, lines).map(formatLogLine) } });
   });
 
   router.post('/servers/:id/refresh-status', async (req, res) => {

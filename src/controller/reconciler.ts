@@ -134,6 +134,7 @@ export class Reconciler extends EventEmitter {
       return this.forget(name);
     }
 
+    if (!server.status) this.deps.logs.event(name, 'INFO', `created "${displayName}"`);
     const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
     if (server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
     const live = this.live(name);
