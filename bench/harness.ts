@@ -1,5 +1,5 @@
 // Runs the real service as a separate process for the benchmarks, and small measuring helpers.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,17 @@ import { stringify } from 'yaml';
 import { ProcessRuntime } from '../src/runtime/processes.ts';
 import { DataLayout } from '../src/workspace/layout.ts';
 
-const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
+
+// Benchmarks measure what `npm start` runs: the compiled service.
+const ROOT = new URL('..', import.meta.url).pathname;
+// The exact node arguments of `npm start` (heap limits included), so the figures are its figures.
+const START_ARGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/).slice(1);
+let built = false;
+function build(): void {
+  if (built) return;
+  execFileSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  built = true;
+}
 export const STUB_EDITOR = new URL('../test/fixtures/stub-editor.mjs', import.meta.url).pathname;
 
 export interface BenchService {
@@ -23,11 +33,13 @@ export interface BenchService {
 }
 
 export async function startBenchService(editorBin: string, ports: { min: number; max: number }): Promise<BenchService> {
+  build();
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
   await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5 } }));
   const dataDir = join(root, 'data');
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), MAIN], {
+  const child = spawn(process.execPath, START_ARGS, {
+    cwd: ROOT,
     env: {
       ...process.env,
       DEVBOX_HOST: '127.0.0.1',

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
 import { portIsFree } from './controller/ports.ts';
+import { readProjectJson } from './project.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { checkHealth, waitHealthy } from './runtime/health.ts';
@@ -41,7 +42,7 @@ function consoleReport(write: (text: string) => void): Report {
   };
 }
 
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+const pkg = readProjectJson('package.json') as {
   engines: { node: string };
   devbox: { codeServer: string; codeServerNode: string };
 };

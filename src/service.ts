@@ -36,7 +36,8 @@ export async function startService(settings: Settings, log: (message: string) =>
   const layout = new DataLayout(settings.dataDir);
   const store = new ManifestStore(settings.manifestsDir);
   const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
-  const logs = new LogHub({ logsDir: layout.logsDir });
+  // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
+  const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
   const ports = new PortAllocator(config.ports);
   let controller: Controller | undefined;
   const reconciler = new Reconciler({
@@ -76,7 +77,7 @@ export async function startService(settings: Settings, log: (message: string) =>
     });
   });
   const app = createApp({
-    before: [...(settings.requireIdentity ? [requireForwardedIdentity()] : []), proxy.middleware()],
+    before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
       serversRouter({
@@ -91,7 +92,14 @@ export async function startService(settings: Settings, log: (message: string) =>
   await controller.start();
   stats.start();
 
-  const server = createServer(app);
+  // Proxy paths are handled before express: its per-request set-up costs more than proxying.
+  // A request without the identity the deployment requires goes to express, which refuses it.
+  const toProxy = proxy.middleware();
+  const server = createServer((req, res) => {
+    if (settings.requireIdentity && !hasForwardedIdentity(req)) return app(req, res);
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    toProxy(req, res, () => app(req, res));
+  });
   server.keepAliveTimeout = 65_000;
   // WebSocket upgrades pass the same checks as ordinary requests.
   server.on('upgrade', (req, socket, head) => {

@@ -3,11 +3,12 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { describeErrors } from '../manifests/schema.ts';
 import { HttpError } from './errors.ts';
+import { readProjectJson } from '../project.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 
 export function compileBodySchema<T>(file: string): ValidateFunction<T> {
-  return ajv.compile<T>(JSON.parse(readFileSync(new URL(`../../schemas/api/${file}`, import.meta.url), 'utf8')));
+  return ajv.compile<T>(readProjectJson(`schemas/api/${file}`));
 }
 
 /** Returns the body typed, or throws 400 listing every problem. */

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describeErrors } from '../manifests/schema.ts';
+import { readProjectJson } from '../project.ts';
 
 export interface Config {
   ports: { min: number; max: number };
@@ -47,7 +48,7 @@ export const DEFAULT_CONFIG: Config = {
 
 export class SettingsError extends Error {}
 
-const schema = JSON.parse(readFileSync(new URL('../../schemas/config.schema.json', import.meta.url), 'utf8'));
+const schema = readProjectJson('schemas/config.schema.json');
 const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(schema);
 
 /** Reads a YAML or JSON config file and lays it over the defaults. */

@@ -1,11 +1,10 @@
 // Validates manifests against schemas/editorserver.schema.json, compiled once at start-up.
-import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
+import { readProjectJson } from '../project.ts';
 import type { EditorServer } from './types.ts';
 
-const schemaPath = new URL('../../schemas/editorserver.schema.json', import.meta.url);
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
-const validate = ajv.compile<EditorServer>(JSON.parse(readFileSync(schemaPath, 'utf8')));
+const validate = ajv.compile<EditorServer>(readProjectJson('schemas/editorserver.schema.json'));
 
 /** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
 export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {

@@ -3,13 +3,14 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
+import { readProjectJson } from '../project.ts';
 
 export interface EditorBinary {
   path: string;
   source: 'DEVBOX_EDITOR_BIN' | 'installed' | 'PATH';
 }
 
-const pins = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).devbox as {
+const pins = readProjectJson('package.json').devbox as {
   codeServer: string;
 };
 

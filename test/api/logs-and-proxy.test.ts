@@ -131,7 +131,7 @@ describe('the editor proxy', () => {
       for (const p of [strangerPort, service.port]) {
         const res = await fetch(`${service.url}/vscode/${p}/`);
         expect(res.status).toBe(404);
-        expect((await res.json()).error.code).toBe('EDITOR_NOT_FOUND');
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('EDITOR_NOT_FOUND');
       }
       const ws = new WebSocket(wsUrl(`/vscode/${strangerPort}/`));
       const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));

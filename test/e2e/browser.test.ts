@@ -60,7 +60,7 @@ describe('opening an editor in a browser', () => {
     await page.screenshot({ path: shot });
     expect(existsSync(shot)).toBe(true);
     // A browser is now attached: code-server reports it.
-    const health = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.json());
+    const health = (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.json())) as { status: string };
     expect(health.status).toBe('alive');
     await page.close();
   }, 150_000);

@@ -94,13 +94,13 @@ export function runningEditors(dataDir: string) {
   return found;
 }
 
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
       const value = await check();
-      if (value !== undefined && value !== false) return value;
+      if (value !== undefined && value !== false) return value as T;
     } catch (error) {
       lastError = error;
     }

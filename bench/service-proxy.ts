@@ -1,0 +1,51 @@
+// The proxy benchmark against the real service: a running stub editor reached through
+// /vscode/{port}/ and directly, side by side in one run.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { benchProxy } from './proxy.ts';
+import { benchPorts, round, startBenchService } from './harness.ts';
+
+/** Established TCP connections from a process to a local port, read from /proc. */
+export function connectionsTo(pid: number, port: number): number {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      const match = /^socket:\[(\d+)\]$/.exec(target);
+      if (match) inodes.add(match[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let count = 0;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    if (cols.length < 10) continue;
+    // remote address is column 2, state 01 = ESTABLISHED, inode column 9
+    if (cols[2].endsWith(`:${hexPort}`) && cols[3] === '01' && inodes.has(cols[9])) count++;
+  }
+  return count;
+}
+
+export async function benchProxyThroughService(editorBin: string, durationSec: number, offset: number) {
+  const service = await startBenchService(editorBin, benchPorts(offset));
+  try {
+    const { id, port } = await service.call('POST', '/servers', { name: 'proxy bench' });
+    await service.call('POST', `/servers/${id}/start`);
+    const rssBefore = service.rssMb();
+    const figures = await benchProxy({
+      proxyBase: `${service.url}/vscode/${port}`,
+      directBase: `http://127.0.0.1:${port}`,
+      durationSec,
+      connections: 32,
+    });
+    return {
+      ...figures,
+      service_connections_to_editor_after: connectionsTo(service.pid, port),
+      service_rss_before_mb: round(rssBefore, 1),
+      service_rss_after_mb: round(service.rssMb(), 1),
+    };
+  } finally {
+    await service.close();
+  }
+}

@@ -1,0 +1,18 @@
+// Files that ship beside the code (package.json, schemas/), found the same way whether the
+// service runs from src/ or from the compiled dist/src/.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+function findRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'schemas'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no project root above ${from}`);
+  }
+}
+
+export const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
+
+export function readProjectJson<T = any>(relativePath: string): T {
+  return JSON.parse(readFileSync(join(PROJECT_ROOT, relativePath), 'utf8')) as T;
+}
