@@ -27,25 +27,39 @@ export function connectionsTo(pid: number, port: number): number {
   return count;
 }
 
-export async function benchProxyThroughService(editorBin: string, durationSec: number, offset: number) {
-  const service = await startBenchService(editorBin, benchPorts(offset));
-  try {
-    const { id, port } = await service.call('POST', '/servers', { name: 'proxy bench' });
-    await service.call('POST', `/servers/${id}/start`);
-    const rssBefore = service.rssMb();
-    const figures = await benchProxy({
-      proxyBase: `${service.url}/vscode/${port}`,
-      directBase: `http://127.0.0.1:${port}`,
-      durationSec,
-      connections: 32,
-    });
-    return {
-      ...figures,
-      service_connections_to_editor_after: connectionsTo(service.pid, port),
-      service_rss_before_mb: round(rssBefore, 1),
-      service_rss_after_mb: round(service.rssMb(), 1),
-    };
-  } finally {
-    await service.close();
-  }
+/**
+ * Two setups through the real service: the real code-server's workbench page (what a browser
+ * loads first), and the stub editor's trivial page plus a WebSocket echo (code-server has no
+ * echo endpoint). The trivial page shows the proxy's own cost at its most visible.
+ */
+export async function benchProxyThroughService(realBin: string, stubBin: string, durationSec: number, offset: number) {
+  const run = async (bin: string, label: string, portOffset: number, echoes: number) => {
+    const service = await startBenchService(bin, benchPorts(portOffset));
+    try {
+      const { id, port, workspace_path } = await service.call('POST', '/servers', { name: `proxy ${label}` });
+      await service.call('POST', `/servers/${id}/start`);
+      const rssBefore = service.rssMb();
+      const figures = await benchProxy({
+        proxyBase: `${service.url}/vscode/${port}`,
+        directBase: `http://127.0.0.1:${port}`,
+        path: label === 'code-server' ? `/?folder=${encodeURIComponent(workspace_path)}` : '/',
+        durationSec,
+        connections: 32,
+        echoes,
+      });
+      return {
+        page: label === 'code-server' ? 'code-server workbench page' : 'stub editor 1 KB page',
+        ...figures,
+        service_connections_to_editor_after: connectionsTo(service.pid, port),
+        service_rss_before_mb: round(rssBefore, 1),
+        service_rss_after_mb: round(service.rssMb(), 1),
+      };
+    } finally {
+      await service.close();
+    }
+  };
+  return {
+    code_server: await run(realBin, 'code-server', offset, 0),
+    stub: await run(stubBin, 'stub', offset + 1, 2000),
+  };
 }

@@ -69,6 +69,22 @@ export class PortAllocator {
     return undefined;
   }
 
+  /**
+   * Moves the name to another free port, because a process we do not manage took its own.
+   * The old port stays held while searching so it is not handed out again at once.
+   */
+  async reallocate(name: string): Promise<number | undefined> {
+    const old = this.byName.get(name);
+    this.byName.delete(name);
+    const port = await this.allocate(name);
+    if (port === undefined) {
+      if (old !== undefined) this.byName.set(name, old);
+      return undefined;
+    }
+    if (old !== undefined && old !== port && this.owners.get(old) === name) this.owners.delete(old);
+    return port;
+  }
+
   release(name: string): void {
     const port = this.byName.get(name);
     if (port === undefined) return;

@@ -320,10 +320,17 @@ export class Reconciler extends EventEmitter {
   ): Promise<ReconcileResult> {
     const name = record.name;
     if (!(await this.deps.portIsFree(port))) {
-      const message = `port ${port} is held by a process this service does not manage: stop it, or set another spec.port`;
-      this.deps.logs.event(name, 'ERROR', message);
-      await this.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'PortInUse', message });
-      return { requeueAfterMs: 5000 };
+      // Someone else took the port. One we chose ourselves moves; one the spec names cannot.
+      const moved = record.server?.spec.port === undefined ? await this.deps.ports.reallocate(name) : undefined;
+      if (moved === undefined) {
+        const message = `port ${port} is held by a process this service does not manage: stop it, or set another spec.port`;
+        this.deps.logs.event(name, 'ERROR', message);
+        await this.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'PortInUse', message });
+        return { requeueAfterMs: 5000 };
+      }
+      this.deps.logs.event(name, 'WARN', `port ${port} is held by a process this service does not manage: moving to port ${moved}`);
+      port = moved;
+      status.port = moved;
     }
     // The port is on disk before the process exists, so a crash here never loses it.
     if (record.server?.status?.port !== port) {

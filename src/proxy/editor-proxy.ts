@@ -49,7 +49,16 @@ export class EditorProxy {
     // Reusing connections is what keeps throughput near direct access; the bound keeps a burst
     // from opening thousands of them (requests beyond it wait for a free connection).
     this.#agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo' });
-    this.#proxy = httpProxy.createProxyServer({ agent: this.#agent, proxyTimeout: options.timeoutMs ?? 60_000 });
+    this.#proxy = httpProxy.createProxyServer({ agent: this.#agent });
+    // Not http-proxy's proxyTimeout: that one fails as a bare ECONNRESET, indistinguishable from a crash.
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    this.#proxy.on('proxyReq', (proxyReq) => {
+      proxyReq.setTimeout(timeoutMs, () => {
+        const error: NodeJS.ErrnoException = new Error(`no answer within ${timeoutMs} ms`);
+        error.code = 'ETIMEDOUT';
+        proxyReq.destroy(error);
+      });
+    });
     this.#proxy.on('proxyRes', (proxyRes, req) => {
       const route = this.#routes.get(req);
       const location = proxyRes.headers.location;
@@ -59,7 +68,11 @@ export class EditorProxy {
     this.#proxy.on('error', (err) => this.#log(`proxy: ${err.stack ?? err}`));
   }
 
-  /** Express-style middleware; mount it before any body parser so bodies stream through. */
+  /**
+   * Express-style middleware for the proxy paths; calls next() for any other path. Run it before
+   * any body parser so bodies stream through; best in the HTTP server's request listener, ahead
+   * of express, whose per-request set-up costs more than the proxying itself.
+   */
   middleware(): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
     return (req, res, next) => {
       const route = parseRoute(req);

@@ -467,6 +467,23 @@ describe('reconcile', () => {
     await probeReported('blocked', mark);
   });
 
+  it('moves a server to another port when a process it does not manage took the one it was given', async () => {
+    await writeManifest('moved', {});
+    await reconciler.reconcile('moved');
+    const given = (await statusOf('moved')).port!;
+    heldPorts.add(given);
+    await writeManifest('moved', { running: true });
+    await reconciler.reconcile('moved');
+    const mark = enqueued.length;
+    const status = await statusOf('moved');
+    expect(status.phase).toBe('Starting');
+    expect(status.port).not.toBe(given);
+    expect(runtime.launches.map((l) => l.port)).toEqual([status.port]);
+    expect(ports.owner(given)).toBeUndefined();
+    expect(ports.owner(status.port!)).toBe('moved');
+    await probeReported('moved', mark);
+  });
+
   it('installs the extensions asked for, records versions and failures, and starts the editor anyway', async () => {
     installer.outcomes.set('ms-python.python', { ok: true, version: '2026.1.0' });
     installer.outcomes.set('broken.ext', { ok: false, message: 'not found in the gallery' });

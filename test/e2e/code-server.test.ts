@@ -26,7 +26,7 @@ describe('the real code-server', () => {
     const { id, port } = created.body;
 
     const started = await service.request('POST', `/servers/${id}/start`);
-    expect(started.status).toBe(200);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
     const pid = started.body.data.pid;
     expect(processExists(pid)).toBe(true);
     const health = await checkHealth(port);

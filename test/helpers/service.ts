@@ -10,9 +10,12 @@ import { DataLayout } from '../../src/workspace/layout.ts';
 
 export const STUB_EDITOR = new URL('../fixtures/stub-editor.mjs', import.meta.url).pathname;
 
-/** A port range of its own for each test file, so parallel files do not compete. */
+/**
+ * A port range of its own for each test file, so parallel files do not compete; below Linux's
+ * ephemeral range (32768+), where outgoing connections would take ports at random.
+ */
 export function portRange(size = 100): { min: number; max: number } {
-  const min = 20_000 + Math.floor(Math.random() * 300) * 100;
+  const min = 20_000 + Math.floor(Math.random() * 120) * 100;
   return { min, max: min + size - 1 };
 }
 

@@ -14,7 +14,7 @@ describe('keeping log streams alive', () => {
     logsDir = makeLogsDir();
     hub = makeHub(logsDir);
     hub.track(SERVER);
-    streams = await startStreams(hub, () => undefined, { pingIntervalMs: 50 });
+    streams = await startStreams(hub, () => undefined, { pingIntervalMs: 150 });
     sockets = [];
   });
 
@@ -39,7 +39,7 @@ describe('keeping log streams alive', () => {
     answering.on('ping', () => pings++);
     const code = await new Promise<number>((resolve) => silent.once('close', (closeCode) => resolve(closeCode)));
     expect(code).toBe(1006); // terminated: no close handshake with a dead peer
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, 500));
     expect(pings).toBeGreaterThan(2);
     expect(answering.readyState).toBe(WebSocket.OPEN);
   });

@@ -41,7 +41,10 @@ describe('an editor that does not answer', () => {
     service = await startService(() => (candidate) => candidate === port, { timeoutMs: 200 });
     const answer = await request(`${service.base}/vscode/${port}/`);
     expect(answer.status).toBe(502);
-    expect(JSON.parse(answer.text).error.code).toBe('EDITOR_UNAVAILABLE');
+    const { error } = JSON.parse(answer.text);
+    expect(error.code).toBe('EDITOR_UNAVAILABLE');
+    expect(error.message).toContain('ETIMEDOUT');
+    expect(service.logged).toEqual([`proxy: ETIMEDOUT on GET /vscode/${port}/ -> 127.0.0.1:${port}`]);
     for (const socket of sockets) socket.destroy();
   });
 

@@ -1,0 +1,242 @@
+// Proxy benchmark: small-page throughput and WebSocket echo round trip, through the EditorProxy
+// against direct to the editor, in one run.
+//
+//   node bench/proxy.ts [seconds] [--in-express] [--editor /path/to/code-server]
+//
+// builds its own setup, each part in its own process as in production: the editor (a small
+// stand-in, or the real code-server with --editor), the service (express app with the proxy),
+// and this process generating the load. A bare TCP relay is measured beside the proxy as the
+// floor for the WebSocket figure: what any extra process hop costs on this machine.
+
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import express from 'express';
+import { WebSocket, WebSocketServer } from 'ws';
+import { EditorProxy } from '../src/proxy/editor-proxy.ts';
+
+export interface BenchProxyOptions {
+  /** e.g. http://127.0.0.1:8000/vscode/8012 */
+  proxyBase: string;
+  /** e.g. http://127.0.0.1:8012 */
+  directBase: string;
+  /** Per side. Default 10. */
+  durationSec?: number;
+  /** Keep-alive connections. Default 32. */
+  connections?: number;
+  /** The small page, relative to each base; also the WebSocket echo path. Default '/'. */
+  path?: string;
+  /** Round trips per side for the WebSocket echo; 0 skips it (the target must echo). Default 2000. */
+  echoes?: number;
+  /** A bare TCP relay to the same editor: its echo time is the floor for any proxy process. */
+  relayBase?: string;
+}
+
+/** Throughput (requests/s) and WebSocket echo medians (µs), each with its proxy/direct ratio. */
+export async function benchProxy(options: BenchProxyOptions): Promise<Record<string, number>> {
+  const { durationSec = 10, connections = 32, path: page = '/', echoes = 2000 } = options;
+  const load = async (base: string) => {
+    const result = await autocannon({ url: `${base}${page}`, connections, duration: durationSec });
+    if (result.errors > 0 || result.non2xx > 0) {
+      throw new Error(`${base}${page}: ${result.errors} connection errors and ${result.non2xx} non-2xx answers`);
+    }
+    return result;
+  };
+  // Warm both up first (JIT, pools, the editor's caches), then measure one after the other.
+  for (const base of [options.directBase, options.proxyBase]) {
+    await autocannon({ url: `${base}${page}`, connections, duration: Math.min(2, durationSec) });
+  }
+  const direct = await load(options.directBase);
+  const proxied = await load(options.proxyBase);
+  const figures: Record<string, number> = {
+    directRequestsPerSec: Math.round(direct.requests.average),
+    proxyRequestsPerSec: Math.round(proxied.requests.average),
+    throughputRatio: round(proxied.requests.average / direct.requests.average),
+    directLatencyP99Ms: direct.latency.p99,
+    proxyLatencyP99Ms: proxied.latency.p99,
+  };
+  if (echoes > 0) {
+    const bases = [options.directBase, options.proxyBase, ...(options.relayBase ? [options.relayBase] : [])];
+    const [direct, proxy, relay] = await echoMedians(bases.map((base) => `${base.replace(/^http/, 'ws')}${page}`), echoes);
+    Object.assign(figures, { directEchoMedianUs: round(direct), proxyEchoMedianUs: round(proxy), echoRatio: round(proxy / direct) });
+    if (relay !== undefined) Object.assign(figures, { relayEchoMedianUs: round(relay), relayEchoRatio: round(relay / direct) });
+  }
+  return figures;
+}
+
+const round = (value: number): number => Math.round(value * 100) / 100;
+
+/** Median round trip in µs of `count` sequential echoes per URL, interleaved in rounds so drift hits all alike. */
+async function echoMedians(urls: string[], count: number): Promise<number[]> {
+  const roundTrip = (socket: WebSocket, payload: string): Promise<number> =>
+    new Promise((resolve) => {
+      const start = process.hrtime.bigint();
+      socket.once('message', () => resolve(Number(process.hrtime.bigint() - start) / 1000));
+      socket.send(payload);
+    });
+  const sockets = await Promise.all(
+    urls.map(async (url) => {
+      const socket = new WebSocket(url);
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      return socket;
+    }),
+  );
+  const times: number[][] = urls.map(() => []);
+  const payload = 'x'.repeat(64);
+  for (const socket of sockets) for (let i = 0; i < 200; i++) await roundTrip(socket, payload); // warm-up
+  for (let done = 0; done < count; done += 100) {
+    for (const [side, socket] of sockets.entries()) {
+      for (let i = 0; i < 100; i++) times[side].push(await roundTrip(socket, payload));
+    }
+  }
+  for (const socket of sockets) socket.close();
+  return times.map((values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]);
+}
+
+// --- The standalone setup -------------------------------------------------------------------
+
+const PAGE = `<!doctype html><html><head><title>editor</title></head><body>${'<p>code-server</p>'.repeat(50)}</body></html>`;
+
+const listen = async (server: net.Server): Promise<number> => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+};
+
+/** The editor stand-in: a 1 KB page on every path and an echoing WebSocket. */
+function serveTarget(): Promise<number> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(PAGE) }).end(PAGE);
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
+  return listen(server);
+}
+
+/** A bare TCP relay: bytes in, bytes out, nothing parsed. */
+function serveRelay(targetPort: number): Promise<number> {
+  return listen(
+    net.createServer((client) => {
+      const upstream = net.connect(targetPort, '127.0.0.1');
+      client.setNoDelay(true);
+      upstream.setNoDelay(true);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    }),
+  );
+}
+
+/**
+ * The service's HTTP server with the proxy in front of the express app: proxy paths never enter
+ * express, whose per-request set-up (it swaps the prototypes of req and res) costs more than the
+ * proxying itself. With inExpress it is mounted by app.use instead, for comparison.
+ */
+async function serveProxy(targetPort: number, inExpress: boolean): Promise<{ port: number; proxy: EditorProxy }> {
+  const proxy = new EditorProxy({ isRoutable: (port) => port === targetPort });
+  const app = express();
+  if (inExpress) app.use(proxy.middleware());
+  app.use(express.json());
+  const toProxy = proxy.middleware();
+  const server = http.createServer(inExpress ? app : (req, res) => toProxy(req, res, () => app(req, res)));
+  server.on('upgrade', (req, socket, head) => {
+    if (!proxy.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+  return { port: await listen(server), proxy };
+}
+
+/** The real code-server on a free port, with a fresh profile; resolves once /healthz answers. */
+async function startCodeServer(bin: string): Promise<{ child: ChildProcess; port: number; page: string; root: string }> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'devbox-bench-editor-'));
+  const probe = net.createServer();
+  const port = await listen(probe);
+  await new Promise((resolve) => probe.close(resolve));
+  const workspace = path.join(root, 'workspace');
+  fs.mkdirSync(workspace);
+  const child = spawn(
+    bin,
+    ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--user-data-dir', path.join(root, 'data'),
+      '--extensions-dir', path.join(root, 'extensions'), '--disable-telemetry', '--disable-update-check', workspace],
+    { stdio: 'ignore', detached: true },
+  );
+  for (let i = 0; ; i++) {
+    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`).then((res) => res.ok, () => false);
+    if (healthy) break;
+    if (i > 300) throw new Error('code-server did not answer /healthz within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  // The workbench page: what a browser loads first, about 4 KB.
+  return { child, port, page: `/?folder=${encodeURIComponent(workspace)}`, root };
+}
+
+/** Starts this file in a role in its own process and waits for the port it reports. */
+async function startRole(role: string, ...args: string[]): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(fileURLToPath(import.meta.url), [role, ...args], { execArgv: ['--expose-gc'], stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+  return { child, port };
+}
+
+function ask<T>(child: ChildProcess, question: string): Promise<T> {
+  return new Promise((resolve) => {
+    child.once('message', (answer) => resolve(answer as T));
+    child.send(question);
+  });
+}
+
+async function main(): Promise<void> {
+  const [role, ...args] = process.argv.slice(2);
+  if (role === 'target') return void process.send?.({ port: await serveTarget() });
+  if (role === 'relay') return void process.send?.({ port: await serveRelay(Number(args[0])) });
+  if (role === 'service') {
+    const { port, proxy } = await serveProxy(Number(args[0]), args[1] === '--in-express');
+    process.on('message', () => {
+      globalThis.gc?.();
+      process.send?.({ ...proxy.stats(), rssMb: round(process.memoryUsage().rss / 2 ** 20) });
+    });
+    return void process.send?.({ port });
+  }
+
+  const durationSec = Number(role) || 10;
+  const inExpress = process.argv.includes('--in-express');
+  const editorIndex = process.argv.indexOf('--editor');
+  const editor = editorIndex > 0 ? await startCodeServer(process.argv[editorIndex + 1]) : undefined;
+  const target = editor ?? (await startRole('target'));
+  const relay = editor ? undefined : await startRole('relay', String(target.port));
+  const service = await startRole('service', String(target.port), inExpress ? '--in-express' : '');
+  try {
+    const before = await ask<Record<string, number>>(service.child, 'stats');
+    const figures = await benchProxy({
+      proxyBase: `http://127.0.0.1:${service.port}/vscode/${target.port}`,
+      directBase: `http://127.0.0.1:${target.port}`,
+      relayBase: relay && `http://127.0.0.1:${relay.port}`,
+      durationSec,
+      path: editor?.page,
+      echoes: editor ? 0 : 2000, // code-server has no echo endpoint
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // let the last answers drain
+    const after = await ask<Record<string, number>>(service.child, 'stats');
+    const setup = `${editor ? 'code-server workbench page' : '1 KB stand-in page'}, proxy ${inExpress ? 'inside' : 'in front of'} express`;
+    console.log(JSON.stringify({ setup, ...figures, serviceRssBeforeMb: before.rssMb, serviceRssAfterMb: after.rssMb,
+      pooledSocketsInUse: after.sockets, pooledSocketsIdle: after.freeSockets }, null, 2));
+  } finally {
+    for (const child of [relay?.child, service.child]) child?.kill();
+    // code-server starts helper processes: end its whole group (it was started detached, as its leader).
+    if (editor?.child.pid) process.kill(-editor.child.pid);
+    else target.child.kill();
+    if (editor) fs.rmSync(editor.root, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

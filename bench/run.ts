@@ -1,0 +1,39 @@
+// `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
+// baseline in one run. Sections: start, list, memory, proxy, logs (default: all).
+// BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
+import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
+import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
+import { benchProxyThroughService } from './service-proxy.ts';
+import { benchLogsThroughService } from './service-logs.ts';
+import { STUB_EDITOR } from './harness.ts';
+
+const quick = process.env.BENCH_QUICK === '1';
+const sections = process.argv.slice(2);
+const wanted = (name: string) => sections.length === 0 || sections.includes(name);
+const results: Record<string, unknown> = {};
+
+function report(name: string, value: unknown) {
+  results[name] = value;
+  console.log(`\n## ${name}\n${JSON.stringify(value, null, 2)}`);
+}
+
+const realEditor = resolveEditorBinary().path;
+
+if (wanted('start')) {
+  report('start latency, stub editor', await benchStartLatency(STUB_EDITOR, 'stub', quick ? 5 : 20, 0));
+  report('start latency, real code-server', await benchStartLatency(realEditor, 'code-server', quick ? 3 : 10, 1));
+}
+if (wanted('list')) {
+  report('GET /servers with 30 running editors', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 2));
+}
+if (wanted('memory')) {
+  const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? (quick ? 1 : 10));
+  report('service memory, 30 running editors', await benchMemorySoak(STUB_EDITOR, 30, minutes, 3));
+}
+if (wanted('proxy')) {
+  report('proxy', await benchProxyThroughService(realEditor, STUB_EDITOR, quick ? 3 : 10, 4));
+}
+if (wanted('logs')) {
+  report('log fan-out', await benchLogsThroughService(STUB_EDITOR, quick ? 5 : 30, 6));
+}
+console.log(`\n## summary\n${JSON.stringify(results)}`);
