@@ -1,0 +1,42 @@
+// Deployed as a Databricks app, requests must come through the front proxy that signs users in.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { loadSettings } from '../../src/config/settings.ts';
+import { startService, type Service } from '../../src/service.ts';
+import { killEditors, makeSettings, request } from '../helpers/service.ts';
+
+let service: Service;
+let dataDir: string;
+
+beforeAll(async () => {
+  const settings = { ...(await makeSettings()), requireIdentity: true };
+  dataDir = settings.dataDir;
+  service = await startService(settings, () => undefined);
+});
+afterAll(async () => {
+  await service?.close({ stopEditors: true });
+  await killEditors(dataDir);
+});
+
+describe('forwarded identity', () => {
+  it('is required by default when running as a Databricks app', () => {
+    expect(loadSettings({ DATABRICKS_APP_PORT: '8080' }).requireIdentity).toBe(true);
+    expect(loadSettings({ DATABRICKS_APP_PORT: '8080', DEVBOX_REQUIRE_IDENTITY: '0' }).requireIdentity).toBe(false);
+    expect(loadSettings({}).requireIdentity).toBe(false);
+  });
+
+  it('refuses requests without the front proxy identity headers, API and proxy alike', async () => {
+    const anonymous = await request(service.url, 'GET', '/servers');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error.code).toBe('UNAUTHENTICATED');
+    expect((await request(service.url, 'GET', '/vscode/8012/')).status).toBe(401);
+    const signedIn = await request(service.url, 'GET', '/servers', undefined, { 'x-forwarded-email': 'ada@example.com' });
+    expect(signedIn.status).toBe(200);
+  });
+
+  it('refuses WebSocket upgrades without them', async () => {
+    const ws = new WebSocket(`${service.url.replace('http', 'ws')}/ws/logs`);
+    const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));
+    expect(status).toBe(401);
+  });
+});
