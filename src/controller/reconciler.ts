@@ -361,6 +361,8 @@ export class Reconciler extends EventEmitter {
     live.lastExit = undefined;
     live.probeFailed = undefined;
     live.nextRestartAt = undefined;
+    // Probe while the status is written: the editor does not wait for our disk.
+    this.startProbe(name, live, port);
     Object.assign(status, {
       phase: 'Starting' as Phase,
       reason: undefined,
@@ -370,7 +372,6 @@ export class Reconciler extends EventEmitter {
       startTime: new Date().toISOString(),
     });
     await this.commit(record, uid, status);
-    this.startProbe(name, live, port);
   }
 
   private async observeRunning(

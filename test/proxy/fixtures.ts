@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { WebSocketServer } from 'ws';
 import { EditorProxy, type EditorProxyOptions } from '../../src/proxy/editor-proxy.ts';
+import { afterEach, beforeEach } from 'vitest';
 
 export interface SeenRequest {
   method: string;
@@ -130,4 +131,21 @@ export function request(
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/**
+ * A target and a proxy service routing only to it, fresh for each test of the calling describe
+ * block: read them from the returned object inside tests.
+ */
+export function proxyToTarget(): { target: Target; service: Service } {
+  const ctx = {} as { target: Target; service: Service };
+  beforeEach(async () => {
+    ctx.target = await startTarget();
+    ctx.service = await startService(() => (port) => port === ctx.target.port);
+  });
+  afterEach(async () => {
+    await ctx.service.close();
+    await ctx.target.close();
+  });
+  return ctx;
 }

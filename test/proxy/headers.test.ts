@@ -1,21 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { SERVICE_COOKIE_PREFIX } from '../../src/proxy/editor-proxy.ts';
-import { request, startService, startTarget, type Service, type Target } from './fixtures.ts';
+import { request, proxyToTarget } from './fixtures.ts';
 
 describe('headers passed to an editor', () => {
-  let target: Target;
-  let service: Service;
-
-  beforeEach(async () => {
-    target = await startTarget();
-    service = await startService(() => (port) => port === target.port);
-  });
-
-  afterEach(async () => {
-    await service.close();
-    await target.close();
-  });
+  const ctx = proxyToTarget();
 
   const credentials = {
     Authorization: 'Bearer service-token',
@@ -24,7 +13,7 @@ describe('headers passed to an editor', () => {
   };
 
   it("drops Authorization, X-Forwarded-Access-Token and the service's own cookies, keeping the editor's", async () => {
-    const answer = await request(`${service.base}/vscode/${target.port}/`, { headers: credentials });
+    const answer = await request(`${ctx.service.base}/vscode/${ctx.target.port}/`, { headers: credentials });
     const { headers } = JSON.parse(answer.text);
     expect(headers.authorization).toBeUndefined();
     expect(headers['x-forwarded-access-token']).toBeUndefined();
@@ -33,35 +22,35 @@ describe('headers passed to an editor', () => {
   });
 
   it('drops the cookie header when only service cookies were sent', async () => {
-    await request(`${service.base}/vscode/${target.port}/`, { headers: { Cookie: `${SERVICE_COOKIE_PREFIX}-session=secret` } });
-    expect(target.requests[0].headers.cookie).toBeUndefined();
+    await request(`${ctx.service.base}/vscode/${ctx.target.port}/`, { headers: { Cookie: `${SERVICE_COOKIE_PREFIX}-session=secret` } });
+    expect(ctx.target.requests[0].headers.cookie).toBeUndefined();
   });
 
   it('drops the same headers from WebSocket upgrades', async () => {
-    const socket = new WebSocket(`ws://127.0.0.1:${service.port}/vscode/${target.port}/`, { headers: credentials });
+    const socket = new WebSocket(`ws://127.0.0.1:${ctx.service.port}/vscode/${ctx.target.port}/`, { headers: credentials });
     try {
       await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     } finally {
       socket.terminate();
     }
-    const [headers] = target.upgrades;
+    const [headers] = ctx.target.upgrades;
     expect(headers.authorization).toBeUndefined();
     expect(headers['x-forwarded-access-token']).toBeUndefined();
     expect(headers.cookie).toBe('code-server-session=keep');
   });
 
   it('tells the editor the original host, protocol and prefix', async () => {
-    const answer = await request(`${service.base}/editor/${target.port}/`, { headers: { Host: 'devbox.example:8000' } });
+    const answer = await request(`${ctx.service.base}/editor/${ctx.target.port}/`, { headers: { Host: 'devbox.example:8000' } });
     const { headers } = JSON.parse(answer.text);
     expect(headers.host).toBe('devbox.example:8000');
     expect(headers['x-forwarded-host']).toBe('devbox.example:8000');
     expect(headers['x-forwarded-proto']).toBe('http');
-    expect(headers['x-forwarded-prefix']).toBe(`/editor/${target.port}`);
+    expect(headers['x-forwarded-prefix']).toBe(`/editor/${ctx.target.port}`);
     expect(headers['x-forwarded-for']).toBe('127.0.0.1');
   });
 
   it("keeps a front proxy's forwarded protocol and host", async () => {
-    const answer = await request(`${service.base}/vscode/${target.port}/`, {
+    const answer = await request(`${ctx.service.base}/vscode/${ctx.target.port}/`, {
       headers: { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'app.databricksapps.example' },
     });
     const { headers } = JSON.parse(answer.text);

@@ -1,24 +1,13 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startService, startTarget, type Service, type Target } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { proxyToTarget } from './fixtures.ts';
 
 const TOTAL = 50 * 1024 * 1024;
 const CHUNK = crypto.randomBytes(64 * 1024);
 
 describe('streaming large bodies', () => {
-  let target: Target;
-  let service: Service;
-
-  beforeEach(async () => {
-    target = await startTarget();
-    service = await startService(() => (port) => port === target.port);
-  });
-
-  afterEach(async () => {
-    await service.close();
-    await target.close();
-  });
+  const ctx = proxyToTarget();
 
   it('streams a 50 MB upload and its echo both ways at once, without holding the body in memory', async () => {
     const sentHash = crypto.createHash('sha256');
@@ -29,7 +18,7 @@ describe('streaming large bodies', () => {
     let inFlight = 0;
 
     await new Promise<void>((resolve, reject) => {
-      const req = http.request(`${service.base}/vscode/${target.port}/echo`, { method: 'POST', agent: false }, (res) => {
+      const req = http.request(`${ctx.service.base}/vscode/${ctx.target.port}/echo`, { method: 'POST', agent: false }, (res) => {
         sentWhenEchoBegan = sent;
         res.on('data', (chunk: Buffer) => {
           inFlight = Math.max(inFlight, sent - received);
