@@ -10,6 +10,7 @@ import { RESTARTED_AT, type EditorServer, type EditorServerStatus, type Extensio
 import { checkHealth, waitHealthy } from '../runtime/health.ts';
 import type { EditorRuntime, ExitInfo, ProcessIdentity } from '../runtime/processes.ts';
 import { ensureWorkspace, removeServerFiles, type DataLayout } from '../workspace/layout.ts';
+import { deriveConditions } from './conditions.ts';
 import type { PortAllocator, PortProbe } from './ports.ts';
 import type { ReconcileResult } from './queue.ts';
 
@@ -471,6 +472,7 @@ export class Reconciler extends EventEmitter {
   /** Writes status (and a new uid) when it changed, and updates the cache. */
   private async commit(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<'ok' | 'gone'> {
     const server = record.server!;
+    deriveConditions(status);
     const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
     const result = await this.deps.store.writeStatus(record.name, clean, uid);
     if (result === 'missing' || result === 'invalid') return 'gone';

@@ -111,8 +111,8 @@ async function probeReported(name: string, since: number): Promise<void> {
 /** Reconciles a running: true manifest until its editor answers /healthz and status says Running. */
 async function startRunning(name: string, spec: Partial<EditorServerSpec> = {}): Promise<EditorServerStatus> {
   await writeManifest(name, { running: true, ...spec });
-  await reconciler.reconcile(name);
   const mark = enqueued.length;
+  await reconciler.reconcile(name);
   expect((await statusOf(name)).phase).toBe('Starting');
   await probeReported(name, mark);
   await reconciler.reconcile(name);
@@ -150,8 +150,8 @@ describe('reconcile', () => {
 
   it('launches a running server once, reports Running when it answers /healthz, and launches nothing more', async () => {
     await writeManifest('web', { running: true });
-    await reconciler.reconcile('web');
     const mark = enqueued.length;
+    await reconciler.reconcile('web');
     const starting = await statusOf('web');
     expect(runtime.launches).toHaveLength(1);
     const [launch] = runtime.launches;
@@ -265,8 +265,8 @@ describe('reconcile', () => {
     await reconciler.reconcile('flaky');
     expect(runtime.launches).toHaveLength(3);
     later(1000);
-    await reconciler.reconcile('flaky');
     const mark = enqueued.length;
+    await reconciler.reconcile('flaky');
     expect(runtime.launches).toHaveLength(4);
     await probeReported('flaky', mark);
   });
@@ -289,8 +289,8 @@ describe('reconcile', () => {
     const restartedAt = '2026-11-22T06:00:00Z';
     await edit('again', ['metadata', 'annotations', RESTARTED_AT], restartedAt);
 
-    await reconciler.reconcile('again');
     const mark = enqueued.length;
+    await reconciler.reconcile('again');
     expect(runtime.stops).toEqual([old]);
     expect(runtime.isAlive(old)).toBe(false);
     expect(runtime.launches).toHaveLength(2);
@@ -313,8 +313,8 @@ describe('reconcile', () => {
     expect((await statusOf('revive')).phase).toBe('Failed');
 
     await edit('revive', ['metadata', 'annotations', RESTARTED_AT], '2026-11-22T07:00:00Z');
-    await reconciler.reconcile('revive');
     const mark = enqueued.length;
+    await reconciler.reconcile('revive');
     expect(runtime.launches).toHaveLength(2);
     expect(await statusOf('revive')).toMatchObject({ phase: 'Starting', pid: runtime.alive('revive')[0].pid, restarts: 1 });
     await probeReported('revive', mark);
@@ -326,8 +326,8 @@ describe('reconcile', () => {
     const next = config.ports.min + 10;
     await edit('mover', ['spec', 'port'], next);
 
-    await reconciler.reconcile('mover');
     const mark = enqueued.length;
+    await reconciler.reconcile('mover');
     expect(runtime.stops).toEqual([old]);
     expect(runtime.launches.map((l) => l.port)).toEqual([before.port, next]);
     expect(await statusOf('mover')).toMatchObject({ phase: 'Starting', port: next, pid: runtime.alive('mover')[0].pid });
@@ -460,8 +460,8 @@ describe('reconcile', () => {
     expect(runtime.launches).toEqual([]);
 
     heldPorts.clear();
-    await reconciler.reconcile('blocked');
     const mark = enqueued.length;
+    await reconciler.reconcile('blocked');
     expect(runtime.launches).toHaveLength(1);
     expect(await statusOf('blocked')).toMatchObject({ phase: 'Starting', port });
     await probeReported('blocked', mark);
@@ -473,8 +473,8 @@ describe('reconcile', () => {
     const given = (await statusOf('moved')).port!;
     heldPorts.add(given);
     await writeManifest('moved', { running: true });
-    await reconciler.reconcile('moved');
     const mark = enqueued.length;
+    await reconciler.reconcile('moved');
     const status = await statusOf('moved');
     expect(status.phase).toBe('Starting');
     expect(status.port).not.toBe(given);
@@ -489,8 +489,8 @@ describe('reconcile', () => {
     installer.outcomes.set('broken.ext', { ok: false, message: 'not found in the gallery' });
     await writeManifest('ext', { running: true, extensionGroups: ['python'], extensions: ['broken.ext', 'good.ext'] });
 
-    await reconciler.reconcile('ext');
     const mark = enqueued.length;
+    await reconciler.reconcile('ext');
     const extensionsDir = layout.editor('ext').extensionsDir;
     expect(installer.calls).toEqual([
       { extensionsDir, id: 'ms-python.python' },
@@ -528,8 +528,8 @@ describe('reconcile', () => {
     expect(await statusOf('nobin')).toMatchObject({ phase: 'Failed', reason: 'LaunchFailed', pid: null });
 
     runtime.launchError = undefined;
-    await reconciler.reconcile('nobin');
     const mark = enqueued.length;
+    await reconciler.reconcile('nobin');
     expect(runtime.launches).toHaveLength(1);
     await probeReported('nobin', mark);
   });
