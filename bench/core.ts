@@ -141,6 +141,8 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       running_editors: count,
       minutes,
       cycles,
+      // The first minute fills the bounded log buffers of the servers being cycled.
+      growth_after_first_minute_mb: round(atEnd - samples[Math.min(1, samples.length - 1)], 1),
       rss_start_mb: round(atStart, 1),
       rss_end_mb: round(atEnd, 1),
       rss_max_mb: Math.max(...samples),

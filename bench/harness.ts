@@ -11,8 +11,12 @@ import { DataLayout } from '../src/workspace/layout.ts';
 
 // Benchmarks measure what `npm start` runs: the compiled service.
 const ROOT = new URL('..', import.meta.url).pathname;
-// The exact node arguments of `npm start` (heap limits included), so the figures are its figures.
-const START_ARGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/).slice(1);
+// The exact environment and node arguments of `npm start` (heap and malloc limits included),
+// so the figures are its figures: `VAR=value … node ARGS…`.
+const START_WORDS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
+const NODE_AT = START_WORDS.indexOf('node');
+const START_ENV = Object.fromEntries(START_WORDS.slice(0, NODE_AT).map((w) => w.split('=') as [string, string]));
+const START_ARGS = START_WORDS.slice(NODE_AT + 1);
 let built = false;
 function build(): void {
   if (built) return;
@@ -42,6 +46,7 @@ export async function startBenchService(editorBin: string, ports: { min: number;
     cwd: ROOT,
     env: {
       ...process.env,
+      ...START_ENV,
       DEVBOX_HOST: '127.0.0.1',
       DEVBOX_PORT: '0',
       DEVBOX_MANIFESTS_DIR: join(root, 'manifests'),

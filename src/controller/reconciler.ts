@@ -64,6 +64,7 @@ export class Reconciler extends EventEmitter {
   readonly records = new Map<string, ServerRecord>();
   private readonly lives = new Map<string, Live>();
   private readonly byUid = new Map<string, string>();
+  private readonly provisioned = new Set<string>();
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -147,7 +148,12 @@ export class Reconciler extends EventEmitter {
       return { requeueAfterMs: 5000 };
     }
     status.port = port;
-    status.workspacePath = await ensureWorkspace(this.deps.layout, name);
+    // Folders are made once per name here, and checked again before every launch.
+    if (!this.provisioned.has(name)) {
+      await ensureWorkspace(this.deps.layout, name);
+      this.provisioned.add(name);
+    }
+    status.workspacePath = this.deps.layout.workspace(name);
     await this.ensureSettings(name, server.spec.settings);
 
     // The process as it really is.
@@ -237,6 +243,7 @@ export class Reconciler extends EventEmitter {
     if (uid) this.byUid.delete(uid);
     this.records.delete(name);
     this.lives.delete(name);
+    this.provisioned.delete(name);
     this.deps.ports.release(name);
     this.emit('deleted', name);
     this.emit('changed', name);
@@ -337,6 +344,7 @@ export class Reconciler extends EventEmitter {
     if (record.server?.status?.port !== port) {
       if ((await this.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
     }
+    await ensureWorkspace(this.deps.layout, name);
     const logs = this.deps.logs.rawPaths(name);
     const editor = this.deps.layout.editor(name);
     this.deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
