@@ -226,7 +226,7 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
     const workspacePath = await ensureWorkspace(layout, name);
     const folders = layout.editor(name);
     const port = await freePort();
-    const timeoutMs = config.editor.startTimeoutSeconds * 1000;
+    const timeoutMs = config.editor.readyTimeoutSeconds * 1000;
     const started = performance.now();
     try {
       identity = runtime.launch({ name, port, workspacePath, ...folders, stdoutPath, stderrPath });
@@ -240,7 +240,7 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
       const why = exited ? `the editor ${exited}` : `GET /healthz on port ${port} did not answer 200 within ${timeoutMs / 1000} s`;
       report.line('FAIL', `editor start: ${why}`, exited
         ? 'read the editor output below'
-        : 'read the editor output below; raise editor.startTimeoutSeconds in the config if the machine is only slow');
+        : 'read the editor output below; raise editor.readyTimeoutSeconds in the config if the machine is only slow');
       await printTail(report, stdoutPath, stderrPath);
     } else {
       const health = await checkHealth(port);

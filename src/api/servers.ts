@@ -246,7 +246,7 @@ export function serversRouter(deps: ServersDeps): Router {
     const pid = before.status?.pid ?? null;
     const alive = pid !== null && reconciler.isProcessAlive(record.name);
     const health = alive && port ? await checkHealth(port) : { ok: false, error: 'no process' };
-    if (alive && !health.ok) reconciler.markUnhealthy(record.name);
+    if (alive) reconciler.recordHealth(record.name, health.ok);
     await controller.reconcileNow(record.name);
     const after = reconciler.records.get(record.name)?.server ?? before;
     const newStatus = reconciler.records.has(record.name) ? statusOf(after) : 'deleted';
@@ -270,7 +270,8 @@ export function serversRouter(deps: ServersDeps): Router {
     const done = await controller.waitFor(
       record.name,
       (r) => !r?.server || (phaseIs('Running', 'Failed')(r) && (!stamp || r.server.status?.observedRestartedAt === stamp)),
-      deps.startTimeoutMs + deps.stopTimeoutMs,
+      // A restart first stops the editor, which has its own bound.
+      verb === 'restarted' ? deps.startTimeoutMs + deps.stopTimeoutMs : deps.startTimeoutMs,
     );
     if (!done?.server) throw notFound(record.server!.metadata.uid!);
     const server = done.server;

@@ -10,6 +10,7 @@ export interface Config {
   ports: { min: number; max: number };
   editor: {
     startTimeoutSeconds: number;
+    readyTimeoutSeconds: number;
     stopGraceSeconds: number;
     maxRestartBackoffSeconds: number;
     crashLoopRestarts: number;
@@ -35,7 +36,7 @@ export interface Settings {
 
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
-  editor: { startTimeoutSeconds: 30, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
+  editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
   controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2 },
   extensionGroups: {
     python: ['ms-python.python'],

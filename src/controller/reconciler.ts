@@ -57,6 +57,8 @@ export interface ReconcilerDeps {
 }
 
 const CRASH_WINDOW_MS = 10 * 60_000;
+/** How often an editor that missed its start deadline is asked /healthz again. */
+const UNHEALTHY_RECHECK_MS = 10_000;
 /** An editor that stays up this long forgets its earlier crashes. */
 const STABLE_AFTER_MS = 60_000;
 
@@ -92,10 +94,15 @@ export class Reconciler extends EventEmitter {
     return identity !== undefined && this.deps.runtime.isAlive(identity);
   }
 
-  /** /healthz stopped answering: the next reconcile probes again before calling it Running. */
-  markUnhealthy(name: string): void {
+  /**
+   * What a refresh saw on /healthz. Not answering: the next reconcile probes again before
+   * calling it Running. Answering: it is Running, whatever an earlier probe concluded.
+   */
+  recordHealth(name: string, answered: boolean): void {
     const live = this.lives.get(name);
-    if (live) live.healthy = false;
+    if (!live) return;
+    live.healthy = answered;
+    if (answered) live.probeFailed = undefined;
   }
 
   /** True when a managed editor is running on the port (the proxy routes only there). */
@@ -391,6 +398,11 @@ export class Reconciler extends EventEmitter {
       Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
       status.startTime ??= new Date().toISOString();
     }
+    if (live.probeFailed && (await checkHealth(port)).ok) {
+      // It answers after all (a slow first start): recover without anyone asking.
+      live.probeFailed = undefined;
+      live.healthy = true;
+    }
     if (live.healthy) {
       if (status.phase !== 'Running') this.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
       Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
@@ -398,6 +410,8 @@ export class Reconciler extends EventEmitter {
       if (live.crashTimes.length > 0 && stableFor >= STABLE_AFTER_MS) live.crashTimes = [];
     } else if (live.probeFailed) {
       Object.assign(status, { phase: 'Failed' as Phase, reason: 'Unhealthy', message: live.probeFailed });
+      await this.commit(record, uid, status);
+      return { requeueAfterMs: UNHEALTHY_RECHECK_MS };
     } else {
       status.phase = 'Starting';
       if (!live.probe) this.startProbe(name, live, port);
@@ -411,7 +425,7 @@ export class Reconciler extends EventEmitter {
     const token = Symbol(name);
     live.probe = token;
     const identity = live.identity;
-    const timeoutMs = this.deps.config.editor.startTimeoutSeconds * 1000;
+    const timeoutMs = this.deps.config.editor.readyTimeoutSeconds * 1000;
     void waitHealthy(port, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
       if (live.probe !== token) return;
       live.probe = undefined;

@@ -38,7 +38,7 @@ beforeEach(async () => {
   const min = 10_000 + Math.floor(Math.random() * 400) * 20;
   config = structuredClone(DEFAULT_CONFIG);
   config.ports = { min, max: min + 19 };
-  config.editor = { startTimeoutSeconds: 5, stopGraceSeconds: 1, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 };
+  config.editor = { startTimeoutSeconds: 5, readyTimeoutSeconds: 5, stopGraceSeconds: 1, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 };
   config.extensionGroups = { python: ['ms-python.python'] };
   store = new ManifestStore(join(root, 'manifests'));
   await mkdir(store.dir);
@@ -193,7 +193,7 @@ describe('reconcile', () => {
   });
 
   it('reports Failed/Unhealthy when a live editor does not answer /healthz within the start timeout', async () => {
-    config.editor.startTimeoutSeconds = 0.3;
+    config.editor.readyTimeoutSeconds = 0.3;
     runtime.answersHealth = false;
     await writeManifest('mute', { running: true });
     await reconciler.reconcile('mute');
