@@ -31,8 +31,12 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await browser?.close();
-  await service?.stop();
+  // The editors must go whatever the browser does: a hung close cannot skip the service's stop.
+  try {
+    await Promise.race([browser?.close(), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  } finally {
+    await service?.stop();
+  }
 });
 
 describe('opening an editor in a browser', () => {
