@@ -82,6 +82,7 @@ export async function startService(settings: Settings, log: (message: string) =>
       health,
       serversRouter({
         store, controller, stats, logs,
+        extensionGroups: Object.keys(config.extensionGroups),
         startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
         stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
       }),

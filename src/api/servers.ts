@@ -18,6 +18,8 @@ export interface ServersDeps {
   controller: Controller;
   stats: StatsSampler;
   logs: LogHub;
+  /** Names of the extension groups the config defines. */
+  extensionGroups: string[];
   startTimeoutMs: number;
   stopTimeoutMs: number;
 }
@@ -93,6 +95,10 @@ export function serversRouter(deps: ServersDeps): Router {
 
   router.post('/servers', async (req, res) => {
     const body = checkBody(validateCreate, req.body);
+    const unknownGroups = (body.extension_groups ?? []).filter((g) => !deps.extensionGroups.includes(g));
+    if (unknownGroups.length > 0) {
+      throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${deps.extensionGroups.join(', ') || 'none'}`);
+    }
     const displayName = body.name.trim();
     const uid = randomUUID();
     const base = slugify(displayName);

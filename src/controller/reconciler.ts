@@ -40,6 +40,8 @@ interface Live {
   lastExit?: ExitInfo;
   crashTimes: number[];
   nextRestartAt?: number;
+  /** Extension groups the spec names that the config lacks, already reported. */
+  unknownGroups?: string[];
 }
 
 export interface ReconcilerDeps {
@@ -206,12 +208,8 @@ export class Reconciler extends EventEmitter {
     } else if (status.pid) {
       // We believed it was running and it is gone: it exited or crashed.
       const delay = this.recordCrash(name, status, live);
-      if (delay === undefined) {
-        await this.commit(record, uid, status);
-        return;
-      }
       await this.commit(record, uid, status);
-      if (delay > 0) return { requeueAfterMs: delay };
+      return delay === undefined ? undefined : { requeueAfterMs: delay };
     } else if (status.phase === 'Failed' && (status.reason === 'Crashed' || status.reason === 'Exited')) {
       return; // restartPolicy said no: it stays failed until someone starts it again
     } else if (live.nextRestartAt !== undefined && Date.now() < live.nextRestartAt) {
@@ -296,6 +294,11 @@ export class Reconciler extends EventEmitter {
   private async ensureExtensions(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<boolean> {
     const server = record.server!;
     const groups = this.deps.config.extensionGroups;
+    const unknown = (server.spec.extensionGroups ?? []).filter((g) => !groups[g]);
+    if (unknown.length > 0 && JSON.stringify(unknown) !== JSON.stringify(this.lives.get(record.name)?.unknownGroups)) {
+      this.live(record.name).unknownGroups = unknown;
+      this.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
+    }
     const wanted = [...new Set([
       ...(server.spec.extensionGroups ?? []).flatMap((g) => groups[g] ?? []),
       ...(server.spec.extensions ?? []),

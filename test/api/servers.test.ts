@@ -64,6 +64,7 @@ describe('POST /servers', () => {
     ['a blank name', { name: '   ' }],
     ['an extension id that could be a command-line option', { name: 'x', extensions: ['--force'] }],
     ['a port out of range', { name: 'x', port: 80 }],
+    ['an extension group the config does not define', { name: 'x', extension_groups: ['cobol'] }],
   ])('refuses %s with 400, never 500', async (_what, body) => {
     const res = await service.request('POST', '/servers', body);
     expect(res.status).toBe(400);
