@@ -81,7 +81,7 @@ export async function startService(settings: Settings, log: (message: string) =>
     routers: [
       health,
       serversRouter({
-        store, controller, stats, logs,
+        store, controller, stats, logs, layout,
         extensionGroups: Object.keys(config.extensionGroups),
         startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
         stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,

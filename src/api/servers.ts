@@ -1,6 +1,7 @@
 // The server lifecycle API: each call writes desired state into the manifest, then waits
 // (bounded) for the controller to report the outcome, like `kubectl wait`.
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { Router, type Request, type Response } from 'express';
 import type { Controller } from '../controller/controller.ts';
 import type { ServerRecord } from '../controller/reconciler.ts';
@@ -8,6 +9,7 @@ import type { ManifestStore } from '../manifests/store.ts';
 import { API_VERSION, KIND, RESTARTED_AT, type EditorServer, type Phase, type RestartPolicy } from '../manifests/types.ts';
 import { checkHealth } from '../runtime/health.ts';
 import type { StatsSampler } from '../runtime/stats.ts';
+import type { DataLayout } from '../workspace/layout.ts';
 import { formatLogLine, parseLinesParam, type LogHub } from '../logs/index.ts';
 import { HttpError, notFound } from './errors.ts';
 import { checkBody, compileBodySchema } from './validation.ts';
@@ -18,6 +20,7 @@ export interface ServersDeps {
   controller: Controller;
   stats: StatsSampler;
   logs: LogHub;
+  layout: DataLayout;
   /** Names of the extension groups the config defines. */
   extensionGroups: string[];
   startTimeoutMs: number;
@@ -121,10 +124,11 @@ export function serversRouter(deps: ServersDeps): Router {
       const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
       if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
     }
-    // Claim a free file name: data-pipeline, data-pipeline-2, …
-    for (let n = 2; !(await store.create(server)); n++) {
-      name = `${base}-${n}`;
-      server.metadata.name = name;
+    // Claim a free name: data-pipeline, data-pipeline-2, … Folders left by a server whose
+    // manifest went while the service was down are never handed to a new one.
+    for (let n = 1; ; n++) {
+      if (n > 1) name = server.metadata.name = `${base}-${n}`;
+      if (!existsSync(deps.layout.workspace(name)) && (await store.create(server))) break;
       if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
     }
     controller.enqueue(name);

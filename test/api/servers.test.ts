@@ -1,5 +1,5 @@
 // The lifecycle API against the real service and the stub editor.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkHealth } from '../../src/runtime/health.ts';
@@ -41,6 +41,15 @@ describe('POST /servers', () => {
     expect(new Set(bodies.map((b) => b.id)).size).toBe(20);
     expect(new Set(bodies.map((b) => b.workspace_path)).size).toBe(20);
     await Promise.all(bodies.map((b) => service.request('DELETE', `/servers/${b.id}`)));
+  });
+
+  it('never hands the folders of an earlier server to a new one', async () => {
+    await fs.mkdir(`${service.settings.dataDir}/workspaces/leftover`, { recursive: true });
+    await fs.writeFile(`${service.settings.dataDir}/workspaces/leftover/notes.txt`, 'from before');
+    const body = await create('Leftover');
+    expect(body.workspace_path).toBe(`${service.settings.dataDir}/workspaces/leftover-2`);
+    expect(await fs.readFile(`${service.settings.dataDir}/workspaces/leftover/notes.txt`, 'utf8')).toBe('from before');
+    await service.request('DELETE', `/servers/${body.id}`);
   });
 
   it('refuses malformed JSON with 400 INVALID_JSON', async () => {
