@@ -43,10 +43,13 @@ export interface EditorRuntime {
 /** Variables an editor never sees: the service's secrets. */
 const SECRET = /SECRET|TOKEN|PASSWORD|^DATABRICKS_CLIENT_ID$|^AWS_|^AZURE_CLIENT/i;
 
+/** The service's own runtime tuning (see `npm start`), not meant for the editors' Node.js. */
+const SERVICE_TUNING = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
+
 export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.ProcessEnv {
   const clean: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(env)) {
-    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_') && key !== 'NODE_OPTIONS') clean[key] = value;
+    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_') && !SERVICE_TUNING.has(key)) clean[key] = value;
   }
   clean.DEVBOX_SERVER_NAME = name;
   return clean;
