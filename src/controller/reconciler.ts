@@ -102,9 +102,15 @@ export class Reconciler extends EventEmitter {
    */
   recordHealth(name: string, answered: boolean): void {
     const live = this.lives.get(name);
-    if (!live) return;
-    live.healthy = answered;
-    if (answered) live.probeFailed = undefined;
+    if (!live?.identity) return;
+    if (answered) {
+      live.healthy = true;
+      live.probeFailed = undefined;
+    } else if (live.healthy) {
+      // It was up and stopped answering: Failed (Unhealthy), asked again every 10 s.
+      live.healthy = false;
+      live.probeFailed = 'code-server stopped answering /healthz';
+    }
   }
 
   /** True when a managed editor is running on the port (the proxy routes only there). */

@@ -155,6 +155,7 @@ describe('the server lifecycle', () => {
     expect(typeof same.body.healthz_status).toBe('string');
 
     process.kill(started.body.data.pid, 'SIGKILL');
+    await eventually(() => !processExists(started.body.data.pid));
     const all = await service.request('POST', '/servers/refresh-all');
     expect(all.body.status).toBe('success');
     expect(all.body.total_servers).toBeGreaterThanOrEqual(1);
@@ -167,6 +168,26 @@ describe('the server lifecycle', () => {
     const again = await service.request('POST', `/servers/${id}/start`);
     expect(again.status).toBe(200);
     expect(again.body.data.status).toBe('running');
+    await service.request('DELETE', `/servers/${id}`);
+  });
+});
+
+describe('refreshing a live editor that stopped answering', () => {
+  it('reports it failed (Unhealthy) while /healthz is silent, and running again once it answers', async () => {
+    const { id } = await create('Frozen');
+    const { pid } = (await service.request('POST', `/servers/${id}/start`)).body.data;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const frozen = (await service.request('POST', `/servers/${id}/refresh-status`)).body;
+      expect(frozen).toMatchObject({ old_status: 'running', new_status: 'failed', updated: true });
+      expect(frozen.pid_status).toContain('is running');
+      expect(frozen.healthz_status).toContain('did not answer');
+      expect((await service.request('GET', `/servers/${id}`)).body).toMatchObject({ reason: 'Unhealthy', pid });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const thawed = (await service.request('POST', `/servers/${id}/refresh-status`)).body;
+    expect(thawed).toMatchObject({ old_status: 'failed', new_status: 'running', updated: true });
     await service.request('DELETE', `/servers/${id}`);
   });
 });
