@@ -1,6 +1,7 @@
 // Puts the pieces together: manifests, controller, runtime, logs, proxy and the HTTP server.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { Router } from 'express';
 import { createApp } from './api/app.ts';
 import { serversRouter } from './api/servers.ts';
@@ -102,8 +103,12 @@ export async function startService(settings: Settings, log: (message: string) =>
     toProxy(req, res, () => app(req, res));
   });
   server.keepAliveTimeout = 65_000;
+  // Upgraded sockets leave the server's connection tracking: keep them, to close them on exit.
+  const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.
   server.on('upgrade', (req, socket, head) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     if (settings.requireIdentity && !hasForwardedIdentity(req)) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -124,6 +129,7 @@ export async function startService(settings: Settings, log: (message: string) =>
     async close(options = {}) {
       await logStreams.close();
       proxy.close();
+      for (const socket of upgraded) socket.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await controller.stop();

@@ -1,4 +1,6 @@
 // Deployed as a Databricks app, requests must come through the front proxy that signs users in.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { loadSettings } from '../../src/config/settings.ts';
@@ -6,16 +8,19 @@ import { startService, type Service } from '../../src/service.ts';
 import { killEditors, makeSettings, request } from '../helpers/service.ts';
 
 let service: Service;
+let root: string;
 let dataDir: string;
 
 beforeAll(async () => {
   const settings = { ...(await makeSettings()), requireIdentity: true };
   dataDir = settings.dataDir;
+  root = join(settings.manifestsDir, '..');
   service = await startService(settings, () => undefined);
 });
 afterAll(async () => {
   await service?.close({ stopEditors: true });
   await killEditors(dataDir);
+  await rm(root, { recursive: true, force: true });
 });
 
 describe('forwarded identity', () => {
