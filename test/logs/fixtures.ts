@@ -8,6 +8,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { LogHub, type LogHubOptions } from '../../src/logs/hub.ts';
 import { LogStreamServer, type LogStreamOptions } from '../../src/logs/stream.ts';
+import { afterEach, beforeEach } from 'vitest';
+import type { WebSocket } from 'ws';
 
 export const SERVER = { name: 'data-pipeline', id: '5f0c2b8e-0d1a-4c4f-9a57-0b7f3f0e8a11', displayName: 'Data pipeline' };
 export const OTHER = { name: 'notebook', id: '9a1d7c3e-5b2f-4e8a-8c6d-2f4e6a8b0c1d', displayName: 'Notebook' };
@@ -68,4 +70,37 @@ export async function startStreams(
       await new Promise((done) => server.close(done));
     },
   };
+}
+
+type Streams = Awaited<ReturnType<typeof startStreams>>;
+
+/**
+ * A fresh hub tracking `servers` and log streams over it for each test of the calling describe
+ * block, torn down after it with every socket the test pushed onto `sockets`.
+ */
+export function useLogStreams(setup: {
+  servers?: Array<typeof SERVER>;
+  hubOptions?: Partial<LogHubOptions>;
+  streamOptions?: LogStreamOptions;
+  /** Runs after the servers are tracked and before the streams start. */
+  before?: (hub: LogHub) => void;
+} = {}): { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] } {
+  const ctx = {} as { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] };
+  beforeEach(async () => {
+    const servers = setup.servers ?? [SERVER];
+    ctx.logsDir = makeLogsDir();
+    ctx.hub = makeHub(ctx.logsDir, setup.hubOptions);
+    for (const server of servers) ctx.hub.track(server);
+    setup.before?.(ctx.hub);
+    const byId = new Map(servers.map((server) => [server.id, server]));
+    ctx.streams = await startStreams(ctx.hub, (id) => byId.get(id), setup.streamOptions);
+    ctx.sockets = [];
+  });
+  afterEach(async () => {
+    for (const socket of ctx.sockets) socket.terminate();
+    await ctx.streams.close();
+    await ctx.hub.close();
+    fs.rmSync(ctx.logsDir, { recursive: true, force: true });
+  });
+  return ctx;
 }

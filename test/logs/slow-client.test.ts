@@ -1,38 +1,18 @@
-import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, makeHub, makeLogsDir, startStreams, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('a slow log stream client', () => {
-  let logsDir: string;
-  let hub: LogHub;
-  let streams: Awaited<ReturnType<typeof startStreams>>;
-  let sockets: WebSocket[];
-
-  beforeEach(async () => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir, { maxFileBytes: 64 * 1024 * 1024 });
-    hub.track(SERVER);
+  const ctx = useLogStreams({
+    hubOptions: { maxFileBytes: 64 * 1024 * 1024 },
     // A ping period longer than the test, so only the send-buffer limit can close the slow client.
-    streams = await startStreams(hub, (id) => (id === SERVER.id ? SERVER : undefined), {
-      maxBufferedBytes: 256 * 1024,
-      pingIntervalMs: 60_000,
-    });
-    sockets = [];
-  });
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.terminate();
-    await streams.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
+    streamOptions: { maxBufferedBytes: 256 * 1024, pingIntervalMs: 60_000 },
   });
 
   async function connect(): Promise<{ socket: WebSocket; received: number[] }> {
     const received: number[] = [];
-    const socket = new WebSocket(`${streams.base}/ws/logs/${SERVER.id}?tail=0`);
-    sockets.push(socket);
+    const socket = new WebSocket(`${ctx.streams.base}/ws/logs/${SERVER.id}?tail=0`);
+    ctx.sockets.push(socket);
     socket.on('message', (data) => received.push(Number(JSON.parse(data.toString()).message.split(' ')[0])));
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     return { socket, received };
@@ -45,7 +25,7 @@ describe('a slow log stream client', () => {
 
     // 20,000 lines of 1 KB: far more than the kernel buffers of a loopback connection hold.
     const total = 20_000;
-    const editor = new FakeEditorOutput(hub.rawPaths(SERVER.name).stdout);
+    const editor = new FakeEditorOutput(ctx.hub.rawPaths(SERVER.name).stdout);
     try {
       for (let i = 0; i < total; i += 1000) {
         let chunk = '';

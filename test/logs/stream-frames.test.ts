@@ -1,37 +1,15 @@
-import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, OTHER, SERVER, makeHub, makeLogsDir, startStreams, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, OTHER, SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('the live log streams', () => {
-  let logsDir: string;
-  let hub: LogHub;
-  let streams: Awaited<ReturnType<typeof startStreams>>;
-  let sockets: WebSocket[];
-
-  beforeEach(async () => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir);
-    hub.track(SERVER);
-    hub.track(OTHER);
-    const byId = new Map([SERVER, OTHER].map((server) => [server.id, server]));
-    streams = await startStreams(hub, (id) => byId.get(id));
-    sockets = [];
-  });
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.terminate();
-    await streams.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
-  });
+  const ctx = useLogStreams({ servers: [SERVER, OTHER] });
 
   /** Connects and collects every frame, parsed, after checking each is a JSON text frame. */
   async function connect(path: string): Promise<Record<string, unknown>[]> {
     const frames: Record<string, unknown>[] = [];
-    const socket = new WebSocket(`${streams.base}${path}`);
-    sockets.push(socket);
+    const socket = new WebSocket(`${ctx.streams.base}${path}`);
+    ctx.sockets.push(socket);
     socket.on('message', (data, isBinary) => {
       expect(isBinary).toBe(false);
       frames.push(JSON.parse(data.toString()));
@@ -42,7 +20,7 @@ describe('the live log streams', () => {
 
   it('sends one JSON text frame per line with exactly the fields of the interface', async () => {
     const frames = await connect(`/ws/logs/${SERVER.id}?tail=0`);
-    const stderr = new FakeEditorOutput(hub.rawPaths(SERVER.name).stderr);
+    const stderr = new FakeEditorOutput(ctx.hub.rawPaths(SERVER.name).stderr);
     try {
       stderr.write('extension host terminated unexpectedly\n');
       await waitFor(() => frames.length === 1);
@@ -66,8 +44,8 @@ describe('the live log streams', () => {
   it('streams one server on /ws/logs/{id} and every server on /ws/logs', async () => {
     const one = await connect(`/ws/logs/${OTHER.id}?tail=0`);
     const all = await connect('/ws/logs?tail=0');
-    hub.event(SERVER.name, 'INFO', 'started');
-    hub.event(OTHER.name, 'ERROR', 'crashed');
+    ctx.hub.event(SERVER.name, 'INFO', 'started');
+    ctx.hub.event(OTHER.name, 'ERROR', 'crashed');
     await waitFor(() => all.length === 2 && one.length === 1);
     expect(one).toEqual([expect.objectContaining({ server_id: OTHER.id, level: 'ERROR', source: 'controller', message: 'crashed' })]);
     expect(all.map((frame) => [frame.server_name, frame.message])).toEqual([

@@ -1,33 +1,13 @@
-import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { SERVER, makeHub, makeLogsDir, startStreams } from './fixtures.ts';
+import { useLogStreams } from './fixtures.ts';
 
 describe('keeping log streams alive', () => {
-  let logsDir: string;
-  let hub: LogHub;
-  let streams: Awaited<ReturnType<typeof startStreams>>;
-  let sockets: WebSocket[];
-
-  beforeEach(async () => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir);
-    hub.track(SERVER);
-    streams = await startStreams(hub, () => undefined, { pingIntervalMs: 150 });
-    sockets = [];
-  });
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.terminate();
-    await streams.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
-  });
+  const ctx = useLogStreams({ streamOptions: { pingIntervalMs: 150 } });
 
   async function connect(autoPong: boolean): Promise<WebSocket> {
-    const socket = new WebSocket(`${streams.base}/ws/logs`, { autoPong });
-    sockets.push(socket);
+    const socket = new WebSocket(`${ctx.streams.base}/ws/logs`, { autoPong });
+    ctx.sockets.push(socket);
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     return socket;
   }

@@ -1,35 +1,18 @@
-import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { SERVER, makeHub, makeLogsDir, startStreams, waitFor } from './fixtures.ts';
+import { SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('replay on connect', () => {
-  let logsDir: string;
-  let hub: LogHub;
-  let streams: Awaited<ReturnType<typeof startStreams>>;
-  let sockets: WebSocket[];
-
-  beforeEach(async () => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir);
-    hub.track(SERVER);
-    for (let i = 0; i < 150; i++) hub.event(SERVER.name, 'INFO', `before ${i}`);
-    streams = await startStreams(hub, (id) => (id === SERVER.id ? SERVER : undefined));
-    sockets = [];
-  });
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.terminate();
-    await streams.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
+  const ctx = useLogStreams({
+    before: (hub) => {
+      for (let i = 0; i < 150; i++) hub.event(SERVER.name, 'INFO', `before ${i}`);
+    },
   });
 
   async function messages(path: string): Promise<string[]> {
     const received: string[] = [];
-    const socket = new WebSocket(`${streams.base}${path}`);
-    sockets.push(socket);
+    const socket = new WebSocket(`${ctx.streams.base}${path}`);
+    ctx.sockets.push(socket);
     socket.on('message', (data) => received.push(JSON.parse(data.toString()).message));
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     return received;
@@ -37,7 +20,7 @@ describe('replay on connect', () => {
 
   it('replays the last ?tail lines in order, then streams new ones', async () => {
     const received = await messages(`/ws/logs/${SERVER.id}?tail=3`);
-    hub.event(SERVER.name, 'INFO', 'after');
+    ctx.hub.event(SERVER.name, 'INFO', 'after');
     await waitFor(() => received.length === 4);
     expect(received).toEqual(['before 147', 'before 148', 'before 149', 'after']);
   });
@@ -51,7 +34,7 @@ describe('replay on connect', () => {
 
   it('replays nothing with tail=0', async () => {
     const received = await messages(`/ws/logs/${SERVER.id}?tail=0`);
-    hub.event(SERVER.name, 'INFO', 'live');
+    ctx.hub.event(SERVER.name, 'INFO', 'live');
     await waitFor(() => received.length === 1);
     expect(received).toEqual(['live']);
   });
