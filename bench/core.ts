@@ -6,7 +6,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHealth } from '../src/runtime/health.ts';
-import { editorArguments, ProcessRuntime } from '../src/runtime/processes.ts';
+import { editorArguments, stopEditor } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
 import { benchPorts, freePort, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
 
@@ -30,9 +30,7 @@ async function directStart(bin: string): Promise<number> {
   while (!(await checkHealth(port, 1000)).ok) await sleep(10);
   const elapsed = performance.now() - started;
   const identity = identityOf(child.pid!)!;
-  const runtime = new ProcessRuntime({ bin, editorsDir: dir });
-  await runtime.stop(identity, 5000);
-  runtime.dispose();
+  await stopEditor(identity, 5000, dir);
   await fs.rm(dir, { recursive: true, force: true });
   return elapsed;
 }
@@ -72,14 +70,20 @@ export async function benchStartLatency(bin: string, label: string, rounds: numb
   }
 }
 
+/** Creates and starts `count` editors, then lets the background sampler fill in CPU and memory. */
+async function startEditors(service: BenchService, count: number, label: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `${label} ${i}` })).id);
+  await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
+  await sleep(3000);
+  return ids;
+}
+
 /** GET /servers latency with `count` running editors, keep-alive, sequential requests. */
 export async function benchList(bin: string, count: number, requests: number, offset: number) {
   const service = await startBenchService(bin, benchPorts(offset));
   try {
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `list ${i}` })).id);
-    await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
-    await sleep(3000); // let the background sampler fill in CPU and memory
+    await startEditors(service, count, 'list');
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const url = new URL('/servers', service.url);
     const once = () => new Promise<number>((resolve, reject) => {
@@ -114,10 +118,7 @@ export async function benchList(bin: string, count: number, requests: number, of
 export async function benchMemorySoak(bin: string, count: number, minutes: number, offset: number) {
   const service = await startBenchService(bin, benchPorts(offset));
   try {
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `soak ${i}` })).id);
-    await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
-    await sleep(3000);
+    const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();
     const samples: number[] = [round(atStart, 1)];
     const deadline = Date.now() + minutes * 60_000;

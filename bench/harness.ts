@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ProcessRuntime } from '../src/runtime/processes.ts';
+import { stopAllEditors } from '../src/runtime/processes.ts';
 import { DataLayout } from '../src/workspace/layout.ts';
 
 
@@ -74,9 +74,7 @@ export async function startBenchService(editorBin: string, ports: { min: number;
     async close() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
-      const runtime = new ProcessRuntime({ bin: editorBin, editorsDir: new DataLayout(dataDir).editorsDir });
-      await Promise.all(runtime.discover().map((e) => runtime.stop(e.identity, 2000)));
-      runtime.dispose();
+      await stopAllEditors(new DataLayout(dataDir).editorsDir, 2000);
       await fs.rm(root, { recursive: true, force: true });
     },
   };

@@ -12,7 +12,7 @@ import { Reconciler } from './controller/reconciler.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { resolveEditorBinary } from './runtime/editor-binary.ts';
-import { ProcessRuntime } from './runtime/processes.ts';
+import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
 import { hasForwardedIdentity, requireForwardedIdentity } from './api/identity.ts';
@@ -134,14 +134,7 @@ export async function startService(settings: Settings, log: (message: string) =>
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await controller.stop();
       stats.dispose();
-      if (options.stopEditors) {
-        await Promise.all([...reconciler.records.values()].map(async (record) => {
-          const status = record.server?.status;
-          if (status?.pid && status.pidStartTicks !== undefined) {
-            await runtime.stop({ pid: status.pid, startTicks: status.pidStartTicks }, config.editor.stopGraceSeconds * 1000);
-          }
-        }));
-      }
+      if (options.stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
       await logs.close();
     },
   };

@@ -69,6 +69,8 @@ export class Reconciler extends EventEmitter {
   private readonly lives = new Map<string, Live>();
   private readonly byUid = new Map<string, string>();
   private readonly provisioned = new Set<string>();
+  /** The settings.json text last written per server. */
+  private readonly settingsWritten = new Map<string, string>();
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -255,6 +257,7 @@ export class Reconciler extends EventEmitter {
     this.records.delete(name);
     this.lives.delete(name);
     this.provisioned.delete(name);
+    this.settingsWritten.delete(name);
     this.deps.ports.release(name);
     this.emit('deleted', name);
     this.emit('changed', name);
@@ -287,13 +290,15 @@ export class Reconciler extends EventEmitter {
 
   private async ensureSettings(name: string, settings: Record<string, unknown> | undefined): Promise<void> {
     if (!settings) return;
+    const text = JSON.stringify(settings, null, 2) + '\n';
+    // Written when the spec's settings change, not read back on every reconcile.
+    if (this.settingsWritten.get(name) === text) return;
     const dir = `${this.deps.layout.editor(name).userDataDir}/User`;
     const file = `${dir}/settings.json`;
-    const text = JSON.stringify(settings, null, 2) + '\n';
-    if ((await fs.readFile(file, 'utf8').catch(() => undefined)) === text) return;
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(file + '.tmp', text);
     await fs.rename(file + '.tmp', file);
+    this.settingsWritten.set(name, text);
   }
 
   /** Installs the extensions the spec asks for that status does not list yet; false if the file vanished. */

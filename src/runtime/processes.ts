@@ -122,32 +122,12 @@ export class ProcessRuntime implements EditorRuntime {
     this.watched.set(identity.pid, { name, identity });
   }
 
-  /** SIGTERM to the group, SIGKILL after the grace period, then any descendant that left the group. */
-  async stop(identity: ProcessIdentity, graceMs: number): Promise<void> {
-    const leaderAlive = isAlive(identity);
-    if (!leaderAlive && !this.groupIsOurs(identity.pid)) return;
-    const family = leaderAlive ? descendants(identity.pid) : [];
-    signalGroup(identity.pid, 'SIGTERM');
-    const deadline = Date.now() + graceMs;
-    while (groupExists(identity.pid) && Date.now() < deadline) await sleep(25);
-    if (groupExists(identity.pid)) signalGroup(identity.pid, 'SIGKILL');
-    for (const p of family) if (isAlive(p)) signal(p.pid, 'SIGKILL');
-    const killDeadline = Date.now() + 5000;
-    while ((groupExists(identity.pid) || family.some(isAlive)) && Date.now() < killDeadline) await sleep(20);
+  stop(identity: ProcessIdentity, graceMs: number): Promise<void> {
+    return stopEditor(identity, graceMs, this.editorsDir);
   }
 
   discover(): DiscoveredEditor[] {
-    const found: DiscoveredEditor[] = [];
-    const marker = this.editorsDir.endsWith('/') ? this.editorsDir : this.editorsDir + '/';
-    for (const pid of listPids()) {
-      if (pid === process.pid) continue;
-      const stat = readStat(pid);
-      // Only group leaders: the editor's own children share its cmdline.
-      if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
-      const parsed = parseEditorCmdline(readCmdline(pid), marker);
-      if (parsed) found.push({ ...parsed, identity: { pid, startTicks: stat.startTicks } });
-    }
-    return found;
+    return discoverEditors(this.editorsDir);
   }
 
   onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void {
@@ -171,14 +151,51 @@ export class ProcessRuntime implements EditorRuntime {
       if (!isAlive(identity)) this.emitExit(name, identity, { code: null, signal: null });
     }
   }
-
-  /** A group whose leader is gone is signalled only if a member is still one of our editors. */
-  private groupIsOurs(pgid: number): boolean {
-    if (!groupExists(pgid)) return false;
-    const marker = this.editorsDir + '/';
-    return listPids().some((p) => readStat(p)?.pgid === pgid && readCmdline(p).some((a) => a.startsWith(marker)));
-  }
 }
+
+const withSlash = (dir: string) => (dir.endsWith('/') ? dir : dir + '/');
+
+/** Editors running on this machine that were launched with `--user-data-dir` under editorsDir. */
+export function discoverEditors(editorsDir: string): DiscoveredEditor[] {
+  const found: DiscoveredEditor[] = [];
+  const marker = withSlash(editorsDir);
+  for (const pid of listPids()) {
+    if (pid === process.pid) continue;
+    const stat = readStat(pid);
+    // Only group leaders: the editor's own children share its cmdline.
+    if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
+    const parsed = parseEditorCmdline(readCmdline(pid), marker);
+    if (parsed) found.push({ ...parsed, identity: { pid, startTicks: stat.startTicks } });
+  }
+  return found;
+}
+
+/** SIGTERM to the editor's group, SIGKILL after the grace period, then any descendant that left the group. */
+export async function stopEditor(identity: ProcessIdentity, graceMs: number, editorsDir: string): Promise<void> {
+  const leaderAlive = isAlive(identity);
+  if (!leaderAlive && !groupIsOurs(identity.pid, editorsDir)) return;
+  const family = leaderAlive ? descendants(identity.pid) : [];
+  signalGroup(identity.pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (groupExists(identity.pid) && Date.now() < deadline) await sleep(25);
+  if (groupExists(identity.pid)) signalGroup(identity.pid, 'SIGKILL');
+  for (const p of family) if (isAlive(p)) signal(p.pid, 'SIGKILL');
+  const killDeadline = Date.now() + 5000;
+  while ((groupExists(identity.pid) || family.some(isAlive)) && Date.now() < killDeadline) await sleep(20);
+}
+
+/** Stops every editor launched under editorsDir. */
+export async function stopAllEditors(editorsDir: string, graceMs: number): Promise<void> {
+  await Promise.all(discoverEditors(editorsDir).map((e) => stopEditor(e.identity, graceMs, editorsDir)));
+}
+
+/** A group whose leader is gone is signalled only if a member is still one of our editors. */
+function groupIsOurs(pgid: number, editorsDir: string): boolean {
+  if (!groupExists(pgid)) return false;
+  const marker = withSlash(editorsDir);
+  return listPids().some((p) => readStat(p)?.pgid === pgid && readCmdline(p).some((a) => a.startsWith(marker)));
+}
+
 
 /** Reads the server name and port back from an editor's command line. */
 export function parseEditorCmdline(argv: string[], editorsDirWithSlash: string): { name: string; port: number | undefined } | undefined {

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type Config, type Settings } from '../../src/config/settings.ts';
-import { ProcessRuntime } from '../../src/runtime/processes.ts';
+import { discoverEditors, stopAllEditors } from '../../src/runtime/processes.ts';
 import { readStat } from '../../src/runtime/procfs.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
@@ -83,18 +83,13 @@ export async function request(base: string, method: string, path: string, body?:
 }
 
 /** Stops every editor started with this data folder (left behind by a killed service). */
-export async function killEditors(dataDir: string): Promise<void> {
-  const runtime = new ProcessRuntime({ bin: STUB_EDITOR, editorsDir: new DataLayout(dataDir).editorsDir });
-  await Promise.all(runtime.discover().map((e) => runtime.stop(e.identity, 500)));
-  runtime.dispose();
+export function killEditors(dataDir: string): Promise<void> {
+  return stopAllEditors(new DataLayout(dataDir).editorsDir, 500);
 }
 
 /** Editors running with this data folder, by server name. */
 export function runningEditors(dataDir: string) {
-  const runtime = new ProcessRuntime({ bin: STUB_EDITOR, editorsDir: new DataLayout(dataDir).editorsDir });
-  const found = runtime.discover();
-  runtime.dispose();
-  return found;
+  return discoverEditors(new DataLayout(dataDir).editorsDir);
 }
 
 export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
