@@ -45,10 +45,11 @@ describe('rotating log files', () => {
       let largestSeen = 0;
       for (let i = 0; i < 2000; i++) {
         editor.write(`line ${i} ${'y'.repeat(40)}\n`);
-        // Let the hub run now and then, as a real editor's output arrives over time.
-        if (i % 50 === 0) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
+        // Output arrives over time: every 50 lines, wait until the hub has read what was written
+        // (instead of sleeping a fixed time, which a loaded CI machine may not honour).
+        if (i % 50 === 49) {
           largestSeen = Math.max(largestSeen, fs.statSync(stdout).size);
+          await waitFor(() => hub.tail(SERVER.name, 2000).length === i + 1);
         }
       }
       await waitFor(() => hub.tail(SERVER.name, 2000).length === 2000);
