@@ -40,6 +40,8 @@ interface Live {
   lastExit?: ExitInfo;
   crashTimes: number[];
   nextRestartAt?: number;
+  /** When the editor was first seen dead with its exit not yet reported. */
+  exitWaitSince?: number;
   /** Extension groups the spec names that the config lacks, already reported. */
   unknownGroups?: string[];
 }
@@ -59,6 +61,8 @@ export interface ReconcilerDeps {
 }
 
 const CRASH_WINDOW_MS = 10 * 60_000;
+/** How long a dead editor's unreported exit is waited for before it is recorded without a code. */
+const EXIT_WAIT_MS = 1000;
 /** How often an editor that missed its start deadline is asked /healthz again. */
 const UNHEALTHY_RECHECK_MS = 10_000;
 /** An editor that stays up this long forgets its earlier crashes. */
@@ -182,7 +186,15 @@ export class Reconciler extends EventEmitter {
       }
     }
     const alive = live.identity !== undefined && this.deps.runtime.isAlive(live.identity);
-    if (!alive && live.identity) live.identity = undefined;
+    if (!alive && live.identity) {
+      // Dead but not reaped yet: its exit, with the code or signal that ended it, is moments
+      // away and queues this name again. Wait for it (bounded) so status says what happened.
+      if (this.deps.runtime.exitPending(live.identity) && Date.now() - (live.exitWaitSince ??= Date.now()) < EXIT_WAIT_MS) {
+        return { requeueAfterMs: 25 };
+      }
+      live.identity = undefined;
+    }
+    live.exitWaitSince = undefined;
 
     const restartAt = server.metadata.annotations?.[RESTARTED_AT];
     const restartRequested = restartAt !== undefined && restartAt !== status.observedRestartedAt;

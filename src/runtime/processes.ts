@@ -32,6 +32,11 @@ export interface DiscoveredEditor {
 export interface EditorRuntime {
   launch(spec: LaunchSpec): ProcessIdentity;
   isAlive(identity: ProcessIdentity): boolean;
+  /**
+   * True for an editor this runtime launched that has died but whose exit (code and signal)
+   * has not been reported yet: the kernel holds it as a zombie until Node.js reaps it.
+   */
+  exitPending(identity: ProcessIdentity): boolean;
   /** Starts watching a process this runtime did not launch (adopted after a restart). */
   watch(name: string, identity: ProcessIdentity): void;
   stop(identity: ProcessIdentity, graceMs: number): Promise<void>;
@@ -78,6 +83,8 @@ export class ProcessRuntime implements EditorRuntime {
   private readonly env: NodeJS.ProcessEnv;
   private readonly listeners: Array<(name: string, identity: ProcessIdentity, exit: ExitInfo) => void> = [];
   private readonly watched = new Map<number, { name: string; identity: ProcessIdentity }>();
+  /** Pids of launched editors whose 'exit' event has not fired yet. */
+  private readonly children = new Set<number>();
   private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(options: { bin: string; editorsDir: string; env?: NodeJS.ProcessEnv; pollIntervalMs?: number }) {
@@ -105,7 +112,11 @@ export class ProcessRuntime implements EditorRuntime {
       child.on('error', () => undefined);
       if (child.pid === undefined) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
       const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
-      child.on('exit', (code, signal) => this.emitExit(spec.name, identity, { code, signal }));
+      this.children.add(child.pid);
+      child.on('exit', (code, signal) => {
+        this.children.delete(identity.pid);
+        this.emitExit(spec.name, identity, { code, signal });
+      });
       child.unref();
       return identity;
     } finally {
@@ -116,6 +127,10 @@ export class ProcessRuntime implements EditorRuntime {
 
   isAlive(identity: ProcessIdentity): boolean {
     return isAlive(identity);
+  }
+
+  exitPending(identity: ProcessIdentity): boolean {
+    return this.children.has(identity.pid) && !isAlive(identity);
   }
 
   watch(name: string, identity: ProcessIdentity): void {
@@ -139,6 +154,7 @@ export class ProcessRuntime implements EditorRuntime {
     this.pollTimer = undefined;
     this.listeners.length = 0;
     this.watched.clear();
+    this.children.clear();
   }
 
   private emitExit(name: string, identity: ProcessIdentity, exit: ExitInfo): void {

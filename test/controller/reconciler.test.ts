@@ -226,6 +226,31 @@ describe('reconcile', () => {
     expect((await statusOf('once')).reason).toBe(reason);
   });
 
+  it('waits for the exit of an editor that died but is not reaped yet, so status names the signal', async () => {
+    await startRunning('zombie');
+    const dead = await runtime.die('zombie');
+    expect(await reconciler.reconcile('zombie')).toEqual({ requeueAfterMs: expect.any(Number) });
+    expect((await statusOf('zombie')).pid).toBe(dead.pid); // nothing recorded from half the story
+
+    const mark = enqueued.length;
+    runtime.reap(dead, { code: null, signal: 'SIGKILL' });
+    expect(enqueued.slice(mark)).toContain('zombie');
+    await reconciler.reconcile('zombie');
+    expect(await statusOf('zombie')).toMatchObject({
+      phase: 'Failed', reason: 'Crashed', pid: null, message: 'code-server killed by SIGKILL', lastExit: { signal: 'SIGKILL' },
+    });
+  });
+
+  it('records a death whose exit never comes after a bounded wait, without a code', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    await startRunning('lost');
+    await runtime.die('lost');
+    expect(await reconciler.reconcile('lost')).toEqual({ requeueAfterMs: expect.any(Number) });
+    vi.advanceTimersByTime(1500);
+    expect(await reconciler.reconcile('lost')).toBeUndefined();
+    expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', reason: 'Crashed', pid: null, message: 'code-server exited' });
+  });
+
   it('relaunches under OnFailure after a growing backoff, and reports CrashLoopBackOff after crashLoopRestarts crashes', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(new Date('2026-11-22T06:00:00Z'));

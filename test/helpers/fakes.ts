@@ -67,6 +67,8 @@ export class FakeRuntime implements EditorRuntime {
   /** Clear to launch editors that never answer /healthz, like one stuck starting. */
   answersHealth = true;
   private readonly processes = new Map<number, FakeProcess>();
+  /** Dead editors whose exit is not reported yet, as zombies before Node.js reaps them. */
+  private readonly unreaped = new Map<number, FakeProcess>();
   private listeners: ExitListener[] = [];
   private nextPid = 40_000;
 
@@ -90,6 +92,10 @@ export class FakeRuntime implements EditorRuntime {
 
   isAlive(identity: ProcessIdentity): boolean {
     return this.processes.get(identity.pid)?.identity.startTicks === identity.startTicks;
+  }
+
+  exitPending(identity: ProcessIdentity): boolean {
+    return this.unreaped.has(identity.pid);
   }
 
   watch(): void {}
@@ -118,6 +124,25 @@ export class FakeRuntime implements EditorRuntime {
     if (!identity) throw new Error(`no live editor for ${name}`);
     await this.exit(identity.pid, exit);
     return identity;
+  }
+
+  /** Makes the server's live editor die without reporting its exit yet; `reap` reports it. */
+  async die(name: string): Promise<ProcessIdentity> {
+    const [identity] = this.alive(name);
+    if (!identity) throw new Error(`no live editor for ${name}`);
+    const editor = this.processes.get(identity.pid)!;
+    this.processes.delete(identity.pid);
+    this.unreaped.set(identity.pid, editor);
+    await closeServer(editor.health);
+    return identity;
+  }
+
+  /** Reports the exit of an editor that `die` killed. */
+  reap(identity: ProcessIdentity, exit: ExitInfo): void {
+    const editor = this.unreaped.get(identity.pid);
+    if (!editor) throw new Error(`pid ${identity.pid} is not waiting to be reaped`);
+    this.unreaped.delete(identity.pid);
+    for (const listener of this.listeners) listener(editor.name, editor.identity, exit);
   }
 
   dispose(): void {
