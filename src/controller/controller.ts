@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue, type ReconcileResult } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
 const RECHECK_MS = 250;
@@ -33,10 +33,11 @@ export class Controller {
     this.queue = new WorkQueue(async (name) => {
       const run = (this.runs.get(name) ?? 0) + 1;
       this.runs.set(name, run);
+      let result: ReconcileResult = undefined;
       try {
-        return await options.reconciler.reconcile(name);
+        return (result = await options.reconciler.reconcile(name));
       } finally {
-        options.reconciler.emit('reconciled', name, run);
+        options.reconciler.emit('reconciled', name, run, result?.waiting === true);
         if (!options.reconciler.records.has(name)) this.runs.delete(name);
       }
     }, {
@@ -88,13 +89,14 @@ export class Controller {
     for (const name of names) this.queue.add(name);
   }
 
-  /** Queues the name and resolves after a reconcile that started after this call has finished. */
+  /** Queues the name and resolves once a reconcile started after this call has finished (and not merely waited). */
   reconcileNow(name: string, timeoutMs = 30_000): Promise<void> {
     const { reconciler } = this.options;
     const after = this.runs.get(name) ?? 0;
     return new Promise((resolve) => {
-      const onDone = (done: string, run: number) => {
-        if (done === name && run > after) finish();
+      // A run that only waited for news (an exit about to be reported) does not count.
+      const onDone = (done: string, run: number, waiting: boolean) => {
+        if (done === name && run > after && !waiting) finish();
       };
       const finish = () => {
         clearTimeout(timer);

@@ -17,7 +17,11 @@ export const realClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
-export type ReconcileResult = { requeueAfterMs?: number } | void;
+export type ReconcileResult = {
+  requeueAfterMs?: number;
+  /** The run only waited for news about to arrive (an exit not reported yet): it settled nothing. */
+  waiting?: boolean;
+} | void;
 
 export interface QueueOptions {
   workers: number;

@@ -190,7 +190,7 @@ export class Reconciler extends EventEmitter {
       // Dead but not reaped yet: its exit, with the code or signal that ended it, is moments
       // away and queues this name again. Wait for it (bounded) so status says what happened.
       if (this.deps.runtime.exitPending(live.identity) && Date.now() - (live.exitWaitSince ??= Date.now()) < EXIT_WAIT_MS) {
-        return { requeueAfterMs: 25 };
+        return { requeueAfterMs: 25, waiting: true };
       }
       live.identity = undefined;
     }

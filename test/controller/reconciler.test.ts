@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
+import { Controller } from '../../src/controller/controller.ts';
 import { PortAllocator } from '../../src/controller/ports.ts';
 import { Reconciler } from '../../src/controller/reconciler.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
@@ -229,7 +230,7 @@ describe('reconcile', () => {
   it('waits for the exit of an editor that died but is not reaped yet, so status names the signal', async () => {
     await startRunning('zombie');
     const dead = await runtime.die('zombie');
-    expect(await reconciler.reconcile('zombie')).toEqual({ requeueAfterMs: expect.any(Number) });
+    expect(await reconciler.reconcile('zombie')).toEqual({ requeueAfterMs: expect.any(Number), waiting: true });
     expect((await statusOf('zombie')).pid).toBe(dead.pid); // nothing recorded from half the story
 
     const mark = enqueued.length;
@@ -241,11 +242,21 @@ describe('reconcile', () => {
     });
   });
 
+  it('lets a refresh (reconcileNow) finish only after the run that records the exit, not one that waited for it', async () => {
+    await startRunning('refreshed');
+    const controller = new Controller({ store, runtime, reconciler, workers: 1, resyncMs: 3_600_000, stopGraceMs: 1000 });
+    const dead = await runtime.die('refreshed');
+    const reaped = new Promise<void>((resolve) => setTimeout(() => resolve(runtime.reap(dead, { code: null, signal: 'SIGKILL' })), 200));
+    await controller.reconcileNow('refreshed', 10_000);
+    expect(await statusOf('refreshed')).toMatchObject({ phase: 'Failed', reason: 'Crashed', message: 'code-server killed by SIGKILL' });
+    await reaped;
+  });
+
   it('records a death whose exit never comes after a bounded wait, without a code', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     await startRunning('lost');
     await runtime.die('lost');
-    expect(await reconciler.reconcile('lost')).toEqual({ requeueAfterMs: expect.any(Number) });
+    expect(await reconciler.reconcile('lost')).toEqual({ requeueAfterMs: expect.any(Number), waiting: true });
     vi.advanceTimersByTime(1500);
     expect(await reconciler.reconcile('lost')).toBeUndefined();
     expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', reason: 'Crashed', pid: null, message: 'code-server exited' });
