@@ -36,6 +36,9 @@ interface CreateBody {
   settings?: Record<string, unknown>;
 }
 
+/** How long POST /servers waits for the port and workspace before answering with what it has. */
+const CREATE_WAIT_MS = 10_000;
+
 const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
 
 /** A DNS-1123 label made from a display name: "Data Pipeline!" → "data-pipeline". */
@@ -135,10 +138,11 @@ export function serversRouter(deps: ServersDeps): Router {
     const record = await controller.waitFor(
       name,
       (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
-      deps.startTimeoutMs,
+      Math.max(deps.startTimeoutMs, CREATE_WAIT_MS),
     );
-    if (!record?.server) throw new HttpError(500, 'CREATE_FAILED', `the server "${displayName}" was written but the controller has not picked it up`);
-    res.status(201).json(createdView(record));
+    // Created either way: the manifest is written and the controller will provision it. A busy
+    // machine only means the answer shows it still provisioning, without a port yet.
+    res.status(201).json(createdView(record?.server ? record : { name, server }));
   });
 
   router.post('/servers/refresh-all', async (_req, res) => {

@@ -82,9 +82,15 @@ export class ManifestStore {
     return text === undefined ? { kind: 'missing', name } : parseManifest(name, text);
   }
 
-  /** True when the file's current content is exactly what this process last wrote. */
+  /**
+   * True when the file's current content is exactly what this process last wrote. Seeing any
+   * other content forgets that write: the same text appearing again later (an operator undoing
+   * an edit) is then theirs, not ours.
+   */
   isOwnWrite(name: string, text: string): boolean {
-    return this.lastWritten.get(name) === text;
+    if (this.lastWritten.get(name) === text) return true;
+    this.lastWritten.delete(name);
+    return false;
   }
 
   /** Creates a manifest only if no file has that name yet; false when the name is taken. */

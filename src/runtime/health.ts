@@ -8,7 +8,8 @@ export interface HealthResult {
   error?: string;
 }
 
-export function checkHealth(port: number, timeoutMs = 1000): Promise<HealthResult> {
+// One question decides a verdict (refresh, adoption), so it gets more time than a repeated probe would.
+export function checkHealth(port: number, timeoutMs = 3000): Promise<HealthResult> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path: '/healthz', method: 'GET', timeout: timeoutMs, agent: false }, (res) => {
       let body = '';

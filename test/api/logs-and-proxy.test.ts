@@ -40,7 +40,10 @@ describe('GET /servers/{id}/logs', () => {
   it('returns formatted lines with timestamp, level and text, newest last', async () => {
     const res = await eventually(async () => {
       const r = await service.request('GET', `/servers/${id}/logs`);
-      return r.body.data.logs.some((l: string) => l.includes('[WARN]') && l.includes('a warning on stderr')) ? r : undefined;
+      const logs: string[] = r.body.data.logs;
+      // stdout and stderr are read separately: wait until both lines are in.
+      return logs.some((l) => l.includes('[WARN]') && l.includes('a warning on stderr'))
+        && logs.some((l) => l.includes('[INFO] [server] [stub] HTTP server listening')) ? r : undefined;
     });
     expect(res.body.status).toBe('success');
     const logs: string[] = res.body.data.logs;

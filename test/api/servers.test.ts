@@ -90,7 +90,7 @@ describe('the server lifecycle', () => {
     expect(started.body.message).toMatch(/started/);
     const pid = started.body.data.pid;
     expect(processExists(pid)).toBe(true);
-    expect((await checkHealth(port)).ok).toBe(true);
+    expect((await checkHealth(port, 10_000)).ok).toBe(true);
 
     const restarted = await service.request('POST', `/servers/${id}/restart`);
     expect(restarted.status).toBe(200);

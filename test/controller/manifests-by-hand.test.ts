@@ -38,7 +38,7 @@ describe('manifests written by hand', () => {
     });
     expect(record.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(processExists(record.pid)).toBe(true);
-    expect((await checkHealth(record.port)).ok).toBe(true);
+    expect((await checkHealth(record.port, 10_000)).ok).toBe(true);
     const text = await fs.readFile(file('handmade'), 'utf8');
     expect(text.startsWith('# Written by an operator.\napiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: handmade   # = the file name\n')).toBe(true);
     expect(text).toContain(`  uid: ${record.id}`);

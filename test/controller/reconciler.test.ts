@@ -169,7 +169,7 @@ describe('reconcile', () => {
     await reconciler.reconcile('web');
     const running = await statusOf('web');
     expect(running).toMatchObject({ phase: 'Running', pid: starting.pid, startTime: starting.startTime });
-    expect((await checkHealth(running.port!)).ok).toBe(true);
+    expect((await checkHealth(running.port!, 10_000)).ok).toBe(true);
     expect(reconciler.isRunningPort(running.port!)).toBe(true);
 
     const text = await readFile(store.fileOf('web'), 'utf8');

@@ -29,7 +29,7 @@ describe('the real code-server', () => {
     expect(started.status, JSON.stringify(started.body)).toBe(200);
     const pid = started.body.data.pid;
     expect(processExists(pid)).toBe(true);
-    const health = await checkHealth(port);
+    const health = await checkHealth(port, 10_000);
     expect(health.ok).toBe(true);
     expect(['alive', 'expired']).toContain(health.state);
     expect(service.lines.join('\n')).toContain('code-server-');

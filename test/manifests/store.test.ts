@@ -325,6 +325,9 @@ describe('list, remove and isOwnWrite', () => {
     const edited = own.replace('running: false', 'running: true');
     await writeFile(fileOf('mine'), edited);
     expect(store.isOwnWrite('mine', edited)).toBe(false);
+    // The edit undone by hand restores our text byte for byte: that is the operator's write now.
+    await writeFile(fileOf('mine'), own);
+    expect(store.isOwnWrite('mine', own)).toBe(false);
 
     await store.remove('mine');
     expect(store.isOwnWrite('mine', own)).toBe(false);

@@ -77,7 +77,7 @@ describe('a service killed with SIGKILL', () => {
     const stopped = await request(second.url, 'POST', `/servers/${id}/stop`);
     expect(stopped.body.data).toMatchObject({ status: 'stopped', pid: null });
     expect(processExists(pid)).toBe(false);
-  });
+  }, 60_000);
 
   it('leaves every manifest valid, every wanted editor running once, ports unshared and no orphan after 20 concurrent create+start', async () => {
     const { env, start } = await setup();
@@ -92,10 +92,16 @@ describe('a service killed with SIGKILL', () => {
     await Promise.all(calls);
 
     const second = await start();
+    // Settled means every record shows what its manifest asks for, not a status left from before the kill.
     const list = await eventually(async () => {
       const body = (await request(second.url, 'GET', '/servers')).body;
-      return settled(body) ? body : undefined;
-    }, 20_000, 100);
+      if (!settled(body)) return undefined;
+      for (const record of body as Array<{ manifest: string; status: string }>) {
+        const read = parseManifest(record.manifest, await fs.readFile(join(env.DEVBOX_MANIFESTS_DIR, `${record.manifest}.yaml`), 'utf8'));
+        if (read.kind === 'ok' && record.status !== (read.server.spec.running ? 'running' : 'stopped')) return undefined;
+      }
+      return body;
+    }, 30_000, 100);
 
     const files = (await fs.readdir(env.DEVBOX_MANIFESTS_DIR)).filter((f) => f.endsWith('.yaml'));
     expect(files.length).toBeGreaterThanOrEqual(8);
@@ -120,7 +126,7 @@ describe('a service killed with SIGKILL', () => {
     }
     const ports = list.map((s: { port: number }) => s.port);
     expect(new Set(ports).size).toBe(ports.length);
-  }, 60_000);
+  }, 90_000);
 
   it('stops an editor whose manifest disappeared while the service was down', async () => {
     const { env, start } = await setup();
@@ -132,5 +138,5 @@ describe('a service killed with SIGKILL', () => {
     await start();
     await eventually(() => !processExists(pid));
     expect(runningEditors(env.DEVBOX_DATA_DIR)).toEqual([]);
-  });
+  }, 60_000);
 });
