@@ -11,11 +11,15 @@ import { DataLayout } from '../../src/workspace/layout.ts';
 export const STUB_EDITOR = new URL('../fixtures/stub-editor.mjs', import.meta.url).pathname;
 
 /**
- * A port range of its own for each test file, so parallel files do not compete; below Linux's
- * ephemeral range (32768+), where outgoing connections would take ports at random.
+ * A block of ports for one test service, in its vitest worker's own band, so files running in
+ * parallel do not compete; below Linux's ephemeral range (32768+), where outgoing connections
+ * would take ports at random.
  */
 export function portRange(size = 100): { min: number; max: number } {
-  const min = 20_000 + Math.floor(Math.random() * 120) * 100;
+  // Files in one worker run one after another; up to four workers get 3,000 ports each.
+  const worker = (Number(process.env.VITEST_POOL_ID ?? 1) - 1) % 4;
+  const blocks = Math.floor(3000 / size);
+  const min = 20_000 + worker * 3000 + Math.floor(Math.random() * blocks) * size;
   return { min, max: min + size - 1 };
 }
 
