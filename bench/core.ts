@@ -121,6 +121,9 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
     const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();
     const samples: number[] = [round(atStart, 1)];
+    // The JavaScript heap in use, from the service's GET /health: tells a leak from a heap that only grew its reserve.
+    const heapUsed = async () => (await service.call('GET', '/health')).memory_mb.heap_used as number;
+    const heapSamples: number[] = [await heapUsed()];
     const deadline = Date.now() + minutes * 60_000;
     let nextSample = Date.now() + 60_000;
     let cycles = 0;
@@ -133,11 +136,13 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       cycles++;
       if (Date.now() >= nextSample) {
         samples.push(round(service.rssMb(), 1));
+        heapSamples.push(await heapUsed());
         nextSample += 60_000;
       }
     }
     const atEnd = service.rssMb();
     samples.push(round(atEnd, 1));
+    heapSamples.push(await heapUsed());
     return {
       running_editors: count,
       minutes,
@@ -148,6 +153,7 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       rss_end_mb: round(atEnd, 1),
       rss_max_mb: Math.max(...samples),
       rss_samples_mb: samples,
+      heap_used_samples_mb: heapSamples,
     };
   } finally {
     await service.close();

@@ -75,6 +75,7 @@ export async function startService(settings: Settings, log: (message: string) =>
       uptime_seconds: (Date.now() - startedAt) / 1000,
       servers: reconciler.records.size,
       editor: editor.path,
+      memory_mb: serviceMemory(),
     });
   });
   const app = createApp({
@@ -138,4 +139,11 @@ export async function startService(settings: Settings, log: (message: string) =>
       await logs.close();
     },
   };
+}
+
+/** The service's own memory: resident, and the JavaScript heap in use and reserved. */
+function serviceMemory(): { rss: number; heap_used: number; heap_total: number } {
+  const { rss, heapUsed, heapTotal } = process.memoryUsage();
+  const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+  return { rss: mb(rss), heap_used: mb(heapUsed), heap_total: mb(heapTotal) };
 }

@@ -224,5 +224,11 @@ describe('errors and CORS', () => {
     const res = await service.request('GET', '/health');
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('healthy');
+    expect(res.body.servers).toBe((await service.request('GET', '/servers')).body.length);
+    // The service's own memory, as process.memoryUsage() sees this very process.
+    const { rss, heap_used, heap_total } = res.body.memory_mb;
+    expect(rss).toBeGreaterThan(heap_used);
+    expect(heap_total).toBeGreaterThanOrEqual(heap_used);
+    expect(Math.abs(rss - process.memoryUsage().rss / 1024 / 1024)).toBeLessThan(50);
   });
 });
