@@ -77,6 +77,16 @@ interface Tracked {
   stopped: boolean;
 }
 
+/**
+ * Copies of the server's strings that stand alone. An id or name parsed from a manifest is a
+ * slice of the whole file's text, and V8 keeps that text alive for as long as the slice lives:
+ * thousands of log entries would otherwise pin one old manifest text each few lines.
+ */
+function ownStrings(server: TrackedServer): TrackedServer {
+  const own = (text: string) => Buffer.from(text, 'utf8').toString('utf8');
+  return { name: own(server.name), id: own(server.id), displayName: own(server.displayName) };
+}
+
 const STDOUT = 'editor.out';
 const STDERR = 'editor.err';
 
@@ -122,7 +132,10 @@ export class LogHub {
   track(server: TrackedServer): void {
     const existing = this.#servers.get(server.name);
     if (existing) {
-      existing.server = { ...server };
+      // Every entry holds these strings: swap them only when they really change.
+      if (existing.server.id !== server.id || existing.server.displayName !== server.displayName) {
+        existing.server = ownStrings(server);
+      }
       return;
     }
     const { dir, stdout, stderr } = this.rawPaths(server.name);
@@ -131,7 +144,7 @@ export class LogHub {
     for (const file of [stdout, stderr]) fs.closeSync(fs.openSync(file, 'a'));
 
     const tracked: Tracked = {
-      server: { ...server },
+      server: ownStrings(server),
       file: new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles),
       streams: [
         { follower: new RawLogFollower(stdout, `${stdout}.offset`), level: 'INFO' },

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LogHub } from '../../src/logs/hub.ts';
 import { OTHER, SERVER, makeHub, makeLogsDir } from './fixtures.ts';
@@ -49,5 +51,26 @@ describe('the in-memory history', () => {
       'Data pipeline: a2',
     ]);
     expect(hub.tail(null, 0)).toEqual([]);
+  });
+
+  it('does not keep alive the manifest text an id or name was sliced from', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    hub = makeHub(logsDir);
+    // A 30 MB "manifest": the strings parsed out of it are slices that point into its text.
+    let text: string | undefined = `${'#'.repeat(30 * 1024 * 1024)}\n${SERVER.id} ${SERVER.displayName}`;
+    const at = text.length - SERVER.id.length - SERVER.displayName.length - 1;
+    const sliced = { name: SERVER.name, id: text.slice(at, at + SERVER.id.length), displayName: text.slice(at + SERVER.id.length + 1) };
+    expect(sliced).toEqual(SERVER);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    hub.track(sliced);
+    hub.track({ ...sliced }); // a reconcile re-tracks with strings from the next read
+    for (let i = 0; i < 100; i++) hub.event(SERVER.name, 'INFO', `event ${i}`);
+    text = undefined;
+    sliced.id = sliced.displayName = '';
+    gc();
+    expect(hub.tail(SERVER.name, 100).map((entry) => entry.serverId)).toEqual(Array(100).fill(SERVER.id));
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(-20 * 1024 * 1024);
   });
 });
