@@ -141,9 +141,9 @@ export async function startService(settings: Settings, log: (message: string) =>
   };
 }
 
-/** The service's own memory: resident, and the JavaScript heap in use and reserved. */
-function serviceMemory(): { rss: number; heap_used: number; heap_total: number } {
-  const { rss, heapUsed, heapTotal } = process.memoryUsage();
+/** The service's own memory: resident, the JavaScript heap in use and reserved, and buffers outside it. */
+function serviceMemory(): { rss: number; heap_used: number; heap_total: number; external: number } {
+  const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
   const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
-  return { rss: mb(rss), heap_used: mb(heapUsed), heap_total: mb(heapTotal) };
+  return { rss: mb(rss), heap_used: mb(heapUsed), heap_total: mb(heapTotal), external: mb(external) };
 }
