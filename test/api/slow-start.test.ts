@@ -8,7 +8,11 @@ let service: TestService;
 
 beforeAll(async () => {
   service = await startTestService({
-    config: { editor: { ...DEFAULT_CONFIG.editor, startTimeoutSeconds: 1, readyTimeoutSeconds: 1.5, stopGraceSeconds: 2 } },
+    config: {
+      editor: { ...DEFAULT_CONFIG.editor, startTimeoutSeconds: 1, readyTimeoutSeconds: 1.5, stopGraceSeconds: 2 },
+      // No periodic resync: it would find the late editor answering and correct the status before the refresh does.
+      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 3600, statsIntervalSeconds: 0.5 },
+    },
   });
 });
 afterAll(async () => {
