@@ -1,25 +1,13 @@
-import fs from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { OTHER, SERVER, makeHub, makeLogsDir } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { OTHER, SERVER, useHubs } from './fixtures.ts';
 
 describe('the in-memory history', () => {
-  let logsDir: string;
-  let hub: LogHub;
-
-  beforeEach(() => {
-    logsDir = makeLogsDir();
-  });
-
-  afterEach(async () => {
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
-  });
+  const hubs = useHubs();
 
   it('is bounded in bytes per server, keeping the newest entries', () => {
-    hub = makeHub(logsDir, { maxBufferBytes: 10_000 });
+    const hub = hubs.open({ maxBufferBytes: 10_000 });
     hub.track(SERVER);
     for (let i = 0; i < 100; i++) hub.event(SERVER.name, 'INFO', `${i} ${'z'.repeat(1000)}`);
     const kept = hub.tail(SERVER.name, 1000);
@@ -35,7 +23,7 @@ describe('the in-memory history', () => {
   });
 
   it('returns the newest lines last, and merges all servers by time for a null name', async () => {
-    hub = makeHub(logsDir);
+    const hub = hubs.open();
     hub.track(SERVER);
     hub.track(OTHER);
     hub.event(SERVER.name, 'INFO', 'a1');
@@ -56,7 +44,7 @@ describe('the in-memory history', () => {
   it('does not keep alive the manifest text an id or name was sliced from', () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
-    hub = makeHub(logsDir);
+    const hub = hubs.open();
     // A 30 MB "manifest": the strings parsed out of it are slices that point into its text.
     let text: string | undefined = `${'#'.repeat(30 * 1024 * 1024)}\n${SERVER.id} ${SERVER.displayName}`;
     const at = text.length - SERVER.id.length - SERVER.displayName.length - 1;

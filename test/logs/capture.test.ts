@@ -3,24 +3,21 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LogEntry } from '../../src/logs/entry.ts';
 import { formatLogLine } from '../../src/logs/entry.ts';
 import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, makeHub, makeLogsDir, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
 
 describe('capturing an editor output', () => {
-  let logsDir: string;
+  const hubs = useHubs();
   let hub: LogHub;
   let outputs: FakeEditorOutput[];
 
   beforeEach(() => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir);
+    hub = hubs.open();
     hub.track(SERVER);
     outputs = [];
   });
 
-  afterEach(async () => {
+  afterEach(() => {
     for (const output of outputs) output.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
   });
 
   const open = (file: string): FakeEditorOutput => {

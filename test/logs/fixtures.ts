@@ -14,12 +14,36 @@ import type { WebSocket } from 'ws';
 export const SERVER = { name: 'data-pipeline', id: '5f0c2b8e-0d1a-4c4f-9a57-0b7f3f0e8a11', displayName: 'Data pipeline' };
 export const OTHER = { name: 'notebook', id: '9a1d7c3e-5b2f-4e8a-8c6d-2f4e6a8b0c1d', displayName: 'Notebook' };
 
-export function makeLogsDir(): string {
+function makeLogsDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'devbox-logs-'));
 }
 
-export function makeHub(logsDir: string, options: Partial<LogHubOptions> = {}): LogHub {
+function makeHub(logsDir: string, options: Partial<LogHubOptions> = {}): LogHub {
   return new LogHub({ logsDir, pollIntervalMs: 50, ...options });
+}
+
+/** A fresh logs folder for each test, and hubs on it that are closed, and the folder removed, after it. */
+export function useHubs(): { readonly logsDir: string; open(options?: Partial<LogHubOptions>): LogHub } {
+  let logsDir = '';
+  let hubs: LogHub[] = [];
+  beforeEach(() => {
+    logsDir = makeLogsDir();
+    hubs = [];
+  });
+  afterEach(async () => {
+    for (const hub of hubs) await hub.close();
+    fs.rmSync(logsDir, { recursive: true, force: true });
+  });
+  return {
+    get logsDir() {
+      return logsDir;
+    },
+    open(options = {}) {
+      const hub = makeHub(logsDir, options);
+      hubs.push(hub);
+      return hub;
+    },
+  };
 }
 
 /** An editor's view of its output file: one descriptor opened with O_APPEND, kept open. */
@@ -85,11 +109,12 @@ export function useLogStreams(setup: {
   /** Runs after the servers are tracked and before the streams start. */
   before?: (hub: LogHub) => void;
 } = {}): { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] } {
+  const hubs = useHubs();
   const ctx = {} as { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] };
   beforeEach(async () => {
     const servers = setup.servers ?? [SERVER];
-    ctx.logsDir = makeLogsDir();
-    ctx.hub = makeHub(ctx.logsDir, setup.hubOptions);
+    ctx.logsDir = hubs.logsDir;
+    ctx.hub = hubs.open(setup.hubOptions);
     for (const server of servers) ctx.hub.track(server);
     setup.before?.(ctx.hub);
     const byId = new Map(servers.map((server) => [server.id, server]));
@@ -99,8 +124,6 @@ export function useLogStreams(setup: {
   afterEach(async () => {
     for (const socket of ctx.sockets) socket.terminate();
     await ctx.streams.close();
-    await ctx.hub.close();
-    fs.rmSync(ctx.logsDir, { recursive: true, force: true });
   });
   return ctx;
 }

@@ -1,27 +1,18 @@
 import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, makeHub, makeLogsDir, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
 
 describe('a restart of the service', () => {
-  let logsDir: string;
-  let hubs: LogHub[];
+  const hubs = useHubs();
   let editor: FakeEditorOutput;
 
-  beforeEach(() => {
-    logsDir = makeLogsDir();
-    hubs = [];
-  });
-
-  afterEach(async () => {
+  afterEach(() => {
     editor.close();
-    for (const hub of hubs) await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
   });
 
   const startHub = (): LogHub => {
-    const hub = makeHub(logsDir);
-    hubs.push(hub);
+    const hub = hubs.open();
     hub.track(SERVER);
     return hub;
   };

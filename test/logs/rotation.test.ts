@@ -1,24 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, makeHub, makeLogsDir, waitFor } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
 
 describe('rotating log files', () => {
-  let logsDir: string;
-  let hub: LogHub;
-
-  beforeEach(() => {
-    logsDir = makeLogsDir();
-  });
-
-  afterEach(async () => {
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
-  });
+  const hubs = useHubs();
 
   it('rotates server.log by size and keeps at most maxFiles old files', async () => {
-    hub = makeHub(logsDir, { maxFileBytes: 4096, maxFiles: 2 });
+    const hub = hubs.open({ maxFileBytes: 4096, maxFiles: 2 });
     hub.track(SERVER);
     // 200 entries of about 120 bytes: some 24 KiB, six times the limit.
     for (let i = 0; i < 200; i++) hub.event(SERVER.name, 'INFO', `event ${String(i).padStart(3, '0')} ${'x'.repeat(60)}`);
@@ -37,7 +26,7 @@ describe('rotating log files', () => {
   });
 
   it('empties editor.out in place once read past maxFileBytes while the editor keeps appending, losing no line', async () => {
-    hub = makeHub(logsDir, { maxFileBytes: 8192, maxFiles: 1, maxBufferBytes: 4 * 1024 * 1024 });
+    const hub = hubs.open({ maxFileBytes: 8192, maxFiles: 1, maxBufferBytes: 4 * 1024 * 1024 });
     hub.track(SERVER);
     const { stdout } = hub.rawPaths(SERVER.name);
     const editor = new FakeEditorOutput(stdout);

@@ -1,32 +1,15 @@
-import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { LogHub } from '../../src/logs/hub.ts';
-import { SERVER, makeHub, makeLogsDir, startStreams } from './fixtures.ts';
+import { SERVER, useLogStreams } from './fixtures.ts';
 
 describe('refusing a log stream', () => {
-  let logsDir: string;
-  let hub: LogHub;
-  let streams: Awaited<ReturnType<typeof startStreams>>;
-
-  beforeEach(async () => {
-    logsDir = makeLogsDir();
-    hub = makeHub(logsDir);
-    hub.track(SERVER);
-    streams = await startStreams(hub, (id) => (id === SERVER.id ? SERVER : undefined));
-  });
-
-  afterEach(async () => {
-    await streams.close();
-    await hub.close();
-    fs.rmSync(logsDir, { recursive: true, force: true });
-  });
+  const ctx = useLogStreams();
 
   /** The HTTP answer to an upgrade request that the server refused. */
   function refusal(path: string): Promise<{ status: number; body: string; upgraded: boolean }> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(`${streams.base}${path}`);
+      const socket = new WebSocket(`${ctx.streams.base}${path}`);
       socket.once('open', () => {
         socket.terminate();
         resolve({ status: 101, body: '', upgraded: true });
@@ -61,6 +44,6 @@ describe('refusing a log stream', () => {
 
   it('leaves paths other than the log streams to the caller', () => {
     const request = { url: '/vscode/8012/' } as IncomingMessage;
-    expect(streams.streams.handleUpgrade(request, undefined as never, Buffer.alloc(0))).toBe(false);
+    expect(ctx.streams.streams.handleUpgrade(request, undefined as never, Buffer.alloc(0))).toBe(false);
   });
 });
