@@ -11,7 +11,7 @@ function findRoot(from: string): string {
   }
 }
 
-export const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
+const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 
 export function readProjectJson<T = any>(relativePath: string): T {
   return JSON.parse(readFileSync(join(PROJECT_ROOT, relativePath), 'utf8')) as T;

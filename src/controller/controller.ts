@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
-import { WorkQueue, type ReconcileResult } from './queue.ts';
+import { WorkQueue } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
 const RECHECK_MS = 250;
@@ -26,6 +26,8 @@ export class Controller {
   private watcher: FSWatcher | undefined;
   /** How many reconciles of each name have started, so a caller can wait for a fresh one. */
   private readonly runs = new Map<string, number>();
+  /** Pending second looks at a manifest after our own write, by name. */
+  private readonly rechecks = new Map<string, NodeJS.Timeout>();
   private resyncTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ControllerOptions) {
@@ -33,11 +35,13 @@ export class Controller {
     this.queue = new WorkQueue(async (name) => {
       const run = (this.runs.get(name) ?? 0) + 1;
       this.runs.set(name, run);
-      let result: ReconcileResult = undefined;
+      let waiting = false;
       try {
-        return (result = await options.reconciler.reconcile(name));
+        const result = await options.reconciler.reconcile(name);
+        waiting = result?.waiting === true;
+        return result;
       } finally {
-        options.reconciler.emit('reconciled', name, run, result?.waiting === true);
+        options.reconciler.emit('reconciled', name, run, waiting);
         if (!options.reconciler.records.has(name)) this.runs.delete(name);
       }
     }, {
@@ -132,6 +136,8 @@ export class Controller {
 
   async stop(): Promise<void> {
     clearInterval(this.resyncTimer);
+    for (const timer of this.rechecks.values()) clearTimeout(timer);
+    this.rechecks.clear();
     this.queue.stop();
     await this.watcher?.close();
     this.options.runtime.dispose();
@@ -145,10 +151,14 @@ export class Controller {
     if (await this.isOwnWrite(name, path)) {
       // Our rename replaced the file chokidar was watching; an edit landing while it re-attaches
       // to the new file can go unreported, so look once more a moment later.
+      // One recheck per name at a time, however many events a rename makes.
+      if (this.rechecks.has(name)) return;
       const timer = setTimeout(async () => {
+        this.rechecks.delete(name);
         if (!(await this.isOwnWrite(name, path))) this.queue.add(name);
       }, RECHECK_MS);
       timer.unref();
+      this.rechecks.set(name, timer);
       return;
     }
     this.queue.add(name);

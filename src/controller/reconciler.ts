@@ -42,6 +42,10 @@ interface Live {
   nextRestartAt?: number;
   /** When the editor was first seen dead with its exit not yet reported. */
   exitWaitSince?: number;
+  /** The workspace and editor folders exist (checked again before every launch). */
+  workspaceMade?: boolean;
+  /** The settings.json text last written or found on disk. */
+  settingsText?: string;
   /** Extension groups the spec names that the config lacks, already reported. */
   unknownGroups?: string[];
 }
@@ -72,9 +76,6 @@ export class Reconciler extends EventEmitter {
   readonly records = new Map<string, ServerRecord>();
   private readonly lives = new Map<string, Live>();
   private readonly byUid = new Map<string, string>();
-  private readonly provisioned = new Set<string>();
-  /** The settings.json text last written per server. */
-  private readonly settingsWritten = new Map<string, string>();
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -170,12 +171,12 @@ export class Reconciler extends EventEmitter {
     }
     status.port = port;
     // Folders are made once per name here, and checked again before every launch.
-    if (!this.provisioned.has(name)) {
+    if (!live.workspaceMade) {
       await ensureWorkspace(this.deps.layout, name);
-      this.provisioned.add(name);
+      live.workspaceMade = true;
     }
     status.workspacePath = this.deps.layout.workspace(name);
-    await this.ensureSettings(name, server.spec.settings);
+    await this.ensureSettings(name, live, server.spec.settings);
 
     // The process as it really is.
     if (!live.identity && status.pid && status.pidStartTicks !== undefined) {
@@ -188,9 +189,10 @@ export class Reconciler extends EventEmitter {
     const alive = live.identity !== undefined && this.deps.runtime.isAlive(live.identity);
     if (!alive && live.identity) {
       // Dead but not reaped yet: its exit, with the code or signal that ended it, is moments
-      // away and queues this name again. Wait for it (bounded) so status says what happened.
-      if (this.deps.runtime.exitPending(live.identity) && Date.now() - (live.exitWaitSince ??= Date.now()) < EXIT_WAIT_MS) {
-        return { requeueAfterMs: 25, waiting: true };
+      // away and queues this name again at once. Wait for it; the requeue only bounds the wait.
+      const waited = Date.now() - (live.exitWaitSince ??= Date.now());
+      if (this.deps.runtime.exitPending(live.identity) && waited < EXIT_WAIT_MS) {
+        return { requeueAfterMs: EXIT_WAIT_MS - waited, waiting: true };
       }
       live.identity = undefined;
     }
@@ -268,8 +270,6 @@ export class Reconciler extends EventEmitter {
     if (uid) this.byUid.delete(uid);
     this.records.delete(name);
     this.lives.delete(name);
-    this.provisioned.delete(name);
-    this.settingsWritten.delete(name);
     this.deps.ports.release(name);
     this.emit('deleted', name);
     this.emit('changed', name);
@@ -300,17 +300,22 @@ export class Reconciler extends EventEmitter {
     return (await ports.allocate(name)) ?? `no free port left in ${min}-${max}: stop or delete a server, or widen ports in the config`;
   }
 
-  private async ensureSettings(name: string, settings: Record<string, unknown> | undefined): Promise<void> {
+  private async ensureSettings(name: string, live: Live, settings: Record<string, unknown> | undefined): Promise<void> {
     if (!settings) return;
     const text = JSON.stringify(settings, null, 2) + '\n';
-    // Written when the spec's settings change, not read back on every reconcile.
-    if (this.settingsWritten.get(name) === text) return;
+    // Written when the spec's settings change, not read back on every reconcile; the file is
+    // read once per name (after a restart) so an adopted editor sees no needless rewrite.
+    if (live.settingsText === text) return;
     const dir = `${this.deps.layout.editor(name).userDataDir}/User`;
     const file = `${dir}/settings.json`;
+    if (live.settingsText === undefined && (await fs.readFile(file, 'utf8').catch(() => undefined)) === text) {
+      live.settingsText = text;
+      return;
+    }
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(file + '.tmp', text);
     await fs.rename(file + '.tmp', file);
-    this.settingsWritten.set(name, text);
+    live.settingsText = text;
   }
 
   /** Installs the extensions the spec asks for that status does not list yet; false if the file vanished. */
@@ -318,8 +323,9 @@ export class Reconciler extends EventEmitter {
     const server = record.server!;
     const groups = this.deps.config.extensionGroups;
     const unknown = (server.spec.extensionGroups ?? []).filter((g) => !groups[g]);
-    if (unknown.length > 0 && JSON.stringify(unknown) !== JSON.stringify(this.lives.get(record.name)?.unknownGroups)) {
-      this.live(record.name).unknownGroups = unknown;
+    const live = this.live(record.name);
+    if (unknown.length > 0 && JSON.stringify(unknown) !== JSON.stringify(live.unknownGroups)) {
+      live.unknownGroups = unknown;
       this.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
     }
     const wanted = [...new Set([
@@ -424,11 +430,8 @@ export class Reconciler extends EventEmitter {
       Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
       status.startTime ??= new Date().toISOString();
     }
-    if (live.probeFailed && (await checkHealth(port)).ok) {
-      // It answers after all (a slow first start): recover without anyone asking.
-      live.probeFailed = undefined;
-      live.healthy = true;
-    }
+    // It answers after all (a slow first start): recover without anyone asking.
+    if (live.probeFailed && (await checkHealth(port)).ok) this.recordHealth(name, true);
     if (live.healthy) {
       if (status.phase !== 'Running') this.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
       Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });

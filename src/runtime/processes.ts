@@ -33,8 +33,8 @@ export interface EditorRuntime {
   launch(spec: LaunchSpec): ProcessIdentity;
   isAlive(identity: ProcessIdentity): boolean;
   /**
-   * True for an editor this runtime launched that has died but whose exit (code and signal)
-   * has not been reported yet: the kernel holds it as a zombie until Node.js reaps it.
+   * For an editor this runtime launched and isAlive() calls dead: true while its exit (code and
+   * signal) is not reported yet, as the kernel holds it as a zombie until Node.js reaps it.
    */
   exitPending(identity: ProcessIdentity): boolean;
   /** Starts watching a process this runtime did not launch (adopted after a restart). */
@@ -130,7 +130,7 @@ export class ProcessRuntime implements EditorRuntime {
   }
 
   exitPending(identity: ProcessIdentity): boolean {
-    return this.children.has(identity.pid) && !isAlive(identity);
+    return this.children.has(identity.pid);
   }
 
   watch(name: string, identity: ProcessIdentity): void {
@@ -207,8 +207,8 @@ export async function stopAllEditors(editorsDir: string, graceMs: number): Promi
 
 /** A group whose leader is gone is signalled only if a member is still one of our editors. */
 function groupIsOurs(pgid: number, editorsDir: string): boolean {
-  if (!groupExists(pgid)) return false;
   const marker = withSlash(editorsDir);
+  // A zombie's command line is empty, so only live members can match.
   return listPids().some((p) => readStat(p)?.pgid === pgid && readCmdline(p).some((a) => a.startsWith(marker)));
 }
 

@@ -82,8 +82,7 @@ export function groupExists(pgid: number): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return listPids().some((pid) => {
-    const stat = readStat(pid);
-    return stat !== undefined && stat.pgid === pgid && stat.state !== 'Z' && stat.state !== 'X';
-  });
+  const live = (stat: Stat | undefined) => stat !== undefined && stat.pgid === pgid && stat.state !== 'Z' && stat.state !== 'X';
+  // The usual case, a live leader, costs one read; only a leaderless group needs the scan.
+  return live(readStat(pgid)) || listPids().some((pid) => live(readStat(pid)));
 }
