@@ -1,15 +1,15 @@
 // `npm run doctor`: checks what `npm start` depends on (Node.js, settings, config, the editor
 // binary) and proves the editor starts, the way the service launches it, in a throw-away folder.
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
 import { portIsFree } from './controller/ports.ts';
-import { readProjectJson } from './project.ts';
+import { PACKAGE_JSON } from './project.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { checkHealth, waitHealthy } from './runtime/health.ts';
@@ -42,11 +42,6 @@ function consoleReport(write: (text: string) => void): Report {
   };
 }
 
-const pkg = readProjectJson('package.json') as {
-  engines: { node: string };
-  devbox: { codeServer: string; codeServerNode: string };
-};
-
 /** Runs every check, printing one line each; resolves to the exit code (0 all well, 1 otherwise). */
 export async function runDoctor(env: NodeJS.ProcessEnv = process.env, write: (text: string) => void = console.log): Promise<number> {
   const report = consoleReport(write);
@@ -70,13 +65,13 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env, write: (te
 
 /** The service needs the Node.js of package.json's engines (type stripping, current libraries). */
 function checkNode(report: Report): void {
-  const wanted = /^>=\s*(\d+)\.(\d+)/.exec(pkg.engines.node);
+  const wanted = /^>=\s*(\d+)\.(\d+)/.exec(PACKAGE_JSON.engines.node);
   const [major, minor] = process.versions.node.split('.').map(Number);
   const enough = !wanted || major > Number(wanted[1]) || (major === Number(wanted[1]) && minor >= Number(wanted[2]));
   if (enough) {
     report.line('ok', `Node.js ${process.version} runs the service (${process.execPath})`);
   } else {
-    report.line('FAIL', `Node.js ${process.version} runs the service; it needs ${pkg.engines.node}`,
+    report.line('FAIL', `Node.js ${process.version} runs the service; it needs ${PACKAGE_JSON.engines.node}`,
       'run it through npm (`npm start`, `npm run doctor`), which puts the project\'s own Node.js 22 from node_modules/.bin first on PATH; run `npm install` if it is missing');
   }
 }
@@ -157,20 +152,14 @@ function checkEditorBinary(env: NodeJS.ProcessEnv, report: Report): EditorBinary
       env.DEVBOX_EDITOR_BIN ? 'point DEVBOX_EDITOR_BIN at an executable code-server, or unset it' : 'run `npm install`');
     return undefined;
   }
-  if (!isAbsolute(editor.path)) {
-    // The service launches each editor from its workspace folder, where a relative path is wrong.
-    report.line('FAIL', `editor binary: ${editor.path} is a relative path (DEVBOX_EDITOR_BIN)`,
-      `give an absolute path: DEVBOX_EDITOR_BIN=${resolve(editor.path)}`);
-    return undefined;
-  }
   const installed = installedEditorPath(env);
   const why = {
     DEVBOX_EDITOR_BIN: 'DEVBOX_EDITOR_BIN is set',
-    installed: `the pinned code-server ${pkg.devbox.codeServer} that \`npm install\` put in the cache`,
+    installed: `the pinned code-server ${PACKAGE_JSON.devbox.codeServer} that \`npm install\` put in the cache`,
     PATH: `code-server found on PATH; the pinned copy (${installed}) is not installed`,
   }[editor.source];
   report.line(editor.source === 'PATH' ? 'warn' : 'ok', `editor binary: ${editor.path} (${why})`,
-    editor.source === 'PATH' ? `run \`npm install\` to use the pinned code-server ${pkg.devbox.codeServer}` : undefined);
+    editor.source === 'PATH' ? `run \`npm install\` to use the pinned code-server ${PACKAGE_JSON.devbox.codeServer}` : undefined);
   return editor;
 }
 
@@ -191,9 +180,9 @@ async function checkEditorVersion(editor: EditorBinary, env: NodeJS.ProcessEnv, 
     return false;
   }
   const version = output.split('\n')[0];
-  const pinned = version.startsWith(pkg.devbox.codeServer);
+  const pinned = version.startsWith(PACKAGE_JSON.devbox.codeServer);
   report.line(pinned ? 'ok' : 'warn', `editor version: ${version}`,
-    pinned ? undefined : `the project is tested with code-server ${pkg.devbox.codeServer}`);
+    pinned ? undefined : `the project is tested with code-server ${PACKAGE_JSON.devbox.codeServer}`);
   return true;
 }
 

@@ -16,3 +16,13 @@ const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 export function readProjectJson<T = any>(relativePath: string): T {
   return JSON.parse(readFileSync(join(PROJECT_ROOT, relativePath), 'utf8')) as T;
 }
+
+/** The fields of package.json the service reads. */
+export interface PackageJson {
+  engines: { node: string };
+  /** The code-server release the project pins, and the Node.js that release bundles. */
+  devbox: { codeServer: string; codeServerNode: string };
+}
+
+/** package.json, read once at start-up. */
+export const PACKAGE_JSON: PackageJson = readProjectJson('package.json');

@@ -15,6 +15,7 @@ import { resolveEditorBinary } from './runtime/editor-binary.ts';
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
+import { writeRawError } from './api/errors.ts';
 import { hasForwardedIdentity, requireForwardedIdentity } from './api/identity.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
@@ -84,7 +85,7 @@ export async function startService(settings: Settings, log: (message: string) =>
       health,
       serversRouter({
         store, controller, stats, logs, layout,
-        extensionGroups: Object.keys(config.extensionGroups),
+        extensionGroups: config.extensionGroups,
         startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
         stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
       }),
@@ -111,11 +112,11 @@ export async function startService(settings: Settings, log: (message: string) =>
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     if (settings.requireIdentity && !hasForwardedIdentity(req)) {
-      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      writeRawError(socket, 401);
       return;
     }
     if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    writeRawError(socket, 404);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,4 +1,6 @@
 // One error type for everything a request can get wrong, turned into JSON by one handler.
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 
 /** An error with an HTTP status and a stable code; its message says what to change. */
 export class HttpError extends Error {
@@ -17,3 +19,23 @@ export class HttpError extends Error {
 
 export const notFound = (id: string): HttpError =>
   new HttpError(404, 'SERVER_NOT_FOUND', `no server has the id "${id}": list the servers with GET /servers`);
+
+/** The JSON body of an error answered outside express: `{"error":{"code":…,"message":…}}`. */
+export function errorBody(code: string, message: string): string {
+  return JSON.stringify({ error: { code, message } });
+}
+
+/**
+ * Answers a request on its raw socket (an upgrade request, before any upgrade) with an HTTP
+ * error, then closes the socket: with a JSON error body when a code is given, else empty.
+ */
+export function writeRawError(socket: Duplex, status: number, code?: string, message = ''): void {
+  const body = code === undefined ? '' : errorBody(code, message);
+  socket.on('error', () => socket.destroy()); // the client may already be gone
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` +
+      (code === undefined ? '' : 'Content-Type: application/json\r\n') +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

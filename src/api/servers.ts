@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Router, type Request, type Response } from 'express';
 import type { Controller } from '../controller/controller.ts';
+import { unknownExtensionGroups } from '../config/settings.ts';
 import type { ServerRecord } from '../controller/reconciler.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import { API_VERSION, KIND, RESTARTED_AT, type EditorServer, type Phase, type RestartPolicy } from '../manifests/types.ts';
@@ -21,8 +22,8 @@ export interface ServersDeps {
   stats: StatsSampler;
   logs: LogHub;
   layout: DataLayout;
-  /** Names of the extension groups the config defines. */
-  extensionGroups: string[];
+  /** The config's extension groups, by name. */
+  extensionGroups: Record<string, string[]>;
   startTimeoutMs: number;
   stopTimeoutMs: number;
 }
@@ -101,9 +102,9 @@ export function serversRouter(deps: ServersDeps): Router {
 
   router.post('/servers', async (req, res) => {
     const body = checkBody(validateCreate, req.body);
-    const unknownGroups = (body.extension_groups ?? []).filter((g) => !deps.extensionGroups.includes(g));
+    const unknownGroups = unknownExtensionGroups(deps.extensionGroups, body.extension_groups);
     if (unknownGroups.length > 0) {
-      throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${deps.extensionGroups.join(', ') || 'none'}`);
+      throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
     }
     const displayName = body.name.trim();
     const uid = randomUUID();

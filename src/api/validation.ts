@@ -1,5 +1,4 @@
 // Request bodies are checked against JSON Schemas in schemas/api/, compiled once at start-up.
-import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { describeErrors } from '../manifests/schema.ts';
 import { HttpError } from './errors.ts';

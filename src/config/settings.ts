@@ -49,6 +49,11 @@ export const DEFAULT_CONFIG: Config = {
 
 export class SettingsError extends Error {}
 
+/** The names that `groups` (the config's extensionGroups) does not define, in the order given. */
+export function unknownExtensionGroups(groups: Record<string, string[]>, names: string[] | undefined): string[] {
+  return (names ?? []).filter((name) => !Object.hasOwn(groups, name));
+}
+
 const schema = readProjectJson('schemas/config.schema.json');
 const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(schema);
 

@@ -61,7 +61,7 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    const { store, runtime, reconciler } = this.options;
+    const { store, reconciler } = this.options;
     await fs.mkdir(store.dir, { recursive: true });
     await this.removeStaleTemporaries();
 

@@ -3,8 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { promises as fs } from 'node:fs';
-import type { Config } from '../config/settings.ts';
+import { unknownExtensionGroups, type Config } from '../config/settings.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
+import type { LogLevel, TrackedServer } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import { RESTARTED_AT, type EditorServer, type EditorServerStatus, type ExtensionStatus, type Phase } from '../manifests/types.ts';
 import { checkHealth, waitHealthy } from '../runtime/health.ts';
@@ -14,12 +15,13 @@ import { deriveConditions } from './conditions.ts';
 import type { PortAllocator, PortProbe } from './ports.ts';
 import type { ReconcileResult } from './queue.ts';
 
-export type LogLevel = 'INFO' | 'WARN' | 'ERROR';
+// Re-exported for the modules (and tests) that import it from here.
+export type { LogLevel };
 
 /** What the controller needs from the log hub. */
 export interface ServerLogs {
   rawPaths(name: string): { dir: string; stdout: string; stderr: string };
-  track(server: { name: string; id: string; displayName: string }): void;
+  track(server: TrackedServer): void;
   event(name: string, level: LogLevel, message: string): void;
   untrack(name: string, options?: { remove?: boolean }): Promise<void>;
 }
@@ -322,14 +324,14 @@ export class Reconciler extends EventEmitter {
   private async ensureExtensions(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<boolean> {
     const server = record.server!;
     const groups = this.deps.config.extensionGroups;
-    const unknown = (server.spec.extensionGroups ?? []).filter((g) => !groups[g]);
+    const unknown = unknownExtensionGroups(groups, server.spec.extensionGroups);
     const live = this.live(record.name);
     if (unknown.length > 0 && JSON.stringify(unknown) !== JSON.stringify(live.unknownGroups)) {
       live.unknownGroups = unknown;
       this.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
     }
     const wanted = [...new Set([
-      ...(server.spec.extensionGroups ?? []).flatMap((g) => groups[g] ?? []),
+      ...(server.spec.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g] : [])),
       ...(server.spec.extensions ?? []),
     ])];
     const known = new Map((status.extensions ?? []).map((e) => [e.id, e]));

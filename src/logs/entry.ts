@@ -3,6 +3,13 @@
 export type LogLevel = 'INFO' | 'WARN' | 'ERROR';
 export type LogSource = 'server' | 'controller';
 
+/** A server as the logs know it: its manifest name, its id and its display name. */
+export interface TrackedServer {
+  name: string;
+  id: string;
+  displayName: string;
+}
+
 export interface LogEntry {
   serverId: string;
   /** The display name (the interface's server "name"). */
@@ -24,10 +31,7 @@ export function formatLogLine(entry: LogEntry): string {
 const LINE = /^(\S+) \[(INFO|WARN|ERROR)\] \[(server|controller)\] (.*)$/;
 
 /** Reads back a line written by formatLogLine; undefined for anything else (a torn or foreign line). */
-export function parseLogLine(
-  line: string,
-  server: { name: string; id: string; displayName: string },
-): LogEntry | undefined {
+export function parseLogLine(line: string, server: TrackedServer): LogEntry | undefined {
   const match = LINE.exec(line);
   if (!match) return undefined;
   return {

@@ -44,7 +44,8 @@ export class RawLogFollower {
       if (ino !== this.#position.ino || size < this.#position.offset) this.#position = { ino, offset: 0 };
       const length = Math.min(size - this.#position.offset, CHUNK_BYTES);
       if (length <= 0) return { lines: [], more: false };
-      const buffer = Buffer.alloc(length);
+      // Only the bytesRead bytes read into it are used: no need to zero it first.
+      const buffer = Buffer.allocUnsafe(length);
       const before = this.#position.offset;
       const { bytesRead } = await handle.read(buffer, 0, length, before);
       const lines = this.#consume(buffer.subarray(0, bytesRead), bytesRead === CHUNK_BYTES);
@@ -69,8 +70,9 @@ export class RawLogFollower {
       const rest = size - this.#position.offset;
       // Catch up through read() first when the file was replaced or a lot is still unread.
       if (ino !== this.#position.ino || rest < 0 || rest > CHUNK_BYTES) return [];
-      const buffer = Buffer.alloc(rest);
-      fs.readSync(fd, buffer, 0, rest, this.#position.offset);
+      // Not zeroed: used only when the read filled it (a short read means the file changed under us).
+      const buffer = Buffer.allocUnsafe(rest);
+      if (fs.readSync(fd, buffer, 0, rest, this.#position.offset) !== rest) return [];
       if (rest > 0 && buffer[rest - 1] !== NEWLINE) return []; // mid-line: try again later
       fs.ftruncateSync(fd, 0);
       this.#position = { ino, offset: 0 };

@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatLogLine, parseLogLine, type LogEntry, type LogLevel } from './entry.ts';
+import { formatLogLine, parseLogLine, type LogEntry, type LogLevel, type TrackedServer } from './entry.ts';
 import { RawLogFollower } from './follower.ts';
 import { RotatingLogFile, readTailLines } from './log-file.ts';
 
@@ -21,11 +21,8 @@ export interface LogHubOptions {
   log?: (message: string) => void;
 }
 
-export interface TrackedServer {
-  name: string;
-  id: string;
-  displayName: string;
-}
+// Defined in entry.ts; re-exported for the modules that import it from here.
+export type { TrackedServer };
 
 type Listener = (entry: LogEntry) => void;
 
@@ -39,6 +36,8 @@ const entryBytes = (entry: LogEntry): number => Buffer.byteLength(entry.message)
 class EntryRing {
   readonly #maxBytes: number;
   #entries: LogEntry[] = [];
+  /** entryBytes of each entry, at the same index: counted once on push, subtracted on eviction. */
+  #sizes: number[] = [];
   #start = 0;
   #bytes = 0;
 
@@ -47,15 +46,18 @@ class EntryRing {
   }
 
   push(entry: LogEntry): void {
+    const size = entryBytes(entry);
     this.#entries.push(entry);
-    this.#bytes += entryBytes(entry);
+    this.#sizes.push(size);
+    this.#bytes += size;
     while (this.#bytes > this.#maxBytes && this.#entries.length - this.#start > 1) {
-      this.#bytes -= entryBytes(this.#entries[this.#start]);
+      this.#bytes -= this.#sizes[this.#start];
       this.#start++;
     }
     // Drop the consumed head now and then instead of shifting on every push.
     if (this.#start > 1024 && this.#start * 2 > this.#entries.length) {
       this.#entries = this.#entries.slice(this.#start);
+      this.#sizes = this.#sizes.slice(this.#start);
       this.#start = 0;
     }
   }

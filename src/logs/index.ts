@@ -1,6 +1,6 @@
 // Log capture, history and live streams for the editor servers.
 
-export { formatLogLine, type LogEntry, type LogLevel, type LogSource } from './entry.ts';
-export { LogHub, type LogHubOptions, type TrackedServer } from './hub.ts';
+export { formatLogLine, type LogEntry, type LogLevel, type LogSource, type TrackedServer } from './entry.ts';
+export { LogHub, type LogHubOptions } from './hub.ts';
 export { MAX_LOG_LINES, parseLinesParam, parseTailParam } from './lines.ts';
 export { LogStreamServer, type LogStreamOptions } from './stream.ts';

@@ -1,9 +1,9 @@
 // The live log streams: WebSocket /ws/logs (all servers) and /ws/logs/{id} (one server).
 
-import http, { type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { HttpError, notFound } from '../api/errors.ts';
+import { HttpError, notFound, writeRawError } from '../api/errors.ts';
 import type { LogEntry } from './entry.ts';
 import type { LogHub } from './hub.ts';
 import { parseTailParam } from './lines.ts';
@@ -80,7 +80,8 @@ export class LogStreamServer {
         name = server.name;
       }
     } catch (err) {
-      refuse(socket, err instanceof HttpError ? err : new HttpError(400, 'INVALID_PATH', 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}'));
+      const error = err instanceof HttpError ? err : new HttpError(400, 'INVALID_PATH', 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}');
+      writeRawError(socket, error.status, error.code, error.message);
       return true;
     }
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail));
@@ -147,16 +148,4 @@ export class LogStreamServer {
       client.ws.ping();
     }
   }
-}
-
-/** Answers an upgrade request with a JSON HTTP error and closes the socket. */
-function refuse(socket: Duplex, error: HttpError): void {
-  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
-  socket.on('error', () => socket.destroy()); // the client may already be gone
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +
-      'Connection: close\r\nContent-Type: application/json\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }

@@ -4,6 +4,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
+import { errorBody, writeRawError } from '../api/errors.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
 export const SERVICE_COOKIE_PREFIX = 'devbox';
@@ -107,7 +108,7 @@ export class EditorProxy {
     // Until http-proxy pipes the socket nothing else listens for its errors (a client that left).
     socket.on('error', () => socket.destroy());
     if (!this.#isRoutable(route.port)) {
-      refuseUpgrade(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+      writeRawError(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
       return true;
     }
     this.#prepare(req, route);
@@ -116,7 +117,7 @@ export class EditorProxy {
       if (socket.destroyed) return;
       // Before the 101 went out the client can still be told why; after it, only cut the pipe.
       if (((socket as Socket).bytesWritten ?? 0) === 0) {
-        refuseUpgrade(socket, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+        writeRawError(socket, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
       } else {
         socket.destroy();
       }
@@ -218,17 +219,6 @@ const unavailableMessage = (port: number, err: Error): string =>
   'it may be starting or may have crashed: check GET /servers/{id}/health and its logs';
 
 function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ error: { code, message } });
+  const body = errorBody(code, message);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
-}
-
-/** Answers an upgrade request on the raw socket with a JSON HTTP error, then closes it. */
-function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ error: { code, message } });
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
-      'Connection: close\r\nContent-Type: application/json\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }

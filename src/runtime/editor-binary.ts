@@ -1,18 +1,16 @@
 // Finds the code-server to launch: DEVBOX_EDITOR_BIN, else the copy `npm install` put in the
 // cache, else `code-server` on PATH.
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { readProjectJson } from '../project.ts';
+import { PACKAGE_JSON } from '../project.ts';
 
 export interface EditorBinary {
   path: string;
   source: 'DEVBOX_EDITOR_BIN' | 'installed' | 'PATH';
 }
 
-const pins = readProjectJson('package.json').devbox as {
-  codeServer: string;
-};
+const pins = PACKAGE_JSON.devbox;
 
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.DEVBOX_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'devbox-controller');
@@ -34,19 +32,19 @@ function executable(path: string): boolean {
 
 export class EditorNotFoundError extends Error {}
 
+/** The editor to launch, always as an absolute path: editors are launched from their workspace folder. */
 export function resolveEditorBinary(env: NodeJS.ProcessEnv = process.env): EditorBinary {
   if (env.DEVBOX_EDITOR_BIN) {
     if (!executable(env.DEVBOX_EDITOR_BIN)) {
       throw new EditorNotFoundError(`DEVBOX_EDITOR_BIN=${env.DEVBOX_EDITOR_BIN} is not an executable file`);
     }
-    // Absolute, since editors are launched from their workspace folder.
     return { path: resolve(env.DEVBOX_EDITOR_BIN), source: 'DEVBOX_EDITOR_BIN' };
   }
   const installed = installedEditorPath(env);
-  if (existsSync(installed) && executable(installed)) return { path: installed, source: 'installed' };
+  if (existsSync(installed) && executable(installed)) return { path: resolve(installed), source: 'installed' };
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     const candidate = join(dir, 'code-server');
-    if (dir && executable(candidate)) return { path: candidate, source: 'PATH' };
+    if (dir && executable(candidate)) return { path: resolve(candidate), source: 'PATH' };
   }
   throw new EditorNotFoundError(
     `no code-server found: run npm install (it installs code-server ${pins.codeServer} into ${installed}), ` +
