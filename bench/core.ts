@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { checkHealth } from '../src/runtime/health.ts';
 import { editorArguments, stopEditor } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
-import { benchPorts, freePort, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { freePort } from '../test/helpers/net.ts';
+import { benchPorts, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
 
 /** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
 async function directStart(bin: string): Promise<number> {

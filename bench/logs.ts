@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { LogHub } from '../src/logs/hub.ts';
 import { LogStreamServer } from '../src/logs/stream.ts';
+import { opened } from '../test/helpers/net.ts';
 
 export interface BenchLogFanoutOptions {
   /** The stream to follow, e.g. ws://127.0.0.1:8000/ws/logs/{id}. */
@@ -66,7 +67,7 @@ export async function benchLogFanout(options: BenchLogFanoutOptions): Promise<Re
       follower.seen[seq] = 1;
     });
     socket.on('close', (code) => (follower.closeCode = code));
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await opened(socket);
     followers.push(follower);
     sockets.push(socket);
   }

@@ -19,6 +19,8 @@ import autocannon from 'autocannon';
 import express from 'express';
 import { WebSocket, WebSocketServer } from 'ws';
 import { EditorProxy } from '../src/proxy/editor-proxy.ts';
+import { freePort, opened } from '../test/helpers/net.ts';
+import { median, round } from './harness.ts';
 
 export interface BenchProxyOptions {
   /** e.g. http://127.0.0.1:8000/vscode/8012 */
@@ -69,8 +71,6 @@ export async function benchProxy(options: BenchProxyOptions): Promise<Record<str
   return figures;
 }
 
-const round = (value: number): number => Math.round(value * 100) / 100;
-
 /** Median round trip in µs of `count` sequential echoes per URL, interleaved in rounds so drift hits all alike. */
 async function echoMedians(urls: string[], count: number): Promise<number[]> {
   const roundTrip = (socket: WebSocket, payload: string): Promise<number> =>
@@ -79,13 +79,7 @@ async function echoMedians(urls: string[], count: number): Promise<number[]> {
       socket.once('message', () => resolve(Number(process.hrtime.bigint() - start) / 1000));
       socket.send(payload);
     });
-  const sockets = await Promise.all(
-    urls.map(async (url) => {
-      const socket = new WebSocket(url);
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-      return socket;
-    }),
-  );
+  const sockets = await Promise.all(urls.map((url) => opened(new WebSocket(url))));
   const times: number[][] = urls.map(() => []);
   const payload = 'x'.repeat(64);
   for (const socket of sockets) for (let i = 0; i < 200; i++) await roundTrip(socket, payload); // warm-up
@@ -95,7 +89,7 @@ async function echoMedians(urls: string[], count: number): Promise<number[]> {
     }
   }
   for (const socket of sockets) socket.close();
-  return times.map((values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]);
+  return times.map(median);
 }
 
 // --- The standalone setup -------------------------------------------------------------------
@@ -152,9 +146,7 @@ async function serveProxy(targetPort: number, inExpress: boolean): Promise<{ por
 /** The real code-server on a free port, with a fresh profile; resolves once /healthz answers. */
 async function startCodeServer(bin: string): Promise<{ child: ChildProcess; port: number; page: string; root: string }> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'devbox-bench-editor-'));
-  const probe = net.createServer();
-  const port = await listen(probe);
-  await new Promise((resolve) => probe.close(resolve));
+  const port = await freePort();
   const workspace = path.join(root, 'workspace');
   fs.mkdirSync(workspace);
   const child = spawn(

@@ -1,26 +1,16 @@
 // Deployed as a Databricks app, requests must come through the front proxy that signs users in.
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { loadSettings } from '../../src/config/settings.ts';
-import { startService, type Service } from '../../src/service.ts';
-import { killEditors, makeSettings, request } from '../helpers/service.ts';
+import { request, startTestService, type TestService } from '../helpers/service.ts';
 
-let service: Service;
-let root: string;
-let dataDir: string;
+let service: TestService;
 
 beforeAll(async () => {
-  const settings = { ...(await makeSettings()), requireIdentity: true };
-  dataDir = settings.dataDir;
-  root = join(settings.manifestsDir, '..');
-  service = await startService(settings, () => undefined);
+  service = await startTestService({ requireIdentity: true });
 });
 afterAll(async () => {
-  await service?.close({ stopEditors: true });
-  await killEditors(dataDir);
-  await rm(root, { recursive: true, force: true });
+  await service?.stop();
 });
 
 describe('forwarded identity', () => {

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
 let service: TestService;
@@ -88,7 +89,7 @@ describe('log streams over WebSocket', () => {
   it('streams every server on /ws/logs', async () => {
     const ws = new WebSocket(wsUrl('/ws/logs?tail=1'));
     const frames = collect(ws, (f) => f.some((x) => x.server_name === 'Second'));
-    await new Promise((r) => ws.once('open', r));
+    await opened(ws);
     const other = (await service.request('POST', '/servers', { name: 'Second' })).body;
     await frames.then((f) => expect(f[0].server_id).toBe(id)); // the replayed line
     const all = await frames;
@@ -118,7 +119,7 @@ describe('the editor proxy', () => {
 
   it('carries WebSocket traffic to the editor', async () => {
     const ws = new WebSocket(wsUrl(`/vscode/${port}/echo`));
-    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
+    await opened(ws);
     const reply = new Promise<string>((r) => ws.once('message', (d) => r(String(d))));
     ws.send('ping through the proxy');
     expect(await reply).toBe('ping through the proxy');

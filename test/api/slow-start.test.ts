@@ -1,7 +1,6 @@
 // A start that outlasts the API's bounded wait answers 202, and the editor still comes up.
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG } from '../../src/config/settings.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
 let service: TestService;
@@ -9,9 +8,9 @@ let service: TestService;
 beforeAll(async () => {
   service = await startTestService({
     config: {
-      editor: { ...DEFAULT_CONFIG.editor, startTimeoutSeconds: 1, readyTimeoutSeconds: 1.5, stopGraceSeconds: 2 },
+      editor: { startTimeoutSeconds: 1, readyTimeoutSeconds: 1.5 },
       // No periodic resync: it would find the late editor answering and correct the status before the refresh does.
-      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 3600, statsIntervalSeconds: 0.5 },
+      controller: { resyncSeconds: 3600 },
     },
   });
 });

@@ -8,7 +8,7 @@ let service: TestService;
 
 beforeAll(async () => {
   service = await startTestService({
-    config: { editor: { startTimeoutSeconds: 15, readyTimeoutSeconds: 15, stopGraceSeconds: 2, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 } },
+    config: { editor: { readyTimeoutSeconds: 15, crashLoopRestarts: 3 } },
   });
 });
 afterAll(async () => {

@@ -47,6 +47,18 @@ afterEach(() => {
   queue = undefined;
 });
 
+/**
+ * A one-worker queue on a fake clock, stopped after the test, whose handler counts its runs and
+ * answers `result(run)`.
+ */
+function countingQueue(result: (run: number) => ReconcileResult = () => undefined) {
+  const clock = new FakeClock();
+  let runs = 0;
+  const counted = new WorkQueue(async () => result(++runs), { workers: 1, clock });
+  queue = counted;
+  return { clock, q: counted, runs: () => runs };
+}
+
 describe('WorkQueue', () => {
   it('runs a name once at a time: an add during its run makes exactly one more run afterwards', async () => {
     const handler = new ControlledHandler();
@@ -147,21 +159,16 @@ describe('WorkQueue', () => {
   });
 
   it('runs a name again after the delay its reconcile asked for', async () => {
-    const clock = new FakeClock();
-    let runs = 0;
-    queue = new WorkQueue(async () => {
-      runs++;
-      return runs === 1 ? { requeueAfterMs: 500 } : undefined;
-    }, { workers: 1, clock });
+    const { clock, q, runs } = countingQueue((run) => (run === 1 ? { requeueAfterMs: 500 } : undefined));
 
-    queue.add('later');
-    await queue.idle();
+    q.add('later');
+    await q.idle();
     clock.advance(499);
-    await queue.idle();
-    expect(runs).toBe(1);
+    await q.idle();
+    expect(runs()).toBe(1);
     clock.advance(1);
-    await queue.idle();
-    expect(runs).toBe(2);
+    await q.idle();
+    expect(runs()).toBe(2);
     expect(clock.pendingDelays).toEqual([]);
   });
 
@@ -189,24 +196,16 @@ describe('WorkQueue', () => {
   });
 
   it('runs a name added now at once, dropping its delayed add', async () => {
-    const clock = new FakeClock();
-    let runs = 0;
-    queue = new WorkQueue(async () => {
-      runs++;
-    }, { workers: 1, clock });
-    queue.addAfter('x', 1000);
-    queue.add('x');
-    await queue.idle();
-    expect(runs).toBe(1);
+    const { clock, q, runs } = countingQueue();
+    q.addAfter('x', 1000);
+    q.add('x');
+    await q.idle();
+    expect(runs()).toBe(1);
     expect(clock.pendingDelays).toEqual([]);
   });
 
   it('cancels its timers and ignores new names once stopped', async () => {
-    const clock = new FakeClock();
-    let runs = 0;
-    const q = new WorkQueue(async () => {
-      runs++;
-    }, { workers: 1, clock });
+    const { clock, q, runs } = countingQueue();
     q.addAfter('x', 100);
     q.addAfter('y', 200);
     q.stop();
@@ -215,7 +214,7 @@ describe('WorkQueue', () => {
     q.addAfter('w', 10);
     clock.advance(1000);
     await q.idle();
-    expect(runs).toBe(0);
+    expect(runs()).toBe(0);
     expect(clock.pendingDelays).toEqual([]);
   });
 

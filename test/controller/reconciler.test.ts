@@ -16,6 +16,7 @@ import { checkHealth } from '../../src/runtime/health.ts';
 import type { ExitInfo } from '../../src/runtime/processes.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -96,17 +97,9 @@ async function edit(name: string, path: string[], value: unknown): Promise<void>
   })).toBe('updated');
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** Waits for the background /healthz probe started by the last reconcile to report back. */
 async function probeReported(name: string, since: number): Promise<void> {
-  await until(() => enqueued.slice(since).includes(name), `the health probe of ${name}`);
+  await eventually(() => enqueued.slice(since).includes(name), 5000, 10);
 }
 
 /** Reconciles a running: true manifest until its editor answers /healthz and status says Running. */

@@ -18,7 +18,7 @@ beforeAll(async () => {
   }
   service = await startTestService({
     editorBin: resolveEditorBinary().path,
-    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 } },
+    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5 } },
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,

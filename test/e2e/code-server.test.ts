@@ -12,7 +12,7 @@ beforeAll(async () => {
   const editor = resolveEditorBinary();
   service = await startTestService({
     editorBin: editor.path,
-    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 } },
+    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5 } },
   });
 });
 afterAll(async () => {

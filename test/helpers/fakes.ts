@@ -177,7 +177,6 @@ function closeServer(server: Server | undefined): Promise<void> {
 /** Records what the reconciler tells the log hub. */
 export class FakeLogs implements ServerLogs {
   readonly events: Array<{ name: string; level: LogLevel; message: string }> = [];
-  readonly tracked = new Set<string>();
   readonly untracked: Array<{ name: string; remove?: boolean }> = [];
   private readonly dir: string;
 
@@ -190,16 +189,13 @@ export class FakeLogs implements ServerLogs {
     return { dir, stdout: join(dir, 'stdout.log'), stderr: join(dir, 'stderr.log') };
   }
 
-  track(server: { name: string }): void {
-    this.tracked.add(server.name);
-  }
+  track(): void {}
 
   event(name: string, level: LogLevel, message: string): void {
     this.events.push({ name, level, message });
   }
 
   async untrack(name: string, options?: { remove?: boolean }): Promise<void> {
-    this.tracked.delete(name);
     this.untracked.push({ name, remove: options?.remove });
   }
 }

@@ -8,6 +8,8 @@ import { readStat } from '../../src/runtime/procfs.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 
+export { eventually } from './wait.ts';
+
 export const STUB_EDITOR = new URL('../fixtures/stub-editor.mjs', import.meta.url).pathname;
 
 /**
@@ -31,26 +33,41 @@ export interface TestService extends Service {
   stop(): Promise<void>;
 }
 
-export async function makeSettings(overrides: { root?: string; config?: Partial<Config>; editorBin?: string } = {}): Promise<Settings> {
+/** Config overrides: `editor` and `controller` are laid over the test defaults key by key, the rest replace them. */
+export type ConfigOverrides = Omit<Partial<Config>, 'editor' | 'controller'> & {
+  editor?: Partial<Config['editor']>;
+  controller?: Partial<Config['controller']>;
+};
+
+export interface SettingsOverrides {
+  root?: string;
+  config?: ConfigOverrides;
+  editorBin?: string;
+  requireIdentity?: boolean;
+}
+
+export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
   const root = overrides.root ?? await fs.mkdtemp(join(tmpdir(), 'devbox-test-'));
+  const given = overrides.config ?? {};
   return {
     host: '127.0.0.1',
     port: 0,
     manifestsDir: join(root, 'manifests'),
     dataDir: join(root, 'data'),
     editorBin: overrides.editorBin ?? STUB_EDITOR,
-    requireIdentity: false,
+    requireIdentity: overrides.requireIdentity ?? false,
     config: {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),
-      editor: { ...DEFAULT_CONFIG.editor, stopGraceSeconds: 2, startTimeoutSeconds: 15 },
-      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 5, statsIntervalSeconds: 0.5 },
-      ...overrides.config,
+      ...given,
+      // One level deep, as loadConfig lays a config file over the defaults.
+      editor: { ...DEFAULT_CONFIG.editor, stopGraceSeconds: 2, startTimeoutSeconds: 15, ...given.editor },
+      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 5, statsIntervalSeconds: 0.5, ...given.controller },
     },
   };
 }
 
-export async function startTestService(overrides: Parameters<typeof makeSettings>[0] = {}): Promise<TestService> {
+export async function startTestService(overrides: SettingsOverrides = {}): Promise<TestService> {
   const settings = await makeSettings(overrides);
   const root = join(settings.manifestsDir, '..');
   const lines: string[] = [];
@@ -94,21 +111,6 @@ export function killEditors(dataDir: string): Promise<void> {
 /** Editors running with this data folder, by server name. */
 export function runningEditors(dataDir: string) {
   return discoverEditors(new DataLayout(dataDir).editorsDir);
-}
-
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value as T;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw lastError ?? new Error(`condition not met within ${timeoutMs} ms`);
 }
 
 /** True when the pid runs and is not a zombie (an orphaned editor's zombie may linger). */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { LogHub, type LogHubOptions } from '../../src/logs/hub.ts';
 import { LogStreamServer, type LogStreamOptions } from '../../src/logs/stream.ts';
+import { eventually } from '../helpers/wait.ts';
 import { afterEach, beforeEach } from 'vitest';
 import type { WebSocket } from 'ws';
 
@@ -23,7 +24,7 @@ function makeHub(logsDir: string, options: Partial<LogHubOptions> = {}): LogHub 
 }
 
 /** A fresh logs folder for each test, and hubs on it that are closed, and the folder removed, after it. */
-export function useHubs(): { readonly logsDir: string; open(options?: Partial<LogHubOptions>): LogHub } {
+export function useHubs(): { open(options?: Partial<LogHubOptions>): LogHub } {
   let logsDir = '';
   let hubs: LogHub[] = [];
   beforeEach(() => {
@@ -35,9 +36,6 @@ export function useHubs(): { readonly logsDir: string; open(options?: Partial<Lo
     fs.rmSync(logsDir, { recursive: true, force: true });
   });
   return {
-    get logsDir() {
-      return logsDir;
-    },
     open(options = {}) {
       const hub = makeHub(logsDir, options);
       hubs.push(hub);
@@ -63,13 +61,12 @@ export class FakeEditorOutput {
   }
 }
 
-/** Polls until the condition holds; the hub works on file events, so tests wait for outcomes. */
+/**
+ * Polls (eventually, every 10 ms) until the condition holds; the hub works on file events, so
+ * tests wait for outcomes.
+ */
 export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${condition}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(condition, timeoutMs, 10);
 }
 
 /** A real HTTP server whose upgrades go to a LogStreamServer; returns its ws:// base. */
@@ -108,12 +105,11 @@ export function useLogStreams(setup: {
   streamOptions?: LogStreamOptions;
   /** Runs after the servers are tracked and before the streams start. */
   before?: (hub: LogHub) => void;
-} = {}): { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] } {
+} = {}): { hub: LogHub; streams: Streams; sockets: WebSocket[] } {
   const hubs = useHubs();
-  const ctx = {} as { logsDir: string; hub: LogHub; streams: Streams; sockets: WebSocket[] };
+  const ctx = {} as { hub: LogHub; streams: Streams; sockets: WebSocket[] };
   beforeEach(async () => {
     const servers = setup.servers ?? [SERVER];
-    ctx.logsDir = hubs.logsDir;
     ctx.hub = hubs.open(setup.hubOptions);
     for (const server of servers) ctx.hub.track(server);
     setup.before?.(ctx.hub);

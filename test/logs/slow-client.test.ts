@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { FakeEditorOutput, SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('a slow log stream client', () => {
@@ -14,7 +15,7 @@ describe('a slow log stream client', () => {
     const socket = new WebSocket(`${ctx.streams.base}/ws/logs/${SERVER.id}?tail=0`);
     ctx.sockets.push(socket);
     socket.on('message', (data) => received.push(Number(JSON.parse(data.toString()).message.split(' ')[0])));
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await opened(socket);
     return { socket, received };
   }
 

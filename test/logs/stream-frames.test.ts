@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { FakeEditorOutput, OTHER, SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('the live log streams', () => {
@@ -14,7 +15,7 @@ describe('the live log streams', () => {
       expect(isBinary).toBe(false);
       frames.push(JSON.parse(data.toString()));
     });
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await opened(socket);
     return frames;
   }
 

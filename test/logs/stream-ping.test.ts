@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { useLogStreams, waitFor } from './fixtures.ts';
 
 describe('keeping log streams alive', () => {
@@ -8,7 +9,7 @@ describe('keeping log streams alive', () => {
   async function connect(autoPong: boolean): Promise<WebSocket> {
     const socket = new WebSocket(`${ctx.streams.base}/ws/logs`, { autoPong });
     ctx.sockets.push(socket);
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await opened(socket);
     return socket;
   }
 

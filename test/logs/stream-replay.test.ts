@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { SERVER, useLogStreams, waitFor } from './fixtures.ts';
 
 describe('replay on connect', () => {
@@ -14,7 +15,7 @@ describe('replay on connect', () => {
     const socket = new WebSocket(`${ctx.streams.base}${path}`);
     ctx.sockets.push(socket);
     socket.on('message', (data) => received.push(JSON.parse(data.toString()).message));
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await opened(socket);
     return received;
   }
 

@@ -1,15 +1,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/net.ts';
 import { request, startService, type Service } from './fixtures.ts';
-
-/** A port on which nothing listens: bound once to get it, then closed. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('an editor that does not answer', () => {
   let service: Service;
@@ -21,8 +13,8 @@ describe('an editor that does not answer', () => {
   });
 
   it('gets 502 with a clear message when the editor refuses the connection', async () => {
-    const port = await closedPort();
-    service = await startService(() => (candidate) => candidate === port);
+    const port = await freePort();
+    service = await startService((candidate) => candidate === port);
     const answer = await request(`${service.base}/vscode/${port}/`);
     expect(answer.status).toBe(502);
     const { error } = JSON.parse(answer.text);
@@ -38,7 +30,7 @@ describe('an editor that does not answer', () => {
     hung.on('close', () => sockets.forEach((socket) => socket.destroy()));
     await new Promise<void>((resolve) => hung?.listen(0, '127.0.0.1', resolve));
     const { port } = hung.address() as net.AddressInfo;
-    service = await startService(() => (candidate) => candidate === port, { timeoutMs: 200 });
+    service = await startService((candidate) => candidate === port, { timeoutMs: 200 });
     const answer = await request(`${service.base}/vscode/${port}/`);
     expect(answer.status).toBe(502);
     const { error } = JSON.parse(answer.text);
@@ -49,8 +41,8 @@ describe('an editor that does not answer', () => {
   });
 
   it('refuses a WebSocket upgrade with 502 when the editor is down', async () => {
-    const port = await closedPort();
-    service = await startService(() => (candidate) => candidate === port);
+    const port = await freePort();
+    service = await startService((candidate) => candidate === port);
     const answer = await new Promise<string>((resolve) => {
       const socket = net.connect(service.port, '127.0.0.1', () => {
         socket.write(

@@ -1,11 +1,10 @@
 // Shared by the proxy tests: a real HTTP + WebSocket target standing in for code-server, and the
 // service side, an express app with the EditorProxy mounted first, both on 127.0.0.1:0.
 
-import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { EditorProxy, type EditorProxyOptions } from '../../src/proxy/editor-proxy.ts';
 import { afterEach, beforeEach } from 'vitest';
 
@@ -14,7 +13,6 @@ export interface SeenRequest {
   url: string;
   headers: http.IncomingHttpHeaders;
   bodyBytes: number;
-  bodySha256: string;
 }
 
 export interface Target {
@@ -45,14 +43,12 @@ export async function startTarget(): Promise<Target> {
       res.writeHead(302, { Location: url.searchParams.get('to') ?? '/' }).end();
       return;
     }
-    const hash = crypto.createHash('sha256');
     let bodyBytes = 0;
     req.on('data', (chunk: Buffer) => {
       bodyBytes += chunk.length;
-      hash.update(chunk);
     });
     req.on('end', () => {
-      const seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes, bodySha256: hash.digest('hex') };
+      const seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes };
       target.requests.push(seen);
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : JSON.stringify(seen));
     });
@@ -84,11 +80,14 @@ export interface Service {
   close: () => Promise<void>;
 }
 
-/** The service: EditorProxy before express.json, then an API route to show that non-proxy paths fall through. */
-export async function startService(routable: (servicePort: number) => (port: number) => boolean, options: Partial<EditorProxyOptions> = {}): Promise<Service> {
+/**
+ * The service: EditorProxy before express.json, then an API route to show that non-proxy paths
+ * fall through. `isRoutable` stands in for the controller's rule (src/service.ts), which also
+ * refuses the service's own port: that part is tested against the real service in test/api.
+ */
+export async function startService(isRoutable: (port: number) => boolean, options: Partial<EditorProxyOptions> = {}): Promise<Service> {
   const logged: string[] = [];
-  let servicePort = 0;
-  const proxy = new EditorProxy({ isRoutable: (port) => routable(servicePort)(port), log: (line) => logged.push(line), ...options });
+  const proxy = new EditorProxy({ isRoutable, log: (line) => logged.push(line), ...options });
   const app = express();
   app.use(proxy.middleware());
   app.use(express.json());
@@ -100,7 +99,7 @@ export async function startService(routable: (servicePort: number) => (port: num
     if (!proxy.handleUpgrade(req, socket, head)) socket.destroy();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  servicePort = (server.address() as AddressInfo).port;
+  const servicePort = (server.address() as AddressInfo).port;
   return {
     base: `http://127.0.0.1:${servicePort}`,
     port: servicePort,
@@ -135,15 +134,18 @@ export function request(
 
 /**
  * A target and a proxy service routing only to it, fresh for each test of the calling describe
- * block: read them from the returned object inside tests.
+ * block: read them from the returned object inside tests. Sockets the test pushes onto `sockets`
+ * are terminated after it.
  */
-export function proxyToTarget(): { target: Target; service: Service } {
-  const ctx = {} as { target: Target; service: Service };
+export function proxyToTarget(): { target: Target; service: Service; sockets: WebSocket[] } {
+  const ctx = {} as { target: Target; service: Service; sockets: WebSocket[] };
   beforeEach(async () => {
     ctx.target = await startTarget();
-    ctx.service = await startService(() => (port) => port === ctx.target.port);
+    ctx.service = await startService((port) => port === ctx.target.port);
+    ctx.sockets = [];
   });
   afterEach(async () => {
+    for (const socket of ctx.sockets) socket.terminate();
     await ctx.service.close();
     await ctx.target.close();
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { SERVICE_COOKIE_PREFIX } from '../../src/proxy/editor-proxy.ts';
+import { opened } from '../helpers/net.ts';
 import { request, proxyToTarget } from './fixtures.ts';
 
 describe('headers passed to an editor', () => {
@@ -29,7 +30,7 @@ describe('headers passed to an editor', () => {
   it('drops the same headers from WebSocket upgrades', async () => {
     const socket = new WebSocket(`ws://127.0.0.1:${ctx.service.port}/vscode/${ctx.target.port}/`, { headers: credentials });
     try {
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      await opened(socket);
     } finally {
       socket.terminate();
     }

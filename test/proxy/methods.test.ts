@@ -41,7 +41,7 @@ describe('proxying HTTP requests to an editor', () => {
   });
 
   it('reuses a bounded pool of connections to the editor', async () => {
-    const small = await startService(() => (port) => port === ctx.target.port, { maxSocketsPerEditor: 4 });
+    const small = await startService((port) => port === ctx.target.port, { maxSocketsPerEditor: 4 });
     try {
       await Promise.all(Array.from({ length: 40 }, () => request(`${small.base}/vscode/${ctx.target.port}/x`)));
       const { sockets, freeSockets } = small.proxy.stats();

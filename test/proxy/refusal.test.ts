@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { request, startService, startTarget, type Service, type Target } from './fixtures.ts';
 
+// The controller's rule also refuses the service's own port; that is tested against the real
+// service in test/api/logs-and-proxy.test.ts.
 describe('ports the proxy refuses', () => {
   let target: Target;
   let service: Service;
@@ -16,7 +18,7 @@ describe('ports the proxy refuses', () => {
 
   it('answers 404 for a port no running managed editor has, and never contacts it', async () => {
     // The target listens, but the controller does not manage it (or it is stopped).
-    service = await startService(() => () => false);
+    service = await startService(() => false);
     for (const path of [`/vscode/${target.port}/`, `/editor/${target.port}/static/x.js`, `/vscode/${target.port}`]) {
       for (const method of ['GET', 'POST']) {
         const answer = await request(`${service.base}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
@@ -28,13 +30,5 @@ describe('ports the proxy refuses', () => {
       }
     }
     expect(target.hits).toBe(0);
-  });
-
-  it("refuses the service's own port, so the proxy cannot loop into the service", async () => {
-    // A controller that only routes managed editors: the service's own port is never one of them.
-    service = await startService((servicePort) => (port) => port !== servicePort && port === target.port);
-    const answer = await request(`${service.base}/vscode/${service.port}/servers`);
-    expect(answer.status).toBe(404);
-    expect(JSON.parse(answer.text).error.code).toBe('EDITOR_NOT_FOUND');
   });
 });

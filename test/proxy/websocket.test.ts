@@ -1,29 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { startService, startTarget, type Service, type Target } from './fixtures.ts';
+import { opened } from '../helpers/net.ts';
+import { proxyToTarget, startService } from './fixtures.ts';
 
 describe('proxying WebSocket upgrades', () => {
-  let target: Target;
-  let service: Service;
-  let sockets: WebSocket[];
+  const ctx = proxyToTarget();
 
-  beforeEach(async () => {
-    target = await startTarget();
-    service = await startService(() => (port) => port === target.port);
-    sockets = [];
-  });
-
-  afterEach(async () => {
-    for (const socket of sockets) socket.terminate();
-    await service.close();
-    await target.close();
-  });
-
-  const open = async (url: string): Promise<WebSocket> => {
+  const open = (url: string): Promise<WebSocket> => {
     const socket = new WebSocket(url);
-    sockets.push(socket);
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-    return socket;
+    ctx.sockets.push(socket);
+    return opened(socket);
   };
 
   const reply = (socket: WebSocket, data: string | Buffer): Promise<{ data: Buffer; isBinary: boolean }> =>
@@ -33,7 +19,7 @@ describe('proxying WebSocket upgrades', () => {
     });
 
   it('echoes text and binary messages through the proxy, with the prefix stripped', async () => {
-    const socket = await open(`ws://127.0.0.1:${service.port}/vscode/${target.port}/stable-abc?reconnectionToken=t1`);
+    const socket = await open(`ws://127.0.0.1:${ctx.service.port}/vscode/${ctx.target.port}/stable-abc?reconnectionToken=t1`);
     const text = await reply(socket, 'hello');
     expect(text.isBinary).toBe(false);
     expect(text.data.toString()).toBe('echo /stable-abc?reconnectionToken=t1: hello');
@@ -60,11 +46,11 @@ describe('proxying WebSocket upgrades', () => {
     });
 
   it('refuses an upgrade to an unmanaged port with 404 and never contacts it', async () => {
-    expect(await refusedStatus(`ws://127.0.0.1:${service.port}/vscode/${target.port + 1}/`)).toBe(404);
-    const refusingService = await startService(() => () => false);
+    expect(await refusedStatus(`ws://127.0.0.1:${ctx.service.port}/vscode/${ctx.target.port + 1}/`)).toBe(404);
+    const refusingService = await startService(() => false);
     try {
-      expect(await refusedStatus(`ws://127.0.0.1:${refusingService.port}/editor/${target.port}/`)).toBe(404);
-      expect(target.hits).toBe(0);
+      expect(await refusedStatus(`ws://127.0.0.1:${refusingService.port}/editor/${ctx.target.port}/`)).toBe(404);
+      expect(ctx.target.hits).toBe(0);
     } finally {
       await refusingService.close();
     }

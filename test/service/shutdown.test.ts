@@ -2,6 +2,7 @@
 import { rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { opened } from '../helpers/net.ts';
 import { killEditors, startTestService } from '../helpers/service.ts';
 
 describe('shutting the service down', () => {
@@ -12,7 +13,7 @@ describe('shutting the service down', () => {
       await service.request('POST', `/servers/${id}/start`);
       const base = service.url.replace('http', 'ws');
       const sockets = [new WebSocket(`${base}/vscode/${port}/echo`), new WebSocket(`${base}/ws/logs/${id}`)];
-      await Promise.all(sockets.map((ws) => new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))));
+      await Promise.all(sockets.map(opened));
       const closed = Promise.all(sockets.map((ws) => new Promise((resolve) => ws.once('close', resolve))));
 
       const started = Date.now();
