@@ -11,10 +11,10 @@ import { DataLayout } from '../src/workspace/layout.ts';
 // Benchmarks measure what `npm start` runs: the compiled service.
 const ROOT = new URL('..', import.meta.url).pathname;
 // The exact environment and node arguments of `npm start` (heap and malloc limits included),
-// so the figures are its figures: `VAR=value … node ARGS…`.
+// so the figures are its figures: `VAR=value … exec node ARGS…`.
 const START_WORDS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
 const NODE_AT = START_WORDS.indexOf('node');
-const START_ENV = Object.fromEntries(START_WORDS.slice(0, NODE_AT).map((w) => w.split('=') as [string, string]));
+const START_ENV = Object.fromEntries(START_WORDS.slice(0, NODE_AT).filter((w) => w.includes('=')).map((w) => w.split('=') as [string, string]));
 const START_ARGS = START_WORDS.slice(NODE_AT + 1);
 let built = false;
 function build(): void {
