@@ -1,7 +1,7 @@
 // Entry point: `npm start`. Reads settings from the environment and serves until a signal.
 import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
-import { startService } from './service.ts';
+import { startService, StartupError } from './service.ts';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
 
@@ -22,7 +22,7 @@ try {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 } catch (error) {
-  if (error instanceof SettingsError || error instanceof EditorNotFoundError) {
+  if (error instanceof SettingsError || error instanceof EditorNotFoundError || error instanceof StartupError) {
     console.error(`devbox-controller: ${error.message}`);
     process.exit(2);
   }

@@ -1,5 +1,5 @@
 // Puts the pieces together: manifests, controller, runtime, logs, proxy and the HTTP server.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Router } from 'express';
@@ -10,8 +10,9 @@ import { Controller } from './controller/controller.ts';
 import { PortAllocator, portIsFree } from './controller/ports.ts';
 import { Reconciler } from './controller/reconciler.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
+import { FolderLock, FolderLockedError } from './manifests/lock.ts';
 import { ManifestStore } from './manifests/store.ts';
-import { resolveEditorBinary } from './runtime/editor-binary.ts';
+import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
@@ -30,11 +31,35 @@ export interface Service {
   close(options?: { stopEditors?: boolean }): Promise<void>;
 }
 
+/** A start-up refusal whose message, one line, says what to change (`npm start` exits with code 2). */
+export class StartupError extends Error {}
+
+/**
+ * Takes the manifests folder's lock, binds the port, and only then starts the controller: a
+ * start that is refused adopts, starts and writes nothing. Requests that arrive in between wait
+ * until the controller has started.
+ */
 export async function startService(settings: Settings, log: (message: string) => void = console.log): Promise<Service> {
-  const { config } = settings;
   const editor = resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
   log(`editor: ${editor.path} (from ${editor.source})`);
+  // Before anything else touches the folders: one service per manifests folder.
+  let lock: FolderLock;
+  try {
+    lock = await FolderLock.acquire(settings.manifestsDir);
+  } catch (error) {
+    if (!(error instanceof FolderLockedError)) throw error;
+    throw new StartupError(`the manifests folder ${error.message}: stop that service first, or set DEVBOX_MANIFESTS_DIR to another folder`);
+  }
+  try {
+    return await serve(settings, editor, lock, log);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
 
+async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock, log: (message: string) => void): Promise<Service> {
+  const { config } = settings;
   const layout = new DataLayout(settings.dataDir);
   const store = new ManifestStore(settings.manifestsDir);
   const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
@@ -93,53 +118,107 @@ export async function startService(settings: Settings, log: (message: string) =>
     log,
   });
 
-  await controller.start();
-  stats.start();
+  // Requests wait until the controller has started: none sees it half-started.
+  let ready = false;
+  let markReady!: () => void;
+  let markFailed!: (error: unknown) => void;
+  const started = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    markFailed = reject;
+  });
+  started.catch(() => undefined);
 
   // Proxy paths are handled before express: its per-request set-up costs more than proxying.
   // A request without the identity the deployment requires goes to express, which refuses it.
   const toProxy = proxy.middleware();
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     if (settings.requireIdentity && !hasForwardedIdentity(req)) return app(req, res);
     res.setHeader('Access-Control-Allow-Origin', '*');
     toProxy(req, res, () => app(req, res));
+  };
+  const server = createServer((req, res) => {
+    if (ready) handle(req, res);
+    else started.then(() => handle(req, res), () => res.destroy());
   });
   server.keepAliveTimeout = 65_000;
   // Upgraded sockets leave the server's connection tracking: keep them, to close them on exit.
   const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.
-  server.on('upgrade', (req, socket, head) => {
-    upgraded.add(socket);
-    socket.once('close', () => upgraded.delete(socket));
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (settings.requireIdentity && !hasForwardedIdentity(req)) {
       writeRawError(socket, 401);
       return;
     }
     if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
     writeRawError(socket, 404);
+  };
+  server.on('upgrade', (req, socket, head) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    if (ready) upgrade(req, socket, head);
+    else started.then(() => upgrade(req, socket, head), () => socket.destroy());
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(settings.port, settings.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  servicePort = port;
+
+  const shutDown = async (stopEditors: boolean) => {
+    await logStreams.close();
+    proxy.close();
+    for (const socket of upgraded) socket.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+    await controller.stop();
+    stats.dispose();
+    if (stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
+    await logs.close();
+    await lock.release();
+  };
+
+  let port: number;
+  try {
+    await listen(server, settings);
+    port = (server.address() as AddressInfo).port;
+    servicePort = port;
+    await controller.start();
+    stats.start();
+  } catch (error) {
+    markFailed(error);
+    await shutDown(false);
+    throw error;
+  }
+  ready = true;
+  markReady();
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
     url, port, server, controller, logs, proxy,
-    async close(options = {}) {
-      await logStreams.close();
-      proxy.close();
-      for (const socket of upgraded) socket.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await controller.stop();
-      stats.dispose();
-      if (options.stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
-      await logs.close();
-    },
+    close: (options = {}) => shutDown(options.stopEditors === true),
   };
+}
+
+/** Binds the service's address; a port or host that cannot be had is a StartupError saying which variable to change. */
+async function listen(server: Server, settings: Settings): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(settings.port, settings.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const variable = settings.portVariable ?? 'DEVBOX_PORT';
+    const port = `port ${settings.port} on ${settings.host} (${settings.portVariable ? `from ${settings.portVariable}` : 'the default'})`;
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`${port} is already in use by another process: stop that process, or set ${variable} to a free port (0 picks one)`);
+    }
+    if (code === 'EACCES') {
+      throw new StartupError(`${port} may not be bound by this user: set ${variable} to a port from 1024 up (0 picks one)`);
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new StartupError(`DEVBOX_HOST=${settings.host} is not an address of this machine: set DEVBOX_HOST to one (127.0.0.1, or 0.0.0.0 for all)`);
+    }
+    throw error;
+  }
 }
 
 /** The service's own memory: resident, the JavaScript heap in use and reserved, and buffers outside it. */

@@ -24,6 +24,8 @@ export interface Config {
 export interface Settings {
   host: string;
   port: number;
+  /** The variable the port came from (DEVBOX_PORT, else DATABRICKS_APP_PORT); unset for the default. */
+  portVariable?: 'DEVBOX_PORT' | 'DATABRICKS_APP_PORT';
   manifestsDir: string;
   dataDir: string;
   configFile?: string;
@@ -95,9 +97,11 @@ function portFrom(value: string | undefined, name: string, fallback: number): nu
 /** Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app). */
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
+  const portVariable = env.DEVBOX_PORT ? 'DEVBOX_PORT' : env.DATABRICKS_APP_PORT ? 'DATABRICKS_APP_PORT' : undefined;
   return {
     host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
-    port: portFrom(env.DEVBOX_PORT || env.DATABRICKS_APP_PORT, env.DEVBOX_PORT ? 'DEVBOX_PORT' : 'DATABRICKS_APP_PORT', 8000),
+    port: portFrom(portVariable && env[portVariable], portVariable ?? 'DEVBOX_PORT', 8000),
+    portVariable,
     manifestsDir: resolve(env.DEVBOX_MANIFESTS_DIR || 'manifests'),
     dataDir: resolve(env.DEVBOX_DATA_DIR || '.devbox'),
     configFile,

@@ -140,6 +140,11 @@ export class Controller {
     this.rechecks.clear();
     this.queue.stop();
     await this.watcher?.close();
+    // Reconciles under way finish first (within a bound), so nothing writes after stop returns.
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.stopGraceMs + 10_000)));
+    await Promise.race([this.queue.idle(), bound]);
+    clearTimeout(timer);
     this.options.runtime.dispose();
   }
 

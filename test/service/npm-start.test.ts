@@ -36,12 +36,13 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: str
 describe('npm start', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('ends the service cleanly on %s to npm\'s own pid', async (signal) => {
     const root = await fs.mkdtemp(join(tmpdir(), 'devbox-npm-start-'));
-    const env = {
+    const dataDir = join(root, 'data');
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       DEVBOX_HOST: '127.0.0.1',
       DEVBOX_PORT: '0',
       DEVBOX_MANIFESTS_DIR: join(root, 'manifests'),
-      DEVBOX_DATA_DIR: join(root, 'data'),
+      DEVBOX_DATA_DIR: dataDir,
       DEVBOX_EDITOR_BIN: STUB_EDITOR,
     };
     delete env.DEVBOX_CONFIG;
@@ -53,7 +54,7 @@ describe('npm start', () => {
     cleanups.push(async () => {
       if (servicePid !== undefined && processExists(servicePid)) process.kill(servicePid, 'SIGKILL');
       if (npm.exitCode === null && npm.signalCode === null) npm.kill('SIGKILL');
-      await killEditors(env.DEVBOX_DATA_DIR);
+      await killEditors(dataDir);
       await fs.rm(root, { recursive: true, force: true });
     });
 
