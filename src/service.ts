@@ -165,8 +165,9 @@ async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock,
     for (const socket of upgraded) socket.destroy();
     server.closeAllConnections();
     await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
-    await controller.stop();
+    await controller.stop({ stopEditors });
     stats.dispose();
+    // Also any editor of this data folder the controller does not track (an invalid manifest's).
     if (stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
     await logs.close();
     await lock.release();

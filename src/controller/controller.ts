@@ -134,7 +134,11 @@ export class Controller {
     });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops watching and reconciling. With stopEditors, the editors are stopped too and recorded
+   * Stopped (ServiceShutdown), so the next start brings back what the manifests ask for.
+   */
+  async stop(options: { stopEditors?: boolean } = {}): Promise<void> {
     clearInterval(this.resyncTimer);
     for (const timer of this.rechecks.values()) clearTimeout(timer);
     this.rechecks.clear();
@@ -145,6 +149,11 @@ export class Controller {
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.stopGraceMs + 10_000)));
     await Promise.race([this.queue.idle(), bound]);
     clearTimeout(timer);
+    if (options.stopEditors) {
+      const { reconciler } = this.options;
+      await Promise.all([...reconciler.records.keys()].map((name) => reconciler.stopForShutdown(name).catch((error) =>
+        this.log(`stopping ${name} at shutdown failed: ${(error as Error).stack ?? error}`))));
+    }
     this.options.runtime.dispose();
   }
 

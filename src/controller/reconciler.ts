@@ -244,6 +244,33 @@ export class Reconciler extends EventEmitter {
     return this.startProcess(record, uid, status, live, port);
   }
 
+  /**
+   * Stops the server's running editor because the service is shutting down, and records it
+   * Stopped (ServiceShutdown) with no pid. spec.running stays as it is: the next start of the
+   * service starts again what the manifest asks for. Call only once the queue is idle.
+   */
+  async stopForShutdown(name: string): Promise<void> {
+    const record = this.records.get(name);
+    const server = record?.server;
+    const live = this.lives.get(name);
+    const identity = live?.identity;
+    if (!record || !server?.status || !live || !identity || !this.deps.runtime.isAlive(identity)) return;
+    this.deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
+    live.probe = undefined;
+    await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    live.identity = undefined;
+    live.healthy = false;
+    const status = clearProcess(structuredClone(server.status));
+    Object.assign(status, {
+      phase: 'Stopped' as Phase,
+      reason: 'ServiceShutdown',
+      message: 'stopped because the service shut down; the next start of the service acts on spec.running again',
+    });
+    const uid = server.metadata.uid ?? randomUUID();
+    await this.commit(record, uid, status);
+    this.deps.logs.event(name, 'INFO', 'stopped: the service shut down');
+  }
+
   /** Stops an editor and removes what the server owns; the manifest is the caller's. */
   async teardown(name: string, server: EditorServer | undefined): Promise<void> {
     const live = this.lives.get(name);

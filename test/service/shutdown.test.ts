@@ -1,9 +1,14 @@
-// Stopping the service never waits on the browsers still attached to it.
+// Stopping the service: it never waits on the browsers still attached to it, and a shutdown that
+// stops the editors records them stopped, so the next start brings back what the manifests ask.
+import { promises as fs } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { parseManifest } from '../../src/manifests/store.ts';
+import { startService } from '../../src/service.ts';
 import { opened } from '../helpers/net.ts';
-import { killEditors, startTestService } from '../helpers/service.ts';
+import { eventually, killEditors, makeSettings, processExists, request, runningEditors, startTestService } from '../helpers/service.ts';
 
 describe('shutting the service down', () => {
   it('closes proxied and log WebSockets instead of waiting for their clients', async () => {
@@ -26,4 +31,40 @@ describe('shutting the service down', () => {
       await rm(service.root, { recursive: true, force: true });
     }
   });
+
+  it('with stopEditors, records the editors Stopped (spec untouched), and the next start runs them again', async () => {
+    const settings = await makeSettings();
+    const root = join(settings.manifestsDir, '..');
+    const services: Array<Awaited<ReturnType<typeof startService>>> = [];
+    try {
+      const first = await startService(settings, () => undefined);
+      services.push(first);
+      const { id } = (await request(first.url, 'POST', '/servers', { name: 'Comes back' })).body;
+      const started = (await request(first.url, 'POST', `/servers/${id}/start`)).body.data;
+      expect(started.status).toBe('running');
+      await first.close({ stopEditors: true });
+
+      expect(processExists(started.pid)).toBe(false);
+      expect(runningEditors(settings.dataDir)).toEqual([]);
+      const read = parseManifest('comes-back', await fs.readFile(join(settings.manifestsDir, 'comes-back.yaml'), 'utf8'));
+      if (read.kind !== 'ok') throw new Error(`manifest is ${read.kind}`);
+      expect(read.server.spec.running).toBe(true);
+      expect(read.server.status).toMatchObject({ phase: 'Stopped', reason: 'ServiceShutdown' });
+      expect(read.server.status?.pid ?? null).toBeNull();
+      expect(read.server.status?.pidStartTicks).toBeUndefined();
+
+      const second = await startService(settings, () => undefined);
+      services.push(second);
+      const record = await eventually(async () => {
+        const body = (await request(second.url, 'GET', `/servers/${id}`)).body;
+        return body.status === 'running' ? body : undefined;
+      }, 15_000);
+      expect(record.pid).not.toBe(started.pid);
+      expect(processExists(record.pid)).toBe(true);
+    } finally {
+      for (const service of services) await service.close({ stopEditors: true });
+      await killEditors(settings.dataDir);
+      await rm(root, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
