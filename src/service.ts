@@ -111,6 +111,7 @@ async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock,
       serversRouter({
         store, controller, stats, logs, layout,
         extensionGroups: config.extensionGroups,
+        excludedPort: (port) => ports.excluded(port),
         startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
         stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
       }),
@@ -178,6 +179,8 @@ async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock,
     await listen(server, settings);
     port = (server.address() as AddressInfo).port;
     servicePort = port;
+    // Before the controller hands out any port.
+    ports.exclude(port, 'the port of this service itself (devbox-controller listens on it)');
     await controller.start();
     stats.start();
   } catch (error) {

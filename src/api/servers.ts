@@ -24,6 +24,8 @@ export interface ServersDeps {
   layout: DataLayout;
   /** The config's extension groups, by name. */
   extensionGroups: Record<string, string[]>;
+  /** Why no editor may have this port (the service's own), completing "port N is …"; else undefined. */
+  excludedPort: (port: number) => string | undefined;
   startTimeoutMs: number;
   stopTimeoutMs: number;
 }
@@ -125,6 +127,8 @@ export function serversRouter(deps: ServersDeps): Router {
       },
     };
     if (body.port !== undefined) {
+      const excluded = deps.excludedPort(body.port);
+      if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
       const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
       if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
     }

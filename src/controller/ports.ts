@@ -1,6 +1,10 @@
 // Hands out editor ports from the configured range: never two names on one port, never a port
-// another process is listening on, and the same port again for the same name.
+// another process is listening on, never the service's own or one outside 1024-65535, and the
+// same port again for the same name.
 import { createServer } from 'node:net';
+
+/** The ports an editor may have: not privileged, and real. */
+export const EDITOR_PORTS = { min: 1024, max: 65535 } as const;
 
 export type PortProbe = (port: number) => Promise<boolean>;
 
@@ -18,11 +22,24 @@ export class PortAllocator {
   private readonly probe: PortProbe;
   private readonly owners = new Map<number, string>();
   private readonly byName = new Map<string, number>();
+  /** Ports never given to an editor, with the reason. */
+  private readonly exclusions = new Map<number, string>();
 
   constructor(range: { min: number; max: number }, probe: PortProbe = portIsFree) {
-    this.min = range.min;
-    this.max = range.max;
+    this.min = Math.max(range.min, EDITOR_PORTS.min);
+    this.max = Math.min(range.max, EDITOR_PORTS.max);
     this.probe = probe;
+  }
+
+  /** Never hands out or reserves this port (the service's own); `why` completes "port N is …". */
+  exclude(port: number, why: string): void {
+    this.exclusions.set(port, why);
+  }
+
+  /** Why no editor may have this port ("port N is …"), or undefined when one may. */
+  excluded(port: number): string | undefined {
+    if (port < EDITOR_PORTS.min || port > EDITOR_PORTS.max) return `outside ${EDITOR_PORTS.min}-${EDITOR_PORTS.max}, the ports editors may use`;
+    return this.exclusions.get(port);
   }
 
   owner(port: number): string | undefined {
@@ -33,8 +50,9 @@ export class PortAllocator {
     return this.byName.get(name);
   }
 
-  /** Records a port a name already has (from its manifest); false if another name holds it. */
+  /** Records a port a name already has (from its manifest); false if another name holds it or it is excluded. */
   reserve(name: string, port: number): boolean {
+    if (this.excluded(port) !== undefined) return false;
     const owner = this.owners.get(port);
     if (owner !== undefined && owner !== name) return false;
     const previous = this.byName.get(name);
@@ -52,7 +70,7 @@ export class PortAllocator {
     const own = this.byName.get(name);
     if (own !== undefined) return own;
     for (let port = this.min; port <= this.max; port++) {
-      if (this.owners.has(port)) continue;
+      if (this.owners.has(port) || this.exclusions.has(port)) continue;
       this.owners.set(port, name);
       if (await this.probe(port)) {
         // A concurrent call for the same name (or a reserve) settled first: keep its port.

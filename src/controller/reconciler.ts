@@ -320,6 +320,8 @@ export class Reconciler extends EventEmitter {
     const { ports } = this.deps;
     const wanted = server.spec.port;
     if (wanted !== undefined) {
+      const excluded = ports.excluded(wanted);
+      if (excluded !== undefined) return `spec.port ${wanted} is ${excluded}: choose another port`;
       if (!ports.reserve(name, wanted)) return `spec.port ${wanted} is already used by server "${ports.owner(wanted)}": choose another port`;
       return wanted;
     }

@@ -52,6 +52,15 @@ describe('POST /servers', () => {
     await service.request('DELETE', `/servers/${body.id}`);
   });
 
+  it('refuses the service\'s own port with 409, saying so', async () => {
+    const res = await service.request('POST', '/servers', { name: 'Greedy', port: service.port });
+    expect(res.status, JSON.stringify(res.body)).toBe(409);
+    expect(res.body.error.code).toBe('PORT_TAKEN');
+    expect(res.body.error.message).toContain(`port ${service.port}`);
+    expect(res.body.error.message).toMatch(/this service itself/);
+    expect(existsSync(`${service.settings.manifestsDir}/greedy.yaml`)).toBe(false);
+  });
+
   it('refuses malformed JSON with 400 INVALID_JSON', async () => {
     const res = await service.request('POST', '/servers', '{"name": "x",');
     expect(res.status).toBe(400);

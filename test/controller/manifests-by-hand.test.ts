@@ -90,6 +90,70 @@ describe('manifests written by hand', () => {
   });
 });
 
+/** Writes a manifest whole, as an editor's save does: the controller never sees half of it. */
+async function writeWhole(name: string, lines: string[]): Promise<void> {
+  const temp = `${service.settings.manifestsDir}/.${name}.partial`;
+  await fs.writeFile(temp, lines.join('\n'));
+  await fs.rename(temp, file(name));
+}
+
+describe('the service\'s own port', () => {
+  it('is never an editor\'s: a spec.port naming it fails with a clear reason', async () => {
+    await writeWhole('own-port', [
+      'apiVersion: devbox.dev/v1alpha1',
+      'kind: EditorServer',
+      'metadata:',
+      '  name: own-port',
+      'spec:',
+      '  running: true',
+      `  port: ${service.port}`,
+      '',
+    ]);
+    try {
+      const record = await eventually(async () => {
+        const s = await byManifest('own-port');
+        return s?.status === 'failed' ? s : undefined;
+      });
+      expect(record.reason).toBe('PortUnavailable');
+      expect(record.message).toContain(`spec.port ${service.port}`);
+      expect(record.message).toMatch(/this service itself/);
+      expect(record.message).not.toMatch(/does not manage/);
+      expect(record.pid).toBeNull();
+    } finally {
+      await fs.rm(file('own-port'), { force: true });
+      await eventually(async () => (await byManifest('own-port')) === undefined);
+    }
+  });
+
+  it('is never given out: a status.port that is the service\'s own is replaced by a free one', async () => {
+    await writeWhole('recorded-own', [
+      'apiVersion: devbox.dev/v1alpha1',
+      'kind: EditorServer',
+      'metadata:',
+      '  name: recorded-own',
+      'spec:',
+      '  running: true',
+      'status:',
+      '  phase: Stopped',
+      `  port: ${service.port}`,
+      '',
+    ]);
+    try {
+      const record = await eventually(async () => {
+        const s = await byManifest('recorded-own');
+        return s?.status === 'running' ? s : undefined;
+      });
+      expect(record.port).not.toBe(service.port);
+      expect(record.port).toBeGreaterThanOrEqual(service.settings.config.ports.min);
+      const logs: string[] = (await service.request('GET', `/servers/${record.id}/logs?lines=1000`)).body.data.logs;
+      expect(logs.join('\n')).not.toMatch(/does not manage/);
+    } finally {
+      await fs.rm(file('recorded-own'), { force: true });
+      await eventually(async () => (await byManifest('recorded-own')) === undefined);
+    }
+  });
+});
+
 describe('editor crashes', () => {
   it('shows a kill -9 of an editor in status within 2 seconds', async () => {
     const { id } = (await service.request('POST', '/servers', { name: 'killed' })).body;

@@ -106,4 +106,25 @@ describe('PortAllocator', () => {
     expect(await ports.allocate('b')).toBe(8010);
     expect(ports.owner(8010)).toBe('b');
   });
+
+  it('never hands out, nor reserves, a port excluded from it (the service\'s own)', async () => {
+    const ports = new PortAllocator({ min: 8010, max: 8012 }, alwaysFree);
+    ports.exclude(8011, 'the port of this service itself');
+    expect(ports.excluded(8011)).toBe('the port of this service itself');
+    expect(ports.excluded(8012)).toBeUndefined();
+    expect(await Promise.all([ports.allocate('a'), ports.allocate('b'), ports.allocate('c')])).toEqual([8010, 8012, undefined]);
+    expect(ports.reserve('d', 8011)).toBe(false);
+    expect(ports.owner(8011)).toBeUndefined();
+  });
+
+  it('never gives out a port outside 1024-65535, whatever the range says', async () => {
+    const low = new PortAllocator({ min: 1022, max: 1024 }, alwaysFree);
+    expect(await low.allocate('a')).toBe(1024);
+    expect(await low.allocate('b')).toBeUndefined();
+    const high = new PortAllocator({ min: 65535, max: 65537 }, alwaysFree);
+    expect(await high.allocate('a')).toBe(65535);
+    expect(await high.allocate('b')).toBeUndefined();
+    expect(low.excluded(80)).toMatch(/1024-65535/);
+    expect(low.reserve('c', 80)).toBe(false);
+  });
 });

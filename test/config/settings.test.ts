@@ -1,0 +1,47 @@
+// Settings from the environment and the config file.
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, loadSettings, SettingsError } from '../../src/config/settings.ts';
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await fs.rm(dir, { recursive: true, force: true });
+});
+
+async function configFile(text: string): Promise<string> {
+  const dir = await fs.mkdtemp(join(tmpdir(), 'devbox-config-'));
+  dirs.push(dir);
+  const file = join(dir, 'config.yaml');
+  await fs.writeFile(file, text);
+  return file;
+}
+
+describe('the config file', () => {
+  it.each([
+    ['min below 1024', 'ports: { min: 80, max: 9000 }', 'ports.min'],
+    ['max above 65535', 'ports: { min: 8010, max: 70000 }', 'ports.max'],
+    ['min 0', 'ports: { min: 0, max: 100 }', 'ports.min'],
+  ])('refuses editor ports outside 1024-65535 (%s)', async (_what, text, where) => {
+    const file = await configFile(text);
+    expect(() => loadConfig(file)).toThrow(SettingsError);
+    expect(() => loadConfig(file)).toThrow(where);
+  });
+
+  it('accepts the whole range 1024-65535', async () => {
+    expect(loadConfig(await configFile('ports: { min: 1024, max: 65535 }')).ports).toEqual({ min: 1024, max: 65535 });
+  });
+});
+
+describe('the service port', () => {
+  it('remembers which variable it came from, for the messages that name it', () => {
+    expect(loadSettings({ DEVBOX_PORT: '9000' })).toMatchObject({ port: 9000, portVariable: 'DEVBOX_PORT' });
+    expect(loadSettings({ DATABRICKS_APP_PORT: '9001' })).toMatchObject({ port: 9001, portVariable: 'DATABRICKS_APP_PORT', host: '0.0.0.0' });
+    expect(loadSettings({ DEVBOX_PORT: '9000', DATABRICKS_APP_PORT: '9001' })).toMatchObject({ port: 9000, portVariable: 'DEVBOX_PORT' });
+    const defaults = loadSettings({});
+    expect(defaults.port).toBe(8000);
+    expect(defaults.portVariable).toBeUndefined();
+    expect(() => loadSettings({ DATABRICKS_APP_PORT: 'x' })).toThrow('DATABRICKS_APP_PORT="x"');
+  });
+});
