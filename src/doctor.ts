@@ -15,7 +15,7 @@ import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type Edi
 import { checkHealth, waitHealthy } from './runtime/health.ts';
 import { editorEnvironment, ProcessRuntime, type ProcessIdentity } from './runtime/processes.ts';
 import { groupExists } from './runtime/procfs.ts';
-import { DataLayout, ensureWorkspace } from './workspace/layout.ts';
+import { DataLayout, ensureWorkspace, writeEditorConfig } from './workspace/layout.ts';
 
 type Level = 'ok' | 'warn' | 'FAIL';
 
@@ -165,14 +165,24 @@ function checkEditorBinary(env: NodeJS.ProcessEnv, report: Report): EditorBinary
 
 /** `--version` proves the binary runs at all (and, for code-server, that its Node.js fits). */
 async function checkEditorVersion(editor: EditorBinary, env: NodeJS.ProcessEnv, report: Report): Promise<boolean> {
-  const result = await execa(editor.path, ['--version'], {
-    env: editorEnvironment(env, 'doctor'),
-    extendEnv: false,
-    reject: false,
-    all: true,
-    stdin: 'ignore',
-    timeout: 30_000,
-  });
+  // Its own config file, in a throw-away folder: code-server reads (and first writes) one even
+  // for --version, by default ~/.config/code-server/config.yaml.
+  const dir = await mkdtemp(join(tmpdir(), 'devbox-doctor-version-'));
+  const config = join(dir, 'config.yaml');
+  let result;
+  try {
+    await writeEditorConfig(config);
+    result = await execa(editor.path, ['--version', '--config', config], {
+      env: editorEnvironment(env, 'doctor'),
+      extendEnv: false,
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+      timeout: 30_000,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
   const output = String(result.all ?? '').trim();
   if (result.exitCode !== 0 || output === '') {
     report.line('FAIL', `editor version: \`${editor.path} --version\` failed: ${lastLine(output) || result.shortMessage}`,

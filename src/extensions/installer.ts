@@ -1,4 +1,7 @@
 // Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { writeEditorConfig } from '../workspace/layout.ts';
 
 export interface InstallOutcome {
   ok: boolean;
@@ -6,8 +9,15 @@ export interface InstallOutcome {
   message?: string;
 }
 
+/** One editor's folders; configPath is its own code-server config (never ~/.config/code-server). */
+export interface InstallTarget {
+  extensionsDir: string;
+  userDataDir: string;
+  configPath: string;
+}
+
 export interface ExtensionInstaller {
-  install(target: { extensionsDir: string; userDataDir: string }, id: string): Promise<InstallOutcome>;
+  install(target: InstallTarget, id: string): Promise<InstallOutcome>;
 }
 
 export class CodeServerExtensionInstaller implements ExtensionInstaller {
@@ -19,10 +29,13 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
     this.timeoutMs = timeoutMs;
   }
 
-  async install(target: { extensionsDir: string; userDataDir: string }, id: string): Promise<InstallOutcome> {
+  async install(target: InstallTarget, id: string): Promise<InstallOutcome> {
     // Loaded on first use: most starts install nothing, and execa is not small.
     const { execa } = await import('execa');
+    await mkdir(dirname(target.configPath), { recursive: true });
+    await writeEditorConfig(target.configPath);
     const result = await execa(this.bin, [
+      '--config', target.configPath,
       '--extensions-dir', target.extensionsDir,
       '--user-data-dir', target.userDataDir,
       '--install-extension', id,

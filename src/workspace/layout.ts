@@ -39,11 +39,19 @@ export async function ensureWorkspace(layout: DataLayout, name: string): Promise
   await fs.mkdir(workspace, { recursive: true });
   await fs.mkdir(editor.userDataDir, { recursive: true });
   await fs.mkdir(editor.extensionsDir, { recursive: true });
-  // An explicit config file keeps code-server from writing one, with a password, into $HOME.
-  await fs.writeFile(editor.configPath, 'auth: none\ncert: false\n', { flag: 'wx' }).catch((error) => {
+  await writeEditorConfig(editor.configPath);
+  return workspace;
+}
+
+/**
+ * Writes code-server's config file when it is missing. Every code-server invocation gets one
+ * with --config: without it code-server reads, and first writes with a password,
+ * ~/.config/code-server/config.yaml, even for --version.
+ */
+export async function writeEditorConfig(path: string): Promise<void> {
+  await fs.writeFile(path, 'auth: none\ncert: false\n', { flag: 'wx' }).catch((error) => {
     if (error.code !== 'EEXIST') throw error;
   });
-  return workspace;
 }
 
 /** Removes everything the server owns on disk (workspace and editor data; logs are the log hub's). */
