@@ -35,30 +35,38 @@ export interface Service {
 export class StartupError extends Error {}
 
 /**
- * Takes the manifests folder's lock, binds the port, and only then starts the controller: a
+ * Takes the manifests and data folders' locks, binds the port, and only then starts the controller: a
  * start that is refused adopts, starts and writes nothing. Requests that arrive in between wait
  * until the controller has started.
  */
 export async function startService(settings: Settings, log: (message: string) => void = console.log): Promise<Service> {
   const editor = resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
   log(`editor: ${editor.path} (from ${editor.source})`);
-  // Before anything else touches the folders: one service per manifests folder.
-  let lock: FolderLock;
+  // Before anything else touches the folders: one service per manifests folder, and per data folder.
+  const locks: FolderLock[] = [];
+  const release = async () => {
+    for (const lock of locks.splice(0)) await lock.release();
+  };
   try {
-    lock = await FolderLock.acquire(settings.manifestsDir);
+    for (const [dir, what, variable] of [
+      [settings.manifestsDir, 'manifests', 'DEVBOX_MANIFESTS_DIR'],
+      [settings.dataDir, 'data', 'DEVBOX_DATA_DIR'],
+    ] as const) {
+      try {
+        locks.push(await FolderLock.acquire(dir));
+      } catch (error) {
+        if (!(error instanceof FolderLockedError)) throw error;
+        throw new StartupError(`the ${what} folder ${error.message}: stop that service first, or set ${variable} to another folder`);
+      }
+    }
+    return await serve(settings, editor, release, log);
   } catch (error) {
-    if (!(error instanceof FolderLockedError)) throw error;
-    throw new StartupError(`the manifests folder ${error.message}: stop that service first, or set DEVBOX_MANIFESTS_DIR to another folder`);
-  }
-  try {
-    return await serve(settings, editor, lock, log);
-  } catch (error) {
-    await lock.release();
+    await release();
     throw error;
   }
 }
 
-async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock, log: (message: string) => void): Promise<Service> {
+async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () => Promise<void>, log: (message: string) => void): Promise<Service> {
   const { config } = settings;
   const layout = new DataLayout(settings.dataDir);
   const store = new ManifestStore(settings.manifestsDir);
@@ -171,7 +179,7 @@ async function serve(settings: Settings, editor: EditorBinary, lock: FolderLock,
     // Also any editor of this data folder the controller does not track (an invalid manifest's).
     if (stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
     await logs.close();
-    await lock.release();
+    await releaseLocks();
   };
 
   let port: number;

@@ -375,7 +375,7 @@ export class Reconciler extends EventEmitter {
     status.phase = 'Provisioning';
     status.reason = 'InstallingExtensions';
     if ((await this.commit(record, uid, status)) === 'gone') return false;
-    const target = this.deps.layout.editor(name);
+    const target = { name, ...this.deps.layout.editor(name) };
     for (const id of missing) {
       this.deps.logs.event(name, 'INFO', `installing extension ${id}`);
       const outcome = await this.deps.installer.install(target, id);

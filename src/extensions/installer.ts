@@ -1,6 +1,7 @@
 // Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { editorEnvironment } from '../runtime/processes.ts';
 import { writeEditorConfig } from '../workspace/layout.ts';
 
 export interface InstallOutcome {
@@ -11,6 +12,8 @@ export interface InstallOutcome {
 
 /** One editor's folders; configPath is its own code-server config (never ~/.config/code-server). */
 export interface InstallTarget {
+  /** The server's manifest name. */
+  name: string;
   extensionsDir: string;
   userDataDir: string;
   configPath: string;
@@ -39,7 +42,11 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
       '--extensions-dir', target.extensionsDir,
       '--user-data-dir', target.userDataDir,
       '--install-extension', id,
-    ], { timeout: this.timeoutMs, reject: false, all: true, stdin: 'ignore' });
+    ], {
+      timeout: this.timeoutMs, reject: false, all: true, stdin: 'ignore',
+      // The environment an editor gets: none of the service's secrets reach code-server's CLI either.
+      env: editorEnvironment(process.env, target.name), extendEnv: false,
+    });
     const output = (result.all ?? '').toString();
     if (result.exitCode === 0 && !/failed|not found|error/i.test(output)) {
       const version = /v(\d+\.\d+\.\d+[^\s']*)/.exec(output)?.[1];

@@ -155,6 +155,17 @@ describe('one service per manifests folder', () => {
     expect((await first.request('GET', '/manifests')).body).toEqual([]);
   });
 
+  it('refuses a second service on the same data folder, even with its own manifests folder', async () => {
+    const first: TestService = await startTestService();
+    cleanups.push(() => first.stop());
+    const other = await tempRoot();
+    const settings = { ...first.settings, manifestsDir: join(other, 'manifests') };
+    await expect(startService(settings, () => undefined)).rejects.toThrow(/data folder .*pid \d+.*DEVBOX_DATA_DIR/);
+    // Nothing of the refused one is left behind: its manifests folder is free again.
+    expect(existsSync(join(other, 'manifests', LOCK_FILE))).toBe(false);
+    expect((await first.request('GET', '/health')).status).toBe(200);
+  });
+
   it('takes over a stale lock: a dead pid, or a live pid with another start time (reused)', async () => {
     const dead = spawn(process.execPath, ['-e', '']);
     const deadPid = await new Promise<number>((resolve) => dead.once('exit', () => resolve(dead.pid!)));
