@@ -1,6 +1,6 @@
 // `npm run doctor`: checks what `npm start` depends on (Node.js, settings, config, the editor
 // binary) and proves the editor starts, the way the service launches it, in a throw-away folder.
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -155,12 +155,22 @@ function checkEditorBinary(env: NodeJS.ProcessEnv, report: Report): EditorBinary
   const installed = installedEditorPath(env);
   const why = {
     DEVBOX_EDITOR_BIN: 'DEVBOX_EDITOR_BIN is set',
-    installed: `the pinned code-server ${PACKAGE_JSON.devbox.codeServer} that \`npm install\` put in the cache`,
+    installed: `the pinned code-server ${PACKAGE_JSON.devbox.codeServer} that \`npm install\` put in the cache${builtWithoutKerberos(installed)
+      ? ', built without its kerberos module: a proxy that asks for Kerberos authentication cannot be passed' : ''}`,
     PATH: `code-server found on PATH; the pinned copy (${installed}) is not installed`,
   }[editor.source];
   report.line(editor.source === 'PATH' ? 'warn' : 'ok', `editor binary: ${editor.path} (${why})`,
     editor.source === 'PATH' ? `run \`npm install\` to use the pinned code-server ${PACKAGE_JSON.devbox.codeServer}` : undefined);
   return editor;
+}
+
+/** install-editor.mjs notes in its completion mark when libkrb5's headers could not be had. */
+function builtWithoutKerberos(launcher: string): boolean {
+  try {
+    return readFileSync(join(dirname(dirname(launcher)), '.complete'), 'utf8').includes('without kerberos');
+  } catch {
+    return false;
+  }
 }
 
 /** `--version` proves the binary runs at all (and, for code-server, that its Node.js fits). */
