@@ -75,6 +75,8 @@ export class Controller {
     this.watcher = watch(store.dir, {
       ignoreInitial: true,
       depth: 0,
+      // A link in the folder is reported, never followed (it may lead anywhere).
+      followSymlinks: false,
       ignored: (path, stats) => basename(path).startsWith('.') || (stats?.isFile() === true && !path.endsWith(MANIFEST_EXT)),
     });
     this.watcher.on('all', (_event, path) => void this.onFileEvent(path));
@@ -162,14 +164,14 @@ export class Controller {
     if (!file.endsWith(MANIFEST_EXT) || file.startsWith('.')) return;
     const name = file.slice(0, -MANIFEST_EXT.length);
     // Our own writes come back as events: skip them, or every status write would wake us again.
-    if (await this.isOwnWrite(name, path)) {
+    if (await this.isOwnWrite(name)) {
       // Our rename replaced the file chokidar was watching; an edit landing while it re-attaches
       // to the new file can go unreported, so look once more a moment later.
       // One recheck per name at a time, however many events a rename makes.
       if (this.rechecks.has(name)) return;
       const timer = setTimeout(async () => {
         this.rechecks.delete(name);
-        if (!(await this.isOwnWrite(name, path))) this.queue.add(name);
+        if (!(await this.isOwnWrite(name))) this.queue.add(name);
       }, RECHECK_MS);
       timer.unref();
       this.rechecks.set(name, timer);
@@ -178,8 +180,9 @@ export class Controller {
     this.queue.add(name);
   }
 
-  private async isOwnWrite(name: string, path: string): Promise<boolean> {
-    const text = await fs.readFile(path, 'utf8').catch(() => undefined);
+  private async isOwnWrite(name: string): Promise<boolean> {
+    // Read like any manifest: bounded, not through links, never blocking on a FIFO.
+    const text = await this.options.store.textOf(name);
     return text !== undefined && this.options.store.isOwnWrite(name, text);
   }
 

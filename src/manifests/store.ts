@@ -4,14 +4,16 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { Document, isMap, isScalar, parseAllDocuments, parseDocument, stringify, type Pair, type YAMLMap } from 'yaml';
+import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { validateManifest } from './schema.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
 export const MANIFEST_EXT = '.yaml';
+export { MAX_MANIFEST_BYTES };
 
 export type ManifestRead =
   | { kind: 'ok'; name: string; text: string; server: EditorServer }
-  | { kind: 'invalid'; name: string; text: string; errors: string[] }
+  | { kind: 'invalid'; name: string; text?: string; errors: string[] }
   | { kind: 'missing'; name: string };
 
 export type WriteResult = 'unchanged' | 'updated' | 'missing' | 'invalid';
@@ -65,21 +67,36 @@ export class ManifestStore {
     return join(this.dir, name + MANIFEST_EXT);
   }
 
-  /** Manifest names: `*.yaml` files directly in the folder, hidden and temporary files excluded. */
+  /**
+   * Manifest names: `*.yaml` entries directly in the folder, hidden and temporary ones excluded.
+   * Entries of every kind are listed (links, FIFOs, folders …): reading them reports why they
+   * cannot be manifests.
+   */
   async list(): Promise<string[]> {
-    const entries = await fs.readdir(this.dir, { withFileTypes: true }).catch((error) => {
-      if (error.code === 'ENOENT') return [];
+    const entries = await fs.readdir(this.dir).catch((error) => {
+      if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return [];
       throw error;
     });
     return entries
-      .filter((e) => e.isFile() && e.name.endsWith(MANIFEST_EXT) && !e.name.startsWith('.'))
-      .map((e) => e.name.slice(0, -MANIFEST_EXT.length))
+      .filter((e) => e.endsWith(MANIFEST_EXT) && e.length > MANIFEST_EXT.length && !e.startsWith('.'))
+      .map((e) => e.slice(0, -MANIFEST_EXT.length))
       .sort();
   }
 
   async read(name: string): Promise<ManifestRead> {
-    const text = await this.readText(name);
+    let text: string | undefined;
+    try {
+      text = await this.readText(name);
+    } catch (error) {
+      if (error instanceof UnreadableEntryError) return { kind: 'invalid', name, errors: [`${this.fileOf(name)} ${error.message}`] };
+      throw error;
+    }
     return text === undefined ? { kind: 'missing', name } : parseManifest(name, text);
+  }
+
+  /** The file's text, read with bounds and without following links; undefined when it is not there or cannot be a manifest. */
+  async textOf(name: string): Promise<string | undefined> {
+    return this.readText(name).catch(() => undefined);
   }
 
   /**
@@ -152,15 +169,19 @@ export class ManifestStore {
   private async rewrite(name: string, change: (text: string, server: EditorServer) => string): Promise<WriteResult> {
     return this.withLock(name, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const before = await this.readText(name);
+        const before = await this.readText(name).catch((error) => {
+          if (error instanceof UnreadableEntryError) return null;
+          throw error;
+        });
         if (before === undefined) return 'missing';
+        if (before === null) return 'invalid';
         const parsed = parseManifest(name, before);
         if (parsed.kind !== 'ok') return 'invalid';
         const after = change(before, parsed.server);
         if (after === before) return 'unchanged';
         const tmp = await this.writeTemp(name, after);
         // Compare before replacing: if someone edited the file since we read it, start over.
-        const current = await this.readText(name);
+        const current = await this.readText(name).catch(() => null);
         if (current !== before) {
           await fs.rm(tmp, { force: true });
           if (current === undefined) return 'missing';
@@ -174,13 +195,8 @@ export class ManifestStore {
     });
   }
 
-  private async readText(name: string): Promise<string | undefined> {
-    try {
-      return await fs.readFile(this.fileOf(name), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
+  private readText(name: string): Promise<string | undefined> {
+    return readManifestEntry(this.fileOf(name));
   }
 
   private async writeTemp(name: string, text: string): Promise<string> {

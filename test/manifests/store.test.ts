@@ -1,12 +1,13 @@
 // The manifest store: atomic exclusive create, status written around the spec's text, hand edits
 // never lost, and files that do not parse or validate reported, never thrown.
+import { execFileSync } from 'node:child_process';
 import { promises as fsp, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
-import { ConflictError, ManifestStore } from '../../src/manifests/store.ts';
+import { ConflictError, ManifestStore, MAX_MANIFEST_BYTES } from '../../src/manifests/store.ts';
 import type { EditorServer, EditorServerStatus } from '../../src/manifests/types.ts';
 
 const UID = '5f0c2b1e-3d4a-4b5c-8d6e-7f8091a2b3c4';
@@ -286,21 +287,64 @@ describe('read', () => {
     expect(read.kind === 'invalid' && read.errors[0]).toMatch(/alias/i);
   });
 
+  it('reports entries that are not regular files without following or blocking on them', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'devbox-outside-'));
+    try {
+      await writeFile(join(outside, 'secret'), 'metadata: { name: TOPSECRET }\n');
+      execFileSync('mkfifo', [join(outside, 'pipe')]);
+      execFileSync('mkfifo', [fileOf('fifo')]);
+      await fsp.symlink(join(outside, 'secret'), fileOf('secret'));
+      await fsp.symlink(join(outside, 'pipe'), fileOf('pipe'));
+      await fsp.mkdir(fileOf('folder'));
+      const cases: Record<string, RegExp> = {
+        fifo: /fifo\.yaml is a FIFO \(named pipe\): a manifest must be a regular file/,
+        secret: /secret\.yaml is a symbolic link, which is never followed/,
+        pipe: /pipe\.yaml is a symbolic link, which is never followed/,
+        folder: /folder\.yaml is a folder: a manifest must be a regular file/,
+      };
+      for (const [name, pattern] of Object.entries(cases)) {
+        const read = await store.read(name);
+        expect(read.kind, name).toBe('invalid');
+        expect((read as { errors: string[] }).errors.join('\n')).toMatch(pattern);
+        expect(JSON.stringify(read)).not.toContain('TOPSECRET');
+      }
+      // Writes refuse them too, and change nothing.
+      expect(await store.writeStatus('fifo', { phase: 'Stopped' }, UID)).toBe('invalid');
+      expect(await store.update('secret', () => undefined)).toBe('invalid');
+      expect(await readFile(join(outside, 'secret'), 'utf8')).toContain('TOPSECRET');
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('reads at most 256 KiB: a larger file is reported with its size, never parsed', async () => {
+    await writeFile(fileOf('data-pipeline'), HAND_WRITTEN + `# ${'x'.repeat(MAX_MANIFEST_BYTES)}\n`);
+    const read = await store.read('data-pipeline');
+    expect(read.kind).toBe('invalid');
+    expect((read as { errors: string[] }).errors[0]).toMatch(/data-pipeline\.yaml is larger than 256 KiB \(\d+ KiB\): a manifest may be at most 256 KiB/);
+    // Just under the limit, it is read and parsed.
+    await writeFile(fileOf('data-pipeline'), HAND_WRITTEN + `# ${'x'.repeat(MAX_MANIFEST_BYTES - HAND_WRITTEN.length - 10)}\n`);
+    expect((await store.read('data-pipeline')).kind).toBe('ok');
+  });
+
   it('reports a file that is not there as missing', async () => {
     expect(await store.read('ghost')).toEqual({ kind: 'missing', name: 'ghost' });
   });
 });
 
 describe('list, remove and isOwnWrite', () => {
-  it('lists only manifests: no hidden, temporary or other files, and no folders', async () => {
+  it('lists every *.yaml entry, whatever its kind, and no hidden, temporary or other names', async () => {
     await store.create(server('beta'));
     await store.create(server('alpha'));
     await writeFile(join(dir, '.hidden.yaml'), HAND_WRITTEN);
     await writeFile(join(dir, '.alpha.yaml.1a2b3c4d.tmp'), HAND_WRITTEN);
     await writeFile(join(dir, 'README.md'), '# manifests\n');
     await writeFile(join(dir, 'gamma.yml'), HAND_WRITTEN);
-    await fsp.mkdir(join(dir, 'examples.yaml'));
-    expect(await store.list()).toEqual(['alpha', 'beta']);
+    await fsp.mkdir(join(dir, 'examples'));
+    // Not manifests, but listed so that reading them reports why.
+    await fsp.mkdir(join(dir, 'folder.yaml'));
+    await fsp.symlink(join(dir, 'alpha.yaml'), join(dir, 'link.yaml'));
+    expect(await store.list()).toEqual(['alpha', 'beta', 'folder', 'link']);
   });
 
   it('lists nothing when the folder does not exist yet', async () => {
