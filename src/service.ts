@@ -16,8 +16,10 @@ import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { writeRawError } from './api/errors.ts';
-import { hasForwardedIdentity, requireForwardedIdentity } from './api/identity.ts';
+import { AllowedHosts } from './api/allowed-hosts.ts';
+import { writeError, writeRawError } from './api/errors.ts';
+import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
+import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 
@@ -137,31 +139,36 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
   started.catch(() => undefined);
 
+  // Locally, only names of this service (DNS rebinding); deployed, the platform's sign-in decides.
+  const hosts = settings.requireIdentity ? undefined : new AllowedHosts({ boundHost: settings.host, extra: settings.allowedHosts });
   // Proxy paths are handled before express: its per-request set-up costs more than proxying.
   // A request without the identity the deployment requires goes to express, which refuses it.
+  // Only express adds CORS headers: the API's, never an editor's.
   const toProxy = proxy.middleware();
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
+  const handle = guardRequests(log, (req: IncomingMessage, res: ServerResponse) => {
+    const refused = hosts?.refusal(req, false);
+    if (refused) return writeError(res, refused.status, refused.code, refused.message);
     if (settings.requireIdentity && !hasForwardedIdentity(req)) return app(req, res);
-    res.setHeader('Access-Control-Allow-Origin', '*');
     toProxy(req, res, () => app(req, res));
-  };
+  });
   const server = createServer((req, res) => {
     if (ready) handle(req, res);
     else started.then(() => handle(req, res), () => res.destroy());
   });
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
   // Upgraded sockets leave the server's connection tracking: keep them, to close them on exit.
   const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (settings.requireIdentity && !hasForwardedIdentity(req)) {
-      writeRawError(socket, 401);
-      return;
-    }
+  const upgrade = guardUpgrades(log, (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refused = hosts?.refusal(req, true) ?? (settings.requireIdentity && !hasForwardedIdentity(req) ? unauthenticated() : undefined);
+    if (refused) return writeRawError(socket, refused.status, refused.code, refused.message);
     if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
-    writeRawError(socket, 404);
-  };
+    writeRawError(socket, 404, 'NOT_FOUND', 'there is no WebSocket at this path: use /ws/logs, /ws/logs/{id} or /vscode/{port}/');
+  });
   server.on('upgrade', (req, socket, head) => {
+    // Node leaves an upgraded socket without an error listener: a client gone meanwhile must not end the process.
+    socket.on('error', () => socket.destroy());
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     if (ready) upgrade(req, socket, head);

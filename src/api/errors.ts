@@ -1,5 +1,5 @@
 // One error type for everything a request can get wrong, turned into JSON by one handler.
-import http from 'node:http';
+import http, { type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** An error with an HTTP status and a stable code; its message says what to change. */
@@ -20,9 +20,15 @@ export class HttpError extends Error {
 export const notFound = (id: string): HttpError =>
   new HttpError(404, 'SERVER_NOT_FOUND', `no server has the id "${id}": list the servers with GET /servers`);
 
-/** The JSON body of an error answered outside express: `{"error":{"code":…,"message":…}}`. */
+/** The JSON body of an error answered outside express, the same envelope as express's: `{"status":"error","error":{…}}`. */
 export function errorBody(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message } });
+  return JSON.stringify({ status: 'error', error: { code, message } });
+}
+
+/** Answers a request with an error in the envelope, outside express (before it, or in the proxy). */
+export function writeError(res: ServerResponse, status: number, code: string, message: string): void {
+  const body = errorBody(code, message);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }
 
 /**

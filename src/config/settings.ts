@@ -1,5 +1,6 @@
 // The service's settings: environment variables for where things live, a config file for policy.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
@@ -33,6 +34,8 @@ export interface Settings {
   editorBin?: string;
   /** Refuse requests without the identity headers of the Databricks Apps front proxy. */
   requireIdentity: boolean;
+  /** DEVBOX_ALLOWED_HOSTS: host names besides loopback's and the bound address that requests may carry (local mode). */
+  allowedHosts?: string[];
   config: Config;
 }
 
@@ -94,6 +97,17 @@ function portFrom(value: string | undefined, name: string, fallback: number): nu
   return port;
 }
 
+/** DEVBOX_ALLOWED_HOSTS: comma-separated host names, IP addresses, or `.example.com` for a domain and all below it. */
+function allowedHostsFrom(value: string | undefined): string[] {
+  const entries = (value ?? '').split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (!/^\.?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/.test(entry) && isIP(entry.replace(/^\[|\]$/g, '')) === 0) {
+      throw new SettingsError(`DEVBOX_ALLOWED_HOSTS: "${entry}" is not a host name: give names such as devbox.example or .example.com (a domain and all below it), without scheme or port, separated by commas`);
+    }
+  }
+  return entries.map((entry) => entry.replace(/^\[|\]$/g, '').replace(/\.$/, ''));
+}
+
 /** Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app). */
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
@@ -107,6 +121,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     configFile,
     editorBin: env.DEVBOX_EDITOR_BIN || undefined,
     requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : Boolean(env.DATABRICKS_APP_PORT),
+    allowedHosts: allowedHostsFrom(env.DEVBOX_ALLOWED_HOSTS),
     config: loadConfig(configFile),
   };
 }

@@ -66,13 +66,16 @@ export class LogStreamServer {
    * unknown id or a bad ?tail= is answered with a plain HTTP error before any upgrade.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const match = PATH.exec(url.pathname);
+    // Not `new URL`: a request target such as "//" is no URL at all, and must only miss this route.
+    const target = req.url ?? '/';
+    const query = target.indexOf('?');
+    const match = PATH.exec(query < 0 ? target : target.slice(0, query));
     if (!match) return false;
+    const params = new URLSearchParams(query < 0 ? '' : target.slice(query + 1));
     let name: string | null = null;
     let tail: number;
     try {
-      tail = parseTailParam(url.searchParams.get('tail') ?? undefined);
+      tail = parseTailParam(params.get('tail') ?? undefined);
       if (match[1] !== undefined) {
         const id = decodeURIComponent(match[1]);
         const server = this.#resolve(id);

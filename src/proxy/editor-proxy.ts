@@ -4,10 +4,20 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { errorBody, writeRawError } from '../api/errors.ts';
+import { writeError, writeRawError } from '../api/errors.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
 export const SERVICE_COOKIE_PREFIX = 'devbox';
+
+/**
+ * Cookies of the service and of the Databricks Apps front door (`__Host-databricksapps`, its
+ * session, and `__Host-databricksapps_csrf`), in any case and with or without a `__Host-` or
+ * `__Secure-` prefix: an editor runs the user's code, which must not get them.
+ */
+const CREDENTIAL_COOKIE = new RegExp(`^(__host-|__secure-)?(${SERVICE_COOKIE_PREFIX}|databricksapps)`, 'i');
+
+/** Credentials meant for the service or a proxy in front of it. */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded-access-token'];
 
 export interface EditorProxyOptions {
   /** True only for the port of a managed editor that is running: nothing else is ever contacted. */
@@ -82,7 +92,7 @@ export class EditorProxy {
         return;
       }
       if (!this.#isRoutable(route.port)) {
-        sendError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+        writeError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
         return;
       }
       if (route.path === '') {
@@ -143,12 +153,11 @@ export class EditorProxy {
     this.#routes.set(req, route);
     req.url = `${route.path || '/'}${route.search}`;
     const headers = req.headers;
-    delete headers.authorization;
-    delete headers['x-forwarded-access-token'];
+    for (const name of CREDENTIAL_HEADERS) delete headers[name];
     if (headers.cookie !== undefined) {
       const kept = headers.cookie
         .split(';')
-        .filter((cookie) => !cookie.trim().startsWith(SERVICE_COOKIE_PREFIX))
+        .filter((cookie) => !CREDENTIAL_COOKIE.test(cookie.trim()))
         .join(';')
         .trim();
       if (kept === '') delete headers.cookie;
@@ -156,7 +165,8 @@ export class EditorProxy {
     }
     // A front proxy (Databricks Apps) sets these first; keep its values, they describe the browser.
     headers['x-forwarded-proto'] ??= (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-    headers['x-forwarded-host'] ??= headers.host;
+    // An HTTP/1.0 request may come without Host: then there is no original host to tell.
+    if (headers.host !== undefined) headers['x-forwarded-host'] ??= headers.host;
     headers['x-forwarded-prefix'] = route.prefix;
     const client = req.socket.remoteAddress;
     if (client) {
@@ -170,7 +180,7 @@ export class EditorProxy {
     if (res.writableEnded) return;
     // Too late for a status: cut the response so the browser sees a failure, not a short body.
     if (res.headersSent) res.destroy();
-    else sendError(res, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+    else writeError(res, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
   }
 
   // configurable-http-proxy style: expected network failures in one line, anything else with its stack.
@@ -217,8 +227,3 @@ const notRoutableMessage = (port: number): string =>
 const unavailableMessage = (port: number, err: Error): string =>
   `the editor on port ${port} did not answer (${(err as NodeJS.ErrnoException).code ?? err.message}); ` +
   'it may be starting or may have crashed: check GET /servers/{id}/health and its logs';
-
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  const body = errorBody(code, message);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
-}

@@ -3,8 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { loadSettings } from '../../src/config/settings.ts';
 import { request, startTestService, type TestService } from '../helpers/service.ts';
+import { rawRequest } from '../helpers/raw-http.ts';
 
 let service: TestService;
+
+const lines = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') + 'Connection: close\r\n';
 
 beforeAll(async () => {
   service = await startTestService({ requireIdentity: true });
@@ -27,6 +30,14 @@ describe('forwarded identity', () => {
     expect((await request(service.url, 'GET', '/vscode/8012/')).status).toBe(401);
     const signedIn = await request(service.url, 'GET', '/servers', undefined, { 'x-forwarded-email': 'ada@example.com' });
     expect(signedIn.status).toBe(200);
+  });
+
+  it("keeps the platform's rule only: its host name passes, with an identity", async () => {
+    const headers = { Host: 'devbox-1234.aws.databricksapps.com', 'X-Forwarded-Host': 'devbox-1234.aws.databricksapps.com' };
+    const signedIn = await rawRequest(service.port, `GET /servers HTTP/1.1\r\n${lines({ ...headers, 'X-Forwarded-Email': 'ada@example.com' })}\r\n`);
+    expect(signedIn.status).toBe(200);
+    const anonymous = await rawRequest(service.port, `GET /servers HTTP/1.1\r\n${lines(headers)}\r\n`);
+    expect(anonymous.status).toBe(401);
   });
 
   it('refuses WebSocket upgrades without them', async () => {

@@ -45,3 +45,16 @@ describe('the service port', () => {
     expect(() => loadSettings({ DATABRICKS_APP_PORT: 'x' })).toThrow('DATABRICKS_APP_PORT="x"');
   });
 });
+
+describe('DEVBOX_ALLOWED_HOSTS', () => {
+  it('lists host names, IP addresses and domains, lower case', () => {
+    expect(loadSettings({}).allowedHosts).toEqual([]);
+    expect(loadSettings({ DEVBOX_ALLOWED_HOSTS: ' Devbox.Example , .corp.example,10.0.0.5,[fd00::1], devbox.example.' }).allowedHosts)
+      .toEqual(['devbox.example', '.corp.example', '10.0.0.5', 'fd00::1', 'devbox.example']);
+  });
+
+  it.each(['http://devbox.example', 'devbox.example:8000', 'a b', '*.example.com'])('refuses "%s", saying how to write it', (value) => {
+    expect(() => loadSettings({ DEVBOX_ALLOWED_HOSTS: value })).toThrow(SettingsError);
+    expect(() => loadSettings({ DEVBOX_ALLOWED_HOSTS: value })).toThrow(/DEVBOX_ALLOWED_HOSTS: .* without scheme or port/);
+  });
+});

@@ -44,6 +44,7 @@ export interface SettingsOverrides {
   config?: ConfigOverrides;
   editorBin?: string;
   requireIdentity?: boolean;
+  allowedHosts?: string[];
 }
 
 export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
@@ -56,6 +57,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     dataDir: join(root, 'data'),
     editorBin: overrides.editorBin ?? STUB_EDITOR,
     requireIdentity: overrides.requireIdentity ?? false,
+    allowedHosts: overrides.allowedHosts,
     config: {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),

@@ -22,6 +22,25 @@ describe('headers passed to an editor', () => {
     expect(JSON.stringify(headers)).not.toMatch(/service-token|user-access-token|secret/);
   });
 
+  it("drops the platform's session cookies, Proxy-Authorization, and service cookies in any case or with a __Host- prefix", async () => {
+    const headers = {
+      'Proxy-Authorization': 'Basic cHJveHk6c2VjcmV0',
+      Cookie: '__Host-databricksapps=platform-session; __Host-databricksapps_csrf=platform-csrf; vscode-tkn=keep; ' +
+        `__Host-${SERVICE_COOKIE_PREFIX}-session=host-secret; ${SERVICE_COOKIE_PREFIX.toUpperCase()}_ID=upper-secret; __Secure-${SERVICE_COOKIE_PREFIX}=secure-secret`,
+    };
+    await request(`${ctx.service.base}/vscode/${ctx.target.port}/`, { headers });
+    const socket = new WebSocket(`ws://127.0.0.1:${ctx.service.port}/vscode/${ctx.target.port}/`, { headers });
+    try {
+      await opened(socket);
+    } finally {
+      socket.terminate();
+    }
+    for (const seen of [ctx.target.requests[0].headers, ctx.target.upgrades[0]]) {
+      expect(seen['proxy-authorization']).toBeUndefined();
+      expect(seen.cookie).toBe('vscode-tkn=keep');
+    }
+  });
+
   it('drops the cookie header when only service cookies were sent', async () => {
     await request(`${ctx.service.base}/vscode/${ctx.target.port}/`, { headers: { Cookie: `${SERVICE_COOKIE_PREFIX}-session=secret` } });
     expect(ctx.target.requests[0].headers.cookie).toBeUndefined();

@@ -1,0 +1,87 @@
+// Without the platform's sign-in, only the user's own browser may reach the service. A page on
+// another site can still point its own name at 127.0.0.1 (DNS rebinding) and then send requests
+// that carry that name in Host; refusing every Host that is not a name of this service stops it,
+// as webpack-dev-server's and Vite's allowedHosts do. WebSockets, which browsers open to any site,
+// also need an Origin of an allowed host, so a foreign page cannot open one to 127.0.0.1 itself.
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+import { HttpError } from './errors.ts';
+
+export interface AllowedHostsOptions {
+  /** The address the service is bound to (DEVBOX_HOST). */
+  boundHost: string;
+  /** DEVBOX_ALLOWED_HOSTS: names, or `.example.com` for that domain and all below it. */
+  extra?: string[];
+}
+
+/** Decides which Host and Origin names may reach the service. */
+export class AllowedHosts {
+  readonly #exact = new Set(['localhost', '127.0.0.1', '[::1]']);
+  readonly #domains: string[] = ['.localhost'];
+  /** Bound to every address: any IP literal is one of this machine's, and cannot be rebound. */
+  readonly #anyAddress: boolean;
+
+  constructor(options: AllowedHostsOptions) {
+    const bound = normalizeHostname(options.boundHost.includes(':') && !options.boundHost.startsWith('[') ? `[${options.boundHost}]` : options.boundHost);
+    this.#anyAddress = bound === '0.0.0.0' || bound === '[::]';
+    if (bound !== undefined && !this.#anyAddress) this.#exact.add(bound);
+    for (const entry of options.extra ?? []) {
+      if (entry.startsWith('.')) this.#domains.push(entry.toLowerCase());
+      else {
+        const name = normalizeHostname(isIP(entry) === 6 ? `[${entry}]` : entry);
+        if (name !== undefined) this.#exact.add(name);
+      }
+    }
+  }
+
+  /** True for a hostname (as in a Host header, without the port) this service answers to. */
+  allowsHostname(hostname: string): boolean {
+    if (this.#exact.has(hostname)) return true;
+    if (this.#domains.some((domain) => hostname.endsWith(domain) || hostname === domain.slice(1))) return true;
+    return this.#anyAddress && (isIP(hostname) === 4 || (hostname.startsWith('[') && isIP(hostname.slice(1, -1)) === 6));
+  }
+
+  /**
+   * Why this request may not reach the service (403), or undefined when it may. A request
+   * without Host (HTTP/1.0) did not come from a browser, which always sends one.
+   */
+  refusal(req: IncomingMessage, isUpgrade: boolean): HttpError | undefined {
+    const host = req.headers.host;
+    if (host !== undefined && !this.#allowsHost(host)) {
+      return new HttpError(403, 'HOST_NOT_ALLOWED',
+        `this service does not answer to the host "${printable(host)}": open it as http://localhost:${req.socket.localPort}/, ` +
+        'or add that name to DEVBOX_ALLOWED_HOSTS');
+    }
+    const origin = req.headers.origin;
+    if (isUpgrade && origin !== undefined && !this.#allowsOrigin(origin)) {
+      return new HttpError(403, 'ORIGIN_NOT_ALLOWED',
+        `WebSockets are not accepted from pages of "${printable(origin)}": open the page from this service, ` +
+        'or add its host to DEVBOX_ALLOWED_HOSTS');
+    }
+    return undefined;
+  }
+
+  #allowsHost(host: string): boolean {
+    const match = /^(\[[^\]]*\]|[^:]*)(?::\d*)?$/.exec(host.trim());
+    const hostname = match ? normalizeHostname(match[1]) : undefined;
+    return hostname !== undefined && this.allowsHostname(hostname);
+  }
+
+  #allowsOrigin(origin: string): boolean {
+    if (!URL.canParse(origin)) return false; // "null" too: a sandboxed or file:// page
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && this.allowsHostname(url.hostname.replace(/\.$/, ''));
+  }
+}
+
+/** Lower case, without one trailing dot; undefined for an empty name. */
+function normalizeHostname(name: string): string | undefined {
+  const hostname = name.toLowerCase().replace(/\.$/, '');
+  return hostname === '' ? undefined : hostname;
+}
+
+/** A header value fit for a message: visible ASCII only, bounded. */
+function printable(value: string): string {
+  const safe = value.replace(/[^\x20-\x7e]/g, '?');
+  return safe.length > 100 ? `${safe.slice(0, 100)}…` : safe;
+}

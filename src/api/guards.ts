@@ -1,0 +1,71 @@
+// The last line of defence of the HTTP server: no request, however malformed, ends the process.
+// Handlers are meant to answer every request themselves; these only catch what slips through.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { writeError, writeRawError } from './errors.ts';
+
+const INTERNAL_MESSAGE = 'the service failed to handle this request; its log has the details';
+
+/** Wraps a request listener: a throw is logged with its stack and answered 500, and the service goes on. */
+export function guardRequests(
+  log: (message: string) => void,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    try {
+      handle(req, res);
+    } catch (error) {
+      log(`${req.method} ${req.url} failed: ${(error as Error)?.stack ?? error}`);
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.shouldKeepAlive = false;
+      writeError(res, 500, 'INTERNAL', INTERNAL_MESSAGE);
+    }
+  };
+}
+
+/** Wraps an upgrade listener the same way; a socket already answered or upgraded is only closed. */
+export function guardUpgrades(
+  log: (message: string) => void,
+  handle: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
+): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  return (req, socket, head) => {
+    try {
+      handle(req, socket, head);
+    } catch (error) {
+      log(`upgrade ${req.method} ${req.url} failed: ${(error as Error)?.stack ?? error}`);
+      if (!socket.writable || ((socket as { bytesWritten?: number }).bytesWritten ?? 0) > 0) socket.destroy();
+      else writeRawError(socket, 500, 'INTERNAL', INTERNAL_MESSAGE);
+    }
+  };
+}
+
+/**
+ * The server's 'clientError' listener: a request Node's parser refuses (a bad request line, a
+ * header without a colon, an unknown HTTP version, headers over 16 KiB) gets a 4xx in the error
+ * envelope when the socket can still take one, as Node's own default would without the body.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const inProgress = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inProgress?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] = describeClientError(error);
+  writeRawError(socket, status, code, message);
+}
+
+function describeClientError(error: NodeJS.ErrnoException): [number, string, string] {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'HEADERS_TOO_LARGE', `the request's headers are larger than ${http.maxHeaderSize} bytes: send fewer or shorter headers`];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'BODY_TOO_LARGE', 'the chunk extensions of the request body are too large: send the body without them'];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'REQUEST_TIMEOUT', 'the request did not arrive in time: send the whole request at once'];
+    default:
+      return [400, 'BAD_REQUEST', `the request is not valid HTTP/1.1 (${error.code ?? error.message}): send a well-formed request line and headers`];
+  }
+}
