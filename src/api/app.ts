@@ -1,6 +1,7 @@
 // The express application: CORS, JSON bodies, the routes, and one error handler.
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { HttpError } from './errors.ts';
+import { BODY_LIMITS, boundBodyCost } from './validation.ts';
 
 /** Every response allows all origins; preflights are answered here. */
 export const cors: RequestHandler = (req, res, next) => {
@@ -24,7 +25,7 @@ export function errorHandler(log: (message: string) => void): ErrorRequestHandle
     } else if (error?.type === 'entity.parse.failed') {
       http = new HttpError(400, 'INVALID_JSON', `the request body is not valid JSON: ${error.message}`);
     } else if (error?.type === 'entity.too.large') {
-      http = new HttpError(413, 'BODY_TOO_LARGE', `the request body is larger than ${error.limit} bytes`);
+      http = new HttpError(413, 'BODY_TOO_LARGE', `the request body is larger than ${error.limit} bytes: send a smaller body`);
     } else if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
       http = new HttpError(error.status, 'BAD_REQUEST', error.message);
     } else {
@@ -55,7 +56,7 @@ export function createApp(parts: AppParts): express.Express {
   app.set('etag', false);
   app.use(cors);
   for (const handler of parts.before ?? []) app.use(handler);
-  app.use(express.json({ limit: '1mb' }));
+  app.use(express.json({ limit: BODY_LIMITS.maxBytes }), boundBodyCost);
   for (const router of parts.routers) app.use(router);
   app.use((req, _res, next) => next(new HttpError(404, 'NOT_FOUND', `no route for ${req.method} ${req.path}`)));
   app.use(errorHandler(parts.log));

@@ -13,7 +13,7 @@ import type { StatsSampler } from '../runtime/stats.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import { formatLogLine, parseLinesParam, type LogHub } from '../logs/index.ts';
 import { HttpError, notFound } from './errors.ts';
-import { checkBody, compileBodySchema } from './validation.ts';
+import { checkBody, checkSettings, compileBodySchema } from './validation.ts';
 import { createdView, lifecycleView, serverView, statusOf } from './views.ts';
 
 export interface ServersDeps {
@@ -104,6 +104,7 @@ export function serversRouter(deps: ServersDeps): Router {
 
   router.post('/servers', async (req, res) => {
     const body = checkBody(validateCreate, req.body);
+    checkSettings(body.settings);
     const unknownGroups = unknownExtensionGroups(deps.extensionGroups, body.extension_groups);
     if (unknownGroups.length > 0) {
       throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);

@@ -1,6 +1,7 @@
 // Validates manifests against schemas/editorserver.schema.json, compiled once at start-up.
 import { Ajv, type ErrorObject } from 'ajv';
 import { readProjectJson } from '../project.ts';
+import { settingsProblems } from './limits.ts';
 import type { EditorServer } from './types.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
@@ -24,6 +25,9 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): string
 /** Returns the list of problems with a parsed manifest, empty when it is valid. */
 export function validateManifest(value: unknown, fileName?: string): string[] {
   const problems = validate(value) ? [] : describeErrors(validate.errors);
+  // Beyond what JSON Schema can say; the same limits as POST /servers, so no file carries what the API refuses.
+  const settings = (value as EditorServer | null)?.spec?.settings;
+  if (settings !== null && typeof settings === 'object') problems.push(...settingsProblems(settings).map((p) => `spec.settings: ${p}`));
   const name = (value as EditorServer | null)?.metadata?.name;
   if (fileName !== undefined && typeof name === 'string' && name !== fileName) {
     problems.push(`metadata.name: "${name}" must equal the file name "${fileName}"`);
