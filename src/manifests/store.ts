@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Document, isMap, isScalar, parseAllDocuments, parseDocument, stringify, type Pair, type YAMLMap } from 'yaml';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { validateManifest } from './schema.ts';
+import { duplicateKeys } from './unique-keys.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
 export const MANIFEST_EXT = '.yaml';
@@ -27,7 +28,8 @@ const MAX_ATTEMPTS = 5;
 export function parseManifest(name: string, text: string): ManifestRead {
   let docs;
   try {
-    docs = parseAllDocuments(text, { prettyErrors: true });
+    // The library's duplicate-key check is quadratic; duplicateKeys() below is not.
+    docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: false });
   } catch (error) {
     return { kind: 'invalid', name, text, errors: [String((error as Error).message)] };
   }
@@ -37,9 +39,8 @@ export function parseManifest(name: string, text: string): ManifestRead {
     return { kind: 'invalid', name, text, errors: [`the file holds ${docs.length} YAML documents: keep exactly one`] };
   }
   const doc = docs[0];
-  if (doc.errors.length > 0) {
-    return { kind: 'invalid', name, text, errors: doc.errors.map((e) => e.message) };
-  }
+  const syntax = [...doc.errors.map((e) => e.message), ...duplicateKeys(doc, text)];
+  if (syntax.length > 0) return { kind: 'invalid', name, text, errors: syntax };
   let value: unknown;
   try {
     value = doc.toJS();
@@ -133,7 +134,7 @@ export class ManifestStore {
    */
   async update(name: string, mutate: (doc: Document, server: EditorServer) => boolean | void): Promise<WriteResult> {
     return this.rewrite(name, (text, server) => {
-      const doc = parseDocument(text);
+      const doc = parseDocument(text, { uniqueKeys: false });
       if (mutate(doc, server) === false) return text;
       return doc.toString({ lineWidth: 0 });
     });
@@ -240,7 +241,7 @@ function topLevelPair(doc: Document, key: string): { map: YAMLMap; index: number
 /** Splices a fresh `status:` block in place of the old one, which the controller keeps last. */
 export function replaceStatus(text: string, status: EditorServerStatus): string {
   const block = stringify({ status }, { lineWidth: 0 });
-  const doc = parseDocument(text);
+  const doc = parseDocument(text, { uniqueKeys: false });
   const found = topLevelPair(doc, 'status');
   // A flow-style (or JSON) manifest cannot take a block appended after it.
   if (!isMap(doc.contents) || doc.contents.flow) {
@@ -259,7 +260,7 @@ export function replaceStatus(text: string, status: EditorServerStatus): string 
 
 /** Adds `uid:` on the line after `name:` in a block-style metadata map. */
 export function insertUid(text: string, uid: string): string {
-  const doc = parseDocument(text);
+  const doc = parseDocument(text, { uniqueKeys: false });
   const metadata = topLevelPair(doc, 'metadata')?.pair.value;
   if (isMap(metadata) && !metadata.flow) {
     const namePair = metadata.items.find((p) => isScalar(p.key) && p.key.value === 'name');
