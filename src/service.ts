@@ -16,7 +16,7 @@ import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { AllowedHosts } from './api/allowed-hosts.ts';
+import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
 import { writeError, writeRawError } from './api/errors.ts';
 import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
@@ -145,23 +145,34 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // A request without the identity the deployment requires goes to express, which refuses it.
   // Only express adds CORS headers: the API's, never an editor's.
   const toProxy = proxy.middleware();
-  const handle = guardRequests(log, (req: IncomingMessage, res: ServerResponse) => {
-    const refused = hosts?.refusal(req, false);
-    if (refused) return writeError(res, refused.status, refused.code, refused.message);
-    if (settings.requireIdentity && !hasForwardedIdentity(req)) return app(req, res);
-    toProxy(req, res, () => app(req, res));
+  // Express gives up on a request target it cannot parse (such as "http://et[/servers") without
+  // running any handler of ours; that one is answered here, in the envelope.
+  const api = app as unknown as (req: IncomingMessage, res: ServerResponse, last: () => void) => void;
+  const toApp = (req: IncomingMessage, res: ServerResponse) => api(req, res, () => {
+    if (res.headersSent) res.destroy();
+    else writeError(res, 400, 'BAD_REQUEST', 'the request target is not a path this service can read: send one such as /servers');
   });
-  const server = createServer((req, res) => {
+  const handle = guardRequests(log, (req: IncomingMessage, res: ServerResponse) => {
+    const refused = missingHost(req) ?? hosts?.refusal(req, false);
+    if (refused) return writeError(res, refused.status, refused.code, refused.message);
+    if (settings.requireIdentity && !hasForwardedIdentity(req)) return toApp(req, res);
+    toProxy(req, res, () => toApp(req, res));
+  });
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
     if (ready) handle(req, res);
     else started.then(() => handle(req, res), () => res.destroy());
   });
   server.keepAliveTimeout = 65_000;
+  // What Node answers by itself otherwise, in a bare 400 or 417: here in the error envelope.
   server.on('clientError', answerClientError);
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    writeError(res, 417, 'EXPECTATION_FAILED', 'the only expectation this service meets is "Expect: 100-continue": leave the Expect header out');
+  });
   // Upgraded sockets leave the server's connection tracking: keep them, to close them on exit.
   const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.
   const upgrade = guardUpgrades(log, (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const refused = hosts?.refusal(req, true) ?? (settings.requireIdentity && !hasForwardedIdentity(req) ? unauthenticated() : undefined);
+    const refused = missingHost(req) ?? hosts?.refusal(req, true) ?? (settings.requireIdentity && !hasForwardedIdentity(req) ? unauthenticated() : undefined);
     if (refused) return writeRawError(socket, refused.status, refused.code, refused.message);
     if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
     writeRawError(socket, 404, 'NOT_FOUND', 'there is no WebSocket at this path: use /ws/logs, /ws/logs/{id} or /vscode/{port}/');

@@ -74,6 +74,15 @@ export class AllowedHosts {
   }
 }
 
+/**
+ * HTTP/1.1 requires a Host header. Node's own check answers 400 without a body, so the service
+ * turns it off (requireHostHeader: false) and refuses here, in the error envelope.
+ */
+export function missingHost(req: IncomingMessage): HttpError | undefined {
+  if (req.httpVersion !== '1.1' || req.headers.host !== undefined) return undefined;
+  return new HttpError(400, 'BAD_REQUEST', `an HTTP/1.1 request needs a Host header: send Host: localhost:${req.socket.localPort}`);
+}
+
 /** Lower case, without one trailing dot; undefined for an empty name. */
 function normalizeHostname(name: string): string | undefined {
   const hostname = name.toLowerCase().replace(/\.$/, '');

@@ -59,6 +59,11 @@ export class LogStreamServer {
     this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
     this.#pingTimer = setInterval(() => this.#ping(), options.pingIntervalMs ?? 30_000);
     this.#pingTimer.unref();
+    // A handshake ws refuses (a POST, a bad key or version) gets the error envelope, not ws's HTML.
+    this.#wss.on('wsClientError', (error, socket, req) => {
+      writeRawError(socket, req.method === 'GET' ? 400 : 405, 'BAD_HANDSHAKE',
+        `${error.message}: open the log stream with a WebSocket client (GET, Upgrade: websocket, Sec-WebSocket-Version: 13)`);
+    });
   }
 
   /**

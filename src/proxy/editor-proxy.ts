@@ -43,7 +43,8 @@ interface Route {
 type Next = (err?: unknown) => void;
 
 const ROUTE = /^\/(vscode|editor)\/(\d{1,5})(\/.*)?$/;
-const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']);
+// EPIPE: the editor answered and closed before the whole request body was sent.
+const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
 
 /** Streams HTTP requests and WebSocket upgrades to editors over a bounded keep-alive pool. */
 export class EditorProxy {

@@ -16,7 +16,7 @@ export interface RawAnswer {
  * at most `timeoutMs` (a keep-alive or upgraded connection stays open: the first answer is enough
  * then, so the socket is closed once a whole response head and its announced body are in).
  */
-export function rawRequest(port: number, request: string | Buffer, timeoutMs = 5000): Promise<RawAnswer> {
+export function rawRequest(port: number, request: string | Buffer, timeoutMs = 5000, endAfterWrite = false): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const socket = connect(port, '127.0.0.1');
@@ -26,7 +26,8 @@ export function rawRequest(port: number, request: string | Buffer, timeoutMs = 5
       resolve(parseAnswer(Buffer.concat(chunks).toString('latin1')));
     };
     const timer = setTimeout(finish, timeoutMs);
-    socket.on('connect', () => socket.write(request));
+    // endAfterWrite: a client that sends nothing more (half-close), rather than one that waits.
+    socket.on('connect', () => (endAfterWrite ? socket.end(request) : socket.write(request)));
     socket.on('data', (chunk) => {
       chunks.push(chunk);
       if (completeResponse(Buffer.concat(chunks).toString('latin1'))) finish();
@@ -51,8 +52,11 @@ function parseAnswer(text: string): RawAnswer {
   const end = text.indexOf('\r\n\r\n');
   let body: unknown;
   if (end >= 0) {
+    // Only the first response's body: a pipelined rest of the request may have got a second one.
+    const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end));
+    const raw = text.slice(end + 4, length ? end + 4 + Number(length[1]) : undefined);
     try {
-      body = JSON.parse(Buffer.from(text.slice(end + 4), 'latin1').toString('utf8'));
+      body = JSON.parse(Buffer.from(raw, 'latin1').toString('utf8'));
     } catch {
       // not JSON
     }

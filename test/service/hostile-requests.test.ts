@@ -54,6 +54,22 @@ describe('hostile requests', () => {
     await expectStillServing();
   });
 
+  it('answers in the error envelope what Node, ws and express would answer bare', async () => {
+    const host = `Host: 127.0.0.1:${service.port}\r\n`;
+    for (const [request, status, code] of [
+      ['GET /servers HTTP/1.1\r\n\r\n', 400, 'BAD_REQUEST'], // no Host
+      [`POST /servers HTTP/1.1\r\n${host}Expect: nonsense\r\nContent-Length: 2\r\n\r\n{}`, 417, 'EXPECTATION_FAILED'],
+      [`POST /ws/logs HTTP/1.1\r\n${host}${UPGRADE}\r\n`, 405, 'BAD_HANDSHAKE'],
+      [`GET /ws/logs HTTP/1.1\r\n${host}${UPGRADE.replace('dGhlIHNhbXBsZSBub25jZQ==', 'short')}\r\n`, 400, 'BAD_HANDSHAKE'],
+      [`GET http://et[/servers HTTP/1.1\r\n${host}\r\n`, 400, 'BAD_REQUEST'],
+    ] as const) {
+      const answer = await rawRequest(service.port, request);
+      expect(answer.status, request).toBe(status);
+      expect(answer.body, request).toMatchObject({ status: 'error', error: { code } });
+    }
+    await expectStillServing();
+  });
+
   it('logs a fault that slips through to the last-resort guard, answers 500 and keeps serving', async () => {
     const reconciler = service.controller.reconciler;
     const isRunningPort = reconciler.isRunningPort;
