@@ -6,7 +6,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHealth } from '../src/runtime/health.ts';
-import { editorArguments, stopEditor } from '../src/runtime/processes.ts';
+import { editorArguments, stopProcessGroup } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
 import { freePort } from '../test/helpers/net.ts';
 import { benchPorts, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
@@ -31,7 +31,7 @@ async function directStart(bin: string): Promise<number> {
   while (!(await checkHealth(port, 1000)).ok) await sleep(10);
   const elapsed = performance.now() - started;
   const identity = identityOf(child.pid!)!;
-  await stopEditor(identity, 5000, dir);
+  await stopProcessGroup(identity, 5000);
   await fs.rm(dir, { recursive: true, force: true });
   return elapsed;
 }

@@ -222,8 +222,9 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
   const stdoutPath = join(root, 'editor.out.log');
   const stderrPath = join(root, 'editor.err.log');
   const graceMs = config.editor.stopGraceSeconds * 1000;
+  const name = 'doctor';
   const cleanUp = async () => {
-    if (identity) await runtime.stop(identity, graceMs);
+    if (identity) await runtime.stop(name, identity, graceMs);
     runtime.dispose();
   };
   // Ctrl-C while waiting must not leave an editor behind.
@@ -231,7 +232,6 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const name = 'doctor';
     const workspacePath = await ensureWorkspace(layout, name);
     const folders = layout.editor(name);
     const port = await freePort();

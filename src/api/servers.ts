@@ -91,7 +91,10 @@ export function serversRouter(deps: ServersDeps): Router {
     res.json(list);
   });
 
-  /** Every manifest file with its problems, so a broken hand edit is visible without the log. */
+  /**
+   * Every manifest file with its problems, so a broken hand edit is visible without the log,
+   * and what the controller noticed (a copied uid or status, a missing file).
+   */
   router.get('/manifests', (_req, res) => {
     res.json([...reconciler.records.values()].map((r) => ({
       name: r.name,
@@ -99,6 +102,7 @@ export function serversRouter(deps: ServersDeps): Router {
       id: r.server?.metadata.uid ?? null,
       valid: r.problems === undefined,
       errors: r.problems ?? [],
+      warnings: [...(r.warnings ?? []), ...(r.absence ? [r.absence] : [])],
     })));
   });
 
@@ -214,10 +218,8 @@ export function serversRouter(deps: ServersDeps): Router {
       if (server.metadata.deletionTimestamp) return false;
       doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
     });
-    if (result === 'invalid') {
-      // An invalid manifest cannot be marked; removing the file is the same request.
-      await store.remove(record.name);
-    }
+    // A file that is missing or invalid cannot carry the mark: the controller is told instead.
+    if (result === 'invalid' || result === 'missing') reconciler.requestDeletion(record.name);
     controller.enqueue(record.name);
     const done = await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
     res.status(done === undefined ? 200 : 202).json({

@@ -16,7 +16,7 @@ export interface Config {
     maxRestartBackoffSeconds: number;
     crashLoopRestarts: number;
   };
-  controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number };
+  controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
   extensionGroups: Record<string, string[]>;
   ui: Record<string, unknown>;
   packagedAssets: Record<string, unknown>;
@@ -42,7 +42,7 @@ export interface Settings {
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
-  controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2 },
+  controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
     python: ['ms-python.python'],
     jupyter: ['ms-toolsai.jupyter'],

@@ -4,11 +4,14 @@ import { promises as fs } from 'node:fs';
 import { basename, join } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
-import type { EditorRuntime } from '../runtime/processes.ts';
+import type { EditorServer } from '../manifests/types.ts';
+import type { DiscoveredEditor, EditorRuntime } from '../runtime/processes.ts';
 import { WorkQueue } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
 const RECHECK_MS = 250;
+/** How often the manifests folder itself is looked at (gone, back, or replaced by another). */
+const FOLDER_CHECK_MS = 1000;
 
 export interface ControllerOptions {
   store: ManifestStore;
@@ -29,6 +32,10 @@ export class Controller {
   /** Pending second looks at a manifest after our own write, by name. */
   private readonly rechecks = new Map<string, NodeJS.Timeout>();
   private resyncTimer: NodeJS.Timeout | undefined;
+  /** The manifests folder's identity (device and inode) when last looked at; undefined while it is missing. */
+  private folder: string | undefined;
+  private folderTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
 
   constructor(options: ControllerOptions) {
     this.options = options;
@@ -65,27 +72,59 @@ export class Controller {
     await fs.mkdir(store.dir, { recursive: true });
     await this.removeStaleTemporaries();
 
+    await reconciler.loadIdentities();
+    this.folder = await store.folderIdentity();
+
     // List first, so every recorded port is held before anything is allocated.
     const names = await store.list();
     const reads = await Promise.all(names.map((n) => store.read(n)));
-    for (const read of reads) if (read.kind === 'ok') reconciler.prime(read.server);
+    const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
+    const orphans = await this.adoptRunningEditors(new Set(names), servers);
 
-    await this.adoptRunningEditors(new Set(names), reads);
+    await this.watchFolder();
+    for (const name of [...names, ...orphans]) this.queue.add(name);
+    this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
+    this.resyncTimer.unref();
+    this.folderTimer = setInterval(() => void this.checkFolder(), FOLDER_CHECK_MS);
+    this.folderTimer.unref();
+  }
 
-    this.watcher = watch(store.dir, {
+  private async watchFolder(): Promise<void> {
+    const { store } = this.options;
+    await this.watcher?.close();
+    const watcher = watch(store.dir, {
       ignoreInitial: true,
       depth: 0,
       // A link in the folder is reported, never followed (it may lead anywhere).
       followSymlinks: false,
       ignored: (path, stats) => basename(path).startsWith('.') || (stats?.isFile() === true && !path.endsWith(MANIFEST_EXT)),
     });
-    this.watcher.on('all', (_event, path) => void this.onFileEvent(path));
-    this.watcher.on('error', (error) => this.log(`watching ${store.dir} failed: ${(error as Error).message}`));
-    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    this.watcher = watcher;
+    watcher.on('all', (_event, path) => void this.onFileEvent(path));
+    watcher.on('error', (error) => this.log(`watching ${store.dir} failed: ${(error as Error).message}`));
+    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  }
 
-    for (const name of names) this.queue.add(name);
-    this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
-    this.resyncTimer.unref();
+  /**
+   * Notices the manifests folder going (a failed mount, a move) and coming back, or being
+   * replaced by another (a git checkout): says so once, watches the folder that is there now,
+   * and looks at every server again. While it is away, servers are paused, not deleted.
+   */
+  private async checkFolder(): Promise<void> {
+    const { store } = this.options;
+    const now = await store.folderIdentity();
+    if (now === this.folder || this.stopping) return;
+    const before = this.folder;
+    this.folder = now;
+    if (now === undefined) {
+      this.log(`manifests folder ${store.dir} is missing (moved, deleted or not mounted?): every server is paused; no editor is stopped and no file is deleted until it is back`);
+      return;
+    }
+    this.log(before === undefined
+      ? `manifests folder ${store.dir} is back: resuming`
+      : `manifests folder ${store.dir} was replaced by another folder: watching the new one; servers whose manifest is not in it stay paused until it is`);
+    await this.watchFolder();
+    await this.resync();
   }
 
   /** Re-lists the folder and queues every name, so a missed event (or deletion) still shows up. */
@@ -141,7 +180,9 @@ export class Controller {
    * Stopped (ServiceShutdown), so the next start brings back what the manifests ask for.
    */
   async stop(options: { stopEditors?: boolean } = {}): Promise<void> {
+    this.stopping = true;
     clearInterval(this.resyncTimer);
+    clearInterval(this.folderTimer);
     for (const timer of this.rechecks.values()) clearTimeout(timer);
     this.rechecks.clear();
     this.queue.stop();
@@ -188,39 +229,48 @@ export class Controller {
 
   /**
    * Editors outlive the controller. Keep the one each manifest recorded (or, after a crash
-   * between launch and status write, the one on its port); stop the rest.
+   * between launch and status write, the one on its port) and stop the others a manifest has;
+   * one whose manifest is missing is stopped only after the grace period, as for a file that
+   * just went. Only editors /proc shows this service launched are ever found here. Returns the
+   * names of those without a manifest.
    */
-  private async adoptRunningEditors(names: Set<string>, reads: Awaited<ReturnType<ManifestStore['read']>>[]): Promise<void> {
+  private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<string[]> {
     const { runtime, reconciler } = this.options;
-    const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
-    const adopted = new Set<string>();
-    const extras = [];
+    const adopted = new Map<string, DiscoveredEditor>();
+    const orphans = new Map<string, DiscoveredEditor>();
+    const extras: DiscoveredEditor[] = [];
     const found = runtime.discover();
     // Recorded identities first, so a stray twin never wins over the recorded process.
     found.sort((a, b) => Number(isRecorded(servers.get(b.name), b.identity.pid)) - Number(isRecorded(servers.get(a.name), a.identity.pid)));
     for (const editor of found) {
       const server = servers.get(editor.name);
       if (!names.has(editor.name)) {
-        extras.push(editor);
+        if (orphans.has(editor.name)) extras.push(editor);
+        else orphans.set(editor.name, editor);
         continue;
       }
       if (!server) continue; // invalid manifest: leave its editor alone
-      const status = server.status;
-      const port = server.spec.port ?? status?.port;
+      const port = server.spec.port ?? server.status?.port;
       const keep = !adopted.has(editor.name) && server.spec.running && !server.metadata.deletionTimestamp
         && (isRecorded(server, editor.identity.pid) || (editor.port !== undefined && editor.port === port));
-      if (keep) {
-        adopted.add(editor.name);
-        reconciler.adopt(editor.name, editor.identity);
-        this.log(`adopted running editor ${editor.name} (pid ${editor.identity.pid})`);
-      } else {
-        extras.push(editor);
-      }
+      if (keep) adopted.set(editor.name, editor);
+      else extras.push(editor);
+    }
+    // Servers with a running editor take their uid and port first: a copy of their manifest never does.
+    for (const name of adopted.keys()) reconciler.prime(servers.get(name)!, this.folder);
+    for (const [name, server] of servers) if (!adopted.has(name)) reconciler.prime(server, this.folder);
+    for (const editor of adopted.values()) {
+      reconciler.adopt(editor.name, editor.identity, editor.port);
+      this.log(`adopted running editor ${editor.name} (pid ${editor.identity.pid})`);
+    }
+    for (const editor of orphans.values()) {
+      reconciler.adoptOrphan(editor.name, editor.identity, editor.port, this.folder);
     }
     await Promise.all(extras.map((editor) => {
       this.log(`stopping editor pid ${editor.identity.pid} (${editor.name}): no manifest wants it`);
-      return runtime.stop(editor.identity, this.options.stopGraceMs);
+      return runtime.stop(editor.name, editor.identity, this.options.stopGraceMs);
     }));
+    return [...orphans.keys()];
   }
 
   private async removeStaleTemporaries(): Promise<void> {

@@ -1,6 +1,5 @@
 // reconcile(name): read the manifest and the real process, make one step of progress toward the
 // spec, and write status back when it changed. Level-triggered and idempotent.
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { promises as fs } from 'node:fs';
 import { unknownExtensionGroups, type Config } from '../config/settings.ts';
@@ -12,6 +11,7 @@ import { checkHealth, waitHealthy } from '../runtime/health.ts';
 import type { EditorRuntime, ExitInfo, ProcessIdentity } from '../runtime/processes.ts';
 import { ensureWorkspace, removeServerFiles, type DataLayout } from '../workspace/layout.ts';
 import { deriveConditions } from './conditions.ts';
+import { ServerIdentities, type ResolvedUid } from './identity.ts';
 import type { PortAllocator, PortProbe } from './ports.ts';
 import type { ReconcileResult } from './queue.ts';
 
@@ -31,11 +31,21 @@ export interface ServerRecord {
   name: string;
   server?: EditorServer;
   problems?: string[];
+  /** What the controller noticed and did about the file (a copied uid or status), newest last. */
+  warnings?: string[];
+  /** Set while the file (or the whole folder) is missing: what happens next. */
+  absence?: string;
 }
 
 /** Facts about a server that live only in memory. */
 interface Live {
   identity?: ProcessIdentity;
+  /** The port the live editor listens on (from its launch or its command line). */
+  port?: number;
+  /** The manifests folder (device and inode) the file was last read from. */
+  seenIn?: string;
+  /** Since when the file has been missing from the folder it was in. */
+  missingSince?: number;
   healthy: boolean;
   probe?: symbol;
   probeFailed?: string;
@@ -73,17 +83,26 @@ const EXIT_WAIT_MS = 1000;
 const UNHEALTHY_RECHECK_MS = 10_000;
 /** An editor that stays up this long forgets its earlier crashes. */
 const STABLE_AFTER_MS = 60_000;
+/** How often a server paused by a missing manifests folder looks again. */
+const FOLDER_RECHECK_MS = 2000;
+/** Warnings kept per record for GET /manifests. */
+const MAX_WARNINGS = 5;
 
 export class Reconciler extends EventEmitter {
   readonly records = new Map<string, ServerRecord>();
   private readonly lives = new Map<string, Live>();
-  private readonly byUid = new Map<string, string>();
+  /** Names whose deletion was asked for while their file is missing or invalid (it cannot carry the mark). */
+  private readonly deletions = new Set<string>();
+  /** Pids of editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
+  private readonly stoppedWhileMissing = new Map<string, number>();
+  private readonly identities: ServerIdentities;
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
     super();
     this.setMaxListeners(0);
     this.deps = deps;
+    this.identities = new ServerIdentities(deps.layout);
     deps.runtime.onExit((name, identity, exit) => {
       const live = this.lives.get(name);
       if (live?.identity?.pid === identity.pid) live.lastExit = exit;
@@ -92,7 +111,24 @@ export class Reconciler extends EventEmitter {
   }
 
   nameOfUid(uid: string): string | undefined {
-    return this.byUid.get(uid);
+    return this.identities.nameOf(uid);
+  }
+
+  get ports(): PortAllocator {
+    return this.deps.ports;
+  }
+
+  /** Reads the uids kept in the data folder; call before the first prime or reconcile. */
+  loadIdentities(): Promise<void> {
+    return this.identities.load();
+  }
+
+  /**
+   * Deletes the server on its next reconcile although its file is missing or invalid and so
+   * cannot carry metadata.deletionTimestamp (DELETE /servers/{id} asked for it).
+   */
+  requestDeletion(name: string): void {
+    this.deletions.add(name);
   }
 
   /** Live pids of running editors, for the stats sampler. */
@@ -100,9 +136,10 @@ export class Reconciler extends EventEmitter {
     return [...this.lives.values()].flatMap((l) => (l.identity ? [l.identity.pid] : []));
   }
 
+  /** True when the server's editor runs, checked in /proc to be the one launched for this server. */
   isProcessAlive(name: string): boolean {
     const identity = this.lives.get(name)?.identity;
-    return identity !== undefined && this.deps.runtime.isAlive(identity);
+    return identity !== undefined && this.deps.runtime.owns(name, identity) !== undefined;
   }
 
   /**
@@ -130,40 +167,73 @@ export class Reconciler extends EventEmitter {
     return this.lives.get(name)?.identity !== undefined && (phase === 'Running' || phase === 'Starting');
   }
 
-  /** Takes over an editor that was already running when the controller started. */
-  adopt(name: string, identity: ProcessIdentity): void {
-    this.live(name).identity = identity;
+  /** Takes over an editor that was already running (verified in /proc to be this server's). */
+  adopt(name: string, identity: ProcessIdentity, port: number | undefined): void {
+    const live = this.live(name);
+    live.identity = identity;
+    live.port = port;
     this.deps.runtime.watch(name, identity);
   }
 
-  /** Remembers a valid manifest read at start-up and holds its port before anyone allocates. */
-  prime(server: EditorServer): void {
+  /**
+   * Takes over an editor found at start-up whose manifest is missing: like a file that just
+   * went, it is stopped after the grace period unless the file appears. Its port stays held.
+   */
+  adoptOrphan(name: string, identity: ProcessIdentity, port: number | undefined, folder: string | undefined): void {
+    this.adopt(name, identity, port);
+    const live = this.live(name);
+    live.seenIn = folder;
+    live.missingSince = Date.now();
+    if (port !== undefined) this.deps.ports.reserve(name, port);
+    this.log(`editor ${name} (pid ${identity.pid}) has no manifest: it is stopped in ${this.deps.config.controller.orphanGraceSeconds} s unless ${this.deps.store.fileOf(name)} appears; its files are kept`);
+  }
+
+  /**
+   * Remembers a valid manifest read at start-up, gives it its uid and holds its port before
+   * anyone allocates. A status copied from another server holds nothing.
+   */
+  prime(server: EditorServer, folder?: string): void {
     const name = server.metadata.name;
+    const resolved = this.identities.resolve(name, server.metadata.uid);
+    if (this.inheritedStatus(name, server, resolved) !== undefined) delete server.status;
+    server.metadata.uid = resolved.uid;
     this.setRecord({ name, server });
+    if (folder !== undefined) this.live(name).seenIn = folder;
     const port = server.spec.port ?? server.status?.port;
     if (port !== undefined) this.deps.ports.reserve(name, port);
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
     const read = await this.deps.store.read(name);
-    if (read.kind === 'missing') return this.finalize(name);
-    if (read.kind === 'invalid') return this.markInvalid(name, read.errors);
-
-    const server = read.server;
-    const record = this.setRecord({ name, server });
-    const uid = server.metadata.uid ?? randomUUID();
-    const displayName = server.spec.displayName ?? name;
-    this.deps.logs.track({ name, id: uid, displayName });
-    if (server.metadata.deletionTimestamp) {
-      await this.teardown(name, server);
-      await this.deps.store.remove(name);
-      return this.forget(name);
+    if (read.kind === 'missing') return this.whileMissing(name);
+    const live = this.live(name);
+    live.seenIn = (await this.deps.store.folderIdentity()) ?? live.seenIn;
+    live.missingSince = undefined;
+    if (read.kind === 'invalid') {
+      if (this.deletions.has(name)) return this.delete(name);
+      return this.markInvalid(name, read.errors);
     }
 
+    const server = read.server;
+    // The uid is the name's own: kept from before, else the manifest's unless another server has it.
+    const resolved = this.identities.resolve(name, server.metadata.uid);
+    const uid = resolved.uid;
+    const inherited = this.inheritedStatus(name, server, resolved);
+    server.metadata.uid = uid;
+    // A status copied from another server says nothing about this one: it starts afresh.
+    if (inherited) delete server.status;
+    const record = this.setRecord({ name, server });
+    record.absence = undefined;
+    const displayName = server.spec.displayName ?? name;
+    this.deps.logs.track({ name, id: uid, displayName });
+    if (server.metadata.deletionTimestamp || this.deletions.has(name)) return this.delete(name);
+    await this.identities.store(name);
+
+    if (inherited) this.warn(name, inherited);
+    else if (resolved.refused !== undefined) this.warn(name, `metadata.uid ${resolved.refused} is not this server's uid: it keeps its uid ${uid}`);
     if (!server.status) this.deps.logs.event(name, 'INFO', `created "${displayName}"`);
     const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
     if (server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
-    const live = this.live(name);
 
     // Port: the spec's, else the one already held, else a fresh one from the range.
     const port = await this.ensurePort(name, server);
@@ -180,12 +250,19 @@ export class Reconciler extends EventEmitter {
     status.workspacePath = this.deps.layout.workspace(name);
     await this.ensureSettings(name, live, server.spec.settings);
 
-    // The process as it really is.
-    if (!live.identity && status.pid && status.pidStartTicks !== undefined) {
-      const recorded = { pid: status.pid, startTicks: status.pidStartTicks };
-      if (this.deps.runtime.isAlive(recorded)) {
-        this.adopt(name, recorded);
-        live.healthy = (await checkHealth(port)).ok;
+    // The process as it really is. A pid in status is adopted only if /proc shows it is the
+    // editor launched for this very server; a file saying so is never enough.
+    if (status.pid && status.pid === this.stoppedWhileMissing.get(name)) clearProcess(status);
+    this.stoppedWhileMissing.delete(name);
+    if (!live.identity && status.pid) {
+      const recorded = status.pidStartTicks === undefined ? undefined : { pid: status.pid, startTicks: status.pidStartTicks };
+      const owned = recorded && this.deps.runtime.owns(name, recorded);
+      if (recorded && owned) {
+        this.adopt(name, recorded, owned.port);
+        live.healthy = (await checkHealth(owned.port ?? port)).ok;
+      } else if (!recorded || this.deps.runtime.isAlive(recorded)) {
+        this.warn(name, `status.pid ${status.pid} is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
+        clearProcess(status);
       }
     }
     const alive = live.identity !== undefined && this.deps.runtime.isAlive(live.identity);
@@ -224,9 +301,9 @@ export class Reconciler extends EventEmitter {
       live.nextRestartAt = undefined;
       live.lastExit = undefined;
       this.deps.logs.event(name, 'INFO', 'restarting');
-    } else if (alive && server.status?.port !== undefined && server.status.port !== port) {
-      // The port changed under a running editor (a new spec.port): restart it on the new one.
-      await this.stopProcess(record, uid, status, `stopped to move from port ${server.status.port} to ${port}`);
+    } else if (alive && (live.port ?? server.status?.port) !== undefined && (live.port ?? server.status?.port) !== port) {
+      // The port changed under a running editor (a new spec.port, or a replaced manifest): restart it on the new one.
+      await this.stopProcess(record, uid, status, `stopped to move from port ${live.port ?? server.status?.port} to ${port}`);
     } else if (alive) {
       return this.observeRunning(record, uid, status, live, port);
     } else if (status.pid) {
@@ -257,8 +334,9 @@ export class Reconciler extends EventEmitter {
     if (!record || !server?.status || !live || !identity || !this.deps.runtime.isAlive(identity)) return;
     this.deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
     live.probe = undefined;
-    await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    await this.deps.runtime.stop(name, identity, this.deps.config.editor.stopGraceSeconds * 1000);
     live.identity = undefined;
+    live.port = undefined;
     live.healthy = false;
     const status = clearProcess(structuredClone(server.status));
     Object.assign(status, {
@@ -266,37 +344,118 @@ export class Reconciler extends EventEmitter {
       reason: 'ServiceShutdown',
       message: 'stopped because the service shut down; the next start of the service acts on spec.running again',
     });
-    const uid = server.metadata.uid ?? randomUUID();
-    await this.commit(record, uid, status);
+    // Every record's uid is given when its manifest is first read (prime or reconcile).
+    await this.commit(record, server.metadata.uid!, status);
     this.deps.logs.event(name, 'INFO', 'stopped: the service shut down');
   }
 
-  /** Stops an editor and removes what the server owns; the manifest is the caller's. */
-  async teardown(name: string, server: EditorServer | undefined): Promise<void> {
-    const live = this.lives.get(name);
-    const status = server?.status;
-    const identity = live?.identity
-      ?? (status?.pid && status.pidStartTicks !== undefined ? { pid: status.pid, startTicks: status.pidStartTicks } : undefined);
-    // No identity known (say the manifest was invalid since start-up): stop the editors found for this name.
-    const identities = identity ? [identity] : this.deps.runtime.discover().filter((e) => e.name === name).map((e) => e.identity);
-    for (const found of identities) await this.deps.runtime.stop(found, this.deps.config.editor.stopGraceSeconds * 1000);
+  /** Stops the server's editors and removes what the server owns; the manifest is the caller's. Only for a deliberate delete. */
+  async teardown(name: string): Promise<void> {
+    await this.stopEditorsOf(name);
     this.deps.logs.event(name, 'INFO', 'deleted');
     await removeServerFiles(this.deps.layout, name);
     await this.deps.logs.untrack(name, { remove: true });
   }
 
-  private async finalize(name: string): Promise<ReconcileResult> {
-    const record = this.records.get(name);
-    if (record) {
-      this.log(`manifest ${name} was removed: stopping its editor and removing its files`);
-      await this.teardown(name, record.server);
+  /**
+   * Stops the editor this controller runs for the server, and any other /proc shows was
+   * launched for it (one left running while its manifest was invalid). A pid in status plays no part.
+   */
+  private async stopEditorsOf(name: string): Promise<void> {
+    const graceMs = this.deps.config.editor.stopGraceSeconds * 1000;
+    const live = this.lives.get(name);
+    if (live?.identity) await this.deps.runtime.stop(name, live.identity, graceMs);
+    for (const found of this.deps.runtime.discover()) {
+      if (found.name === name) await this.deps.runtime.stop(name, found.identity, graceMs);
     }
+    if (live) {
+      live.identity = undefined;
+      live.port = undefined;
+    }
+  }
+
+  /** A deliberate delete (API, or a deletion mark): editor, files, the manifest, and the uid go. */
+  private async delete(name: string): Promise<ReconcileResult> {
+    await this.teardown(name);
+    await this.deps.store.remove(name).catch((error) =>
+      this.log(`deleted server ${name}, but its manifest ${this.deps.store.fileOf(name)} could not be removed: ${(error as Error).message}`));
+    this.deletions.delete(name);
+    this.identities.forget(name);
     return this.forget(name);
   }
 
+  /**
+   * The file is missing. That is never a request to delete: only the API or a deletion mark
+   * deletes files. A folder that vanished or was replaced pauses the server (nothing stopped).
+   * A file gone from its folder stops the editor after the grace period, unless it comes back
+   * (an editor's delete-then-write save); the server's files are kept either way.
+   */
+  private async whileMissing(name: string): Promise<ReconcileResult> {
+    if (this.deletions.has(name)) return this.delete(name);
+    const record = this.records.get(name);
+    const live = this.lives.get(name);
+    if (!record && !live?.identity) return this.forget(name);
+    const file = this.deps.store.fileOf(name);
+    const folder = await this.deps.store.folderIdentity();
+    if (folder === undefined || (live?.seenIn !== undefined && folder !== live.seenIn)) {
+      if (live) live.missingSince = undefined;
+      this.setAbsence(name, folder === undefined
+        ? `the manifests folder ${this.deps.store.dir} is missing: nothing is stopped or deleted until it is back`
+        : `${file} is not in the folder that replaced the manifests folder it was in: nothing is stopped or deleted until it is back`);
+      return { requeueAfterMs: FOLDER_RECHECK_MS };
+    }
+    const graceMs = this.deps.config.controller.orphanGraceSeconds * 1000;
+    const state = this.live(name);
+    const since = (state.missingSince ??= Date.now());
+    const left = since + graceMs - Date.now();
+    if (left > 0) {
+      const message = `${file} is missing: its editor is stopped at ${new Date(since + graceMs).toISOString()} unless the file comes back; its files are kept`;
+      if (this.setAbsence(name, message)) {
+        this.log(message);
+        if (record) this.deps.logs.event(name, 'WARN', message);
+      }
+      return { requeueAfterMs: left };
+    }
+    state.probe = undefined;
+    if (state.identity) this.stoppedWhileMissing.set(name, state.identity.pid);
+    await this.stopEditorsOf(name);
+    const message = `${file} has been missing for ${graceMs / 1000} s: its editor is stopped; its workspace and editor data are kept (DELETE /servers/{id} deletes a server)`;
+    this.log(message);
+    if (record) this.deps.logs.event(name, 'WARN', message);
+    return this.forget(name);
+  }
+
+  /** Records what happens while the file is missing; true when that changed. */
+  private setAbsence(name: string, message: string): boolean {
+    const record = this.records.get(name);
+    if (!record || record.absence === message) return false;
+    record.absence = message;
+    this.emit('changed', name);
+    return true;
+  }
+
+  /** Why the manifest's status belongs to another server (a copy of its file), or undefined. */
+  private inheritedStatus(name: string, server: EditorServer, resolved: ResolvedUid): string | undefined {
+    if (resolved.holder !== undefined && resolved.holder !== name) {
+      return `metadata.uid ${resolved.refused} belongs to server "${resolved.holder}" (is this file a copy of its manifest?): this server gets a uid of its own, ${resolved.uid}, and its own port and editor`;
+    }
+    const workspace = server.status?.workspacePath;
+    if (workspace !== undefined && workspace !== this.deps.layout.workspace(name)) {
+      return `status names the workspace ${workspace}, not this server's (is this file a copy of another manifest?): its status is started afresh, with a port and editor of its own`;
+    }
+    return undefined;
+  }
+
+  /** Says once, in the service log, the server's log and GET /manifests, what the controller noticed. */
+  private warn(name: string, message: string): void {
+    const record = this.records.get(name);
+    if (!record || record.warnings?.includes(message)) return;
+    record.warnings = [...(record.warnings ?? []), message].slice(-MAX_WARNINGS);
+    this.log(`manifest ${this.deps.store.fileOf(name)}: ${message}`);
+    this.deps.logs.event(name, 'WARN', message);
+  }
+
   private forget(name: string): ReconcileResult {
-    const uid = this.records.get(name)?.server?.metadata.uid;
-    if (uid) this.byUid.delete(uid);
     this.records.delete(name);
     this.lives.delete(name);
     this.deps.ports.release(name);
@@ -306,6 +465,7 @@ export class Reconciler extends EventEmitter {
 
   private markInvalid(name: string, errors: string[]): ReconcileResult {
     const record = this.records.get(name) ?? { name };
+    record.absence = undefined;
     const changed = JSON.stringify(record.problems) !== JSON.stringify(errors);
     record.problems = errors;
     this.records.set(name, record);
@@ -436,6 +596,7 @@ export class Reconciler extends EventEmitter {
       throw error;
     }
     live.identity = identity;
+    live.port = port;
     live.healthy = false;
     live.lastExit = undefined;
     live.probeFailed = undefined;
@@ -505,8 +666,9 @@ export class Reconciler extends EventEmitter {
     this.deps.logs.event(name, 'INFO', 'stopping');
     await this.commit(record, uid, { ...status, phase: 'Stopping' });
     live.probe = undefined;
-    await this.deps.runtime.stop(identity, this.deps.config.editor.stopGraceSeconds * 1000);
+    await this.deps.runtime.stop(name, identity, this.deps.config.editor.stopGraceSeconds * 1000);
     live.identity = undefined;
+    live.port = undefined;
     live.healthy = false;
     live.lastExit = undefined;
     live.probeFailed = undefined;
@@ -571,8 +733,6 @@ export class Reconciler extends EventEmitter {
     next.server = record.server;
     next.problems = undefined;
     this.records.set(record.name, next);
-    const uid = next.server?.metadata.uid;
-    if (uid) this.byUid.set(uid, record.name);
     return next;
   }
 

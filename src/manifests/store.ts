@@ -148,6 +148,8 @@ export class ManifestStore {
     return this.rewrite(name, (text, server) => {
       let next = text;
       if (uid !== undefined && server.metadata.uid === undefined) next = insertUid(next, uid);
+      // The controller gives uids: one copied from another manifest is replaced.
+      else if (uid !== undefined && server.metadata.uid !== uid) next = replaceUid(next, uid);
       if (!sameJSON(server.status, status)) next = replaceStatus(next, status);
       return next;
     });
@@ -200,8 +202,17 @@ export class ManifestStore {
     return readManifestEntry(this.fileOf(name));
   }
 
+  /**
+   * The folder's identity (device and inode) while it exists, so a folder that vanished, or
+   * was replaced by another (a failed mount, a git checkout), is told from a file that went.
+   */
+  async folderIdentity(): Promise<string | undefined> {
+    const stats = await fs.stat(this.dir).catch(() => undefined);
+    return stats?.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined;
+  }
+
+  // Never creates the folder: one that vanished is waited for, not replaced by an empty one.
   private async writeTemp(name: string, text: string): Promise<string> {
-    await fs.mkdir(this.dir, { recursive: true });
     const tmp = join(this.dir, `.${name}${MANIFEST_EXT}.${randomBytes(4).toString('hex')}.tmp`);
     const handle = await fs.open(tmp, 'wx', 0o644);
     try {
@@ -255,6 +266,17 @@ export function replaceStatus(text: string, status: EditorServerStatus): string 
   }
   // Someone moved status above other keys: let the YAML library place it.
   doc.set('status', status);
+  return doc.toString({ lineWidth: 0 });
+}
+
+/** Replaces the value of `metadata.uid` in place, keeping the rest of the text. */
+export function replaceUid(text: string, uid: string): string {
+  const doc = parseDocument(text);
+  const metadata = topLevelPair(doc, 'metadata')?.pair.value;
+  const pair = isMap(metadata) ? metadata.items.find((p) => isScalar(p.key) && p.key.value === 'uid') : undefined;
+  const range = (pair?.value as { range?: [number, number, number] } | undefined)?.range;
+  if (isScalar(pair?.value) && range) return text.slice(0, range[0]) + uid + text.slice(range[1]);
+  doc.setIn(['metadata', 'uid'], uid);
   return doc.toString({ lineWidth: 0 });
 }
 

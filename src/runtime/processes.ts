@@ -2,9 +2,11 @@
 // process group with its output going to files, so it outlives a controller restart.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { descendants, groupExists, identityOf, isAlive, listPids, readCmdline, readStat, type ProcessIdentity } from './procfs.ts';
+import { discoverEditors, groupIsEditorOf, SERVER_NAME_VARIABLE, verifyEditor, type DiscoveredEditor } from './ownership.ts';
+import { descendants, groupExists, identityOf, isAlive, type ProcessIdentity } from './procfs.ts';
 
 export type { ProcessIdentity } from './procfs.ts';
+export { discoverEditors, type DiscoveredEditor } from './ownership.ts';
 
 export interface LaunchSpec {
   name: string;
@@ -22,13 +24,6 @@ export interface ExitInfo {
   signal: string | null;
 }
 
-/** An editor found running on this machine, launched with this service's data folder. */
-export interface DiscoveredEditor {
-  name: string;
-  port: number | undefined;
-  identity: ProcessIdentity;
-}
-
 export interface EditorRuntime {
   launch(spec: LaunchSpec): ProcessIdentity;
   isAlive(identity: ProcessIdentity): boolean;
@@ -39,7 +34,14 @@ export interface EditorRuntime {
   exitPending(identity: ProcessIdentity): boolean;
   /** Starts watching a process this runtime did not launch (adopted after a restart). */
   watch(name: string, identity: ProcessIdentity): void;
-  stop(identity: ProcessIdentity, graceMs: number): Promise<void>;
+  /**
+   * The port of the editor, when the identity is, right now, the editor this service launched
+   * for server `name` (its /proc command line and environment say so); else undefined. The one
+   * check behind every adoption, stop and refresh.
+   */
+  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined;
+  /** Stops server `name`'s editor; false, and nothing signalled, when the identity is not that editor. */
+  stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean>;
   discover(): DiscoveredEditor[];
   onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void;
   dispose(): void;
@@ -56,7 +58,7 @@ export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.
   for (const [key, value] of Object.entries(env)) {
     if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_') && !SERVICE_TUNING.has(key)) clean[key] = value;
   }
-  clean.DEVBOX_SERVER_NAME = name;
+  clean[SERVER_NAME_VARIABLE] = name;
   return clean;
 }
 
@@ -83,8 +85,12 @@ export class ProcessRuntime implements EditorRuntime {
   private readonly env: NodeJS.ProcessEnv;
   private readonly listeners: Array<(name: string, identity: ProcessIdentity, exit: ExitInfo) => void> = [];
   private readonly watched = new Map<number, { name: string; identity: ProcessIdentity }>();
-  /** Pids of launched editors whose 'exit' event has not fired yet. */
-  private readonly children = new Set<number>();
+  /**
+   * Editors this runtime launched whose 'exit' event has not fired yet, by pid. They are its
+   * own children, so provably the server's even while /proc is mid-exec (the command line of a
+   * process that is exec'ing can read empty).
+   */
+  private readonly children = new Map<number, { name: string; identity: ProcessIdentity; port: number }>();
   private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(options: { bin: string; editorsDir: string; env?: NodeJS.ProcessEnv; pollIntervalMs?: number }) {
@@ -112,7 +118,7 @@ export class ProcessRuntime implements EditorRuntime {
       child.on('error', () => undefined);
       if (child.pid === undefined) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
       const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
-      this.children.add(child.pid);
+      this.children.set(child.pid, { name: spec.name, identity, port: spec.port });
       child.on('exit', (code, signal) => {
         this.children.delete(identity.pid);
         this.emitExit(spec.name, identity, { code, signal });
@@ -137,8 +143,22 @@ export class ProcessRuntime implements EditorRuntime {
     this.watched.set(identity.pid, { name, identity });
   }
 
-  stop(identity: ProcessIdentity, graceMs: number): Promise<void> {
-    return stopEditor(identity, graceMs, this.editorsDir);
+  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined {
+    const child = this.ownChild(name, identity);
+    if (child) return isAlive(identity) ? { port: child.port } : undefined;
+    const editor = verifyEditor(identity, name, this.editorsDir);
+    return editor && { port: editor.port };
+  }
+
+  async stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean> {
+    if (!this.ownChild(name, identity)) return stopEditor(name, identity, graceMs, this.editorsDir);
+    await stopProcessGroup(identity, graceMs);
+    return true;
+  }
+
+  private ownChild(name: string, identity: ProcessIdentity) {
+    const child = this.children.get(identity.pid);
+    return child?.name === name && child.identity.startTicks === identity.startTicks ? child : undefined;
   }
 
   discover(): DiscoveredEditor[] {
@@ -169,28 +189,23 @@ export class ProcessRuntime implements EditorRuntime {
   }
 }
 
-const withSlash = (dir: string) => (dir.endsWith('/') ? dir : dir + '/');
-
-/** Editors running on this machine that were launched with `--user-data-dir` under editorsDir. */
-export function discoverEditors(editorsDir: string): DiscoveredEditor[] {
-  const found: DiscoveredEditor[] = [];
-  const marker = withSlash(editorsDir);
-  for (const pid of listPids()) {
-    if (pid === process.pid) continue;
-    const stat = readStat(pid);
-    // Only group leaders: the editor's own children share its cmdline.
-    if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
-    const parsed = parseEditorCmdline(readCmdline(pid), marker);
-    if (parsed) found.push({ ...parsed, identity: { pid, startTicks: stat.startTicks } });
-  }
-  return found;
+/**
+ * Stops server `name`'s editor: only if its leader is, right now, that editor (or, the leader
+ * gone, a live member of its group still is). False, and nothing signalled, otherwise.
+ */
+export async function stopEditor(name: string, identity: ProcessIdentity, graceMs: number, editorsDir: string): Promise<boolean> {
+  const ours = isAlive(identity) ? verifyEditor(identity, name, editorsDir) !== undefined : groupIsEditorOf(identity.pid, name, editorsDir);
+  if (!ours) return false;
+  await stopProcessGroup(identity, graceMs);
+  return true;
 }
 
-/** SIGTERM to the editor's group, SIGKILL after the grace period, then any descendant that left the group. */
-export async function stopEditor(identity: ProcessIdentity, graceMs: number, editorsDir: string): Promise<void> {
-  const leaderAlive = isAlive(identity);
-  if (!leaderAlive && !groupIsOurs(identity.pid, editorsDir)) return;
-  const family = leaderAlive ? descendants(identity.pid) : [];
+/**
+ * SIGTERM to the group, SIGKILL after the grace period, then any descendant that left the group.
+ * Checks nothing: only for a process the caller launched itself (stopEditor checks ownership).
+ */
+export async function stopProcessGroup(identity: ProcessIdentity, graceMs: number): Promise<void> {
+  const family = isAlive(identity) ? descendants(identity.pid) : [];
   signalGroup(identity.pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
   while (groupExists(identity.pid) && Date.now() < deadline) await sleep(25);
@@ -202,26 +217,7 @@ export async function stopEditor(identity: ProcessIdentity, graceMs: number, edi
 
 /** Stops every editor launched under editorsDir. */
 export async function stopAllEditors(editorsDir: string, graceMs: number): Promise<void> {
-  await Promise.all(discoverEditors(editorsDir).map((e) => stopEditor(e.identity, graceMs, editorsDir)));
-}
-
-/** A group whose leader is gone is signalled only if a member is still one of our editors. */
-function groupIsOurs(pgid: number, editorsDir: string): boolean {
-  const marker = withSlash(editorsDir);
-  // A zombie's command line is empty, so only live members can match.
-  return listPids().some((p) => readStat(p)?.pgid === pgid && readCmdline(p).some((a) => a.startsWith(marker)));
-}
-
-
-/** Reads the server name and port back from an editor's command line. */
-export function parseEditorCmdline(argv: string[], editorsDirWithSlash: string): { name: string; port: number | undefined } | undefined {
-  const dataIndex = argv.indexOf('--user-data-dir');
-  const dataDir = dataIndex >= 0 ? argv[dataIndex + 1] : undefined;
-  if (!dataDir?.startsWith(editorsDirWithSlash)) return undefined;
-  const name = dataDir.slice(editorsDirWithSlash.length).split('/')[0];
-  const bindIndex = argv.indexOf('--bind-addr');
-  const port = bindIndex >= 0 ? Number(argv[bindIndex + 1]?.split(':').pop()) : NaN;
-  return { name, port: Number.isInteger(port) ? port : undefined };
+  await Promise.all(discoverEditors(editorsDir).map((e) => stopEditor(e.name, e.identity, graceMs, editorsDir)));
 }
 
 function signalGroup(pgid: number, sig: NodeJS.Signals): void {

@@ -30,6 +30,11 @@ export class DataLayout {
       configPath: join(root, 'config.yaml'),
     };
   }
+
+  /** Where the server's uid is kept, so the name keeps it whatever its manifest says or lacks. */
+  uidFile(name: string): string {
+    return join(this.editorsDir, name, 'uid');
+  }
 }
 
 /** Makes sure the server's workspace and editor folders exist; returns the workspace path. */

@@ -8,7 +8,8 @@ let service: TestService;
 
 beforeAll(async () => {
   service = await startTestService({
-    config: { editor: { readyTimeoutSeconds: 15, crashLoopRestarts: 3 } },
+    // A removed file stops its editor after 1 s here (30 s by default).
+    config: { editor: { readyTimeoutSeconds: 15, crashLoopRestarts: 3 }, controller: { orphanGraceSeconds: 1 } },
   });
 });
 afterAll(async () => {
@@ -20,7 +21,7 @@ const byManifest = async (name: string) =>
   (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
 
 describe('manifests written by hand', () => {
-  it('becomes a running server without any API call, and stops and goes when the file is deleted', async () => {
+  it('becomes a running server without any API call, and stops when the file is deleted, keeping its files', async () => {
     await fs.writeFile(file('handmade'), [
       '# Written by an operator.',
       'apiVersion: devbox.dev/v1alpha1',
@@ -47,7 +48,8 @@ describe('manifests written by hand', () => {
     await fs.rm(file('handmade'));
     await eventually(async () => (await byManifest('handmade')) === undefined);
     expect(processExists(record.pid)).toBe(false);
-    expect(existsSync(record.workspace_path)).toBe(false);
+    // Removing a file is not a request to delete anybody's work.
+    expect(existsSync(record.workspace_path)).toBe(true);
   });
 
   it('stops the editor when running is set to false by hand', async () => {

@@ -1,7 +1,7 @@
 // reconcile(name) against a real manifest store, data layout and port allocator in a temp folder,
 // with fake editor processes (which answer /healthz for real), logs and extension installs.
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -349,6 +349,21 @@ describe('reconcile', () => {
     await probeReported('revive', mark);
   });
 
+  it('moves a running editor to the spec.port of a manifest replaced without status, keeping its uid', async () => {
+    const before = await startRunning('replaced');
+    const { uid } = (await serverOf('replaced')).metadata;
+    const next = config.ports.min + 11;
+    await writeManifest('replaced', { running: true, port: next });
+
+    const mark = enqueued.length;
+    await reconciler.reconcile('replaced');
+    expect(runtime.launches.map((l) => l.port)).toEqual([before.port, next]);
+    expect(runtime.alive('replaced')).toHaveLength(1);
+    expect(await serverOf('replaced')).toMatchObject({ metadata: { uid }, status: { phase: 'Starting', port: next } });
+    expect(ports.owner(next)).toBe('replaced');
+    await probeReported('replaced', mark);
+  });
+
   it('moves a running editor to a changed spec.port by restarting it there, and frees the old port', async () => {
     const before = await startRunning('mover');
     const [old] = runtime.alive('mover');
@@ -413,26 +428,86 @@ describe('reconcile', () => {
     expect(runtime.launches).toEqual([]);
   });
 
-  it('stops the editor, removes its workspace and editor data, and frees its port when the file is deleted', async () => {
-    const status = await startRunning('bye');
-    const [identity] = runtime.alive('bye');
-    const deleted: string[] = [];
-    reconciler.on('deleted', (name: string) => deleted.push(name));
-    await rm(store.fileOf('bye'));
+  it('keeps the editor, its files, uid and port while the file is missing, and does nothing when it comes back', async () => {
+    const status = await startRunning('saved');
+    const [identity] = runtime.alive('saved');
+    const { uid } = (await serverOf('saved')).metadata;
+    const text = await readFile(store.fileOf('saved'), 'utf8');
+    await rm(store.fileOf('saved'));
 
-    expect(await reconciler.reconcile('bye')).toBeUndefined();
-    expect(runtime.stops).toEqual([identity]);
-    expect(runtime.alive('bye')).toEqual([]);
-    expect(existsSync(layout.workspace('bye'))).toBe(false);
-    expect(existsSync(layout.editor('bye').root)).toBe(false);
-    expect(ports.portOf('bye')).toBeUndefined();
-    expect(ports.owner(status.port!)).toBeUndefined();
-    expect(reconciler.records.has('bye')).toBe(false);
-    expect(logs.untracked).toEqual([{ name: 'bye', remove: true }]);
-    expect(deleted).toEqual(['bye']);
+    const result = await reconciler.reconcile('saved');
+    expect(result?.requeueAfterMs).toBeGreaterThan(29_000);
+    expect(reconciler.records.get('saved')?.absence).toMatch(/saved\.yaml is missing: its editor is stopped at .* unless the file comes back; its files are kept/);
+    expect(runtime.stops).toEqual([]);
+    expect(existsSync(layout.workspace('saved'))).toBe(true);
+    expect(ports.portOf('saved')).toBe(status.port);
+
+    // An editor's delete-then-write save: the same file is back.
+    await writeFile(store.fileOf('saved'), text);
+    expect(await reconciler.reconcile('saved')).toBeUndefined();
+    expect(reconciler.records.get('saved')?.absence).toBeUndefined();
+    expect(runtime.stops).toEqual([]);
+    expect(runtime.alive('saved')).toEqual([identity]);
+    expect(await serverOf('saved')).toMatchObject({ metadata: { uid }, status: { phase: 'Running', pid: identity.pid, port: status.port } });
   });
 
-  it('stops the editor of a manifest that was invalid since the controller restarted, once the file is deleted', async () => {
+  it('stops the editor once the file has been missing for the grace period; files and uid stay for when it comes back', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const status = await startRunning('gone');
+    const [identity] = runtime.alive('gone');
+    const { uid } = (await serverOf('gone')).metadata;
+    const text = await readFile(store.fileOf('gone'), 'utf8');
+    await rm(store.fileOf('gone'));
+    await reconciler.reconcile('gone');
+    vi.setSystemTime(Date.now() + config.controller.orphanGraceSeconds * 1000);
+
+    expect(await reconciler.reconcile('gone')).toBeUndefined();
+    expect(runtime.stops).toEqual([identity]);
+    expect(existsSync(layout.workspace('gone'))).toBe(true);
+    expect(existsSync(layout.editor('gone').userDataDir)).toBe(true);
+    expect(reconciler.records.has('gone')).toBe(false);
+    expect(ports.owner(status.port!)).toBeUndefined();
+    expect(logs.untracked).toEqual([]);
+
+    await writeFile(store.fileOf('gone'), text.replace(/^ {2}uid: .*\n/m, '').replace(/^status:[\s\S]*/m, ''));
+    await reconciler.reconcile('gone');
+    expect((await serverOf('gone')).metadata.uid).toBe(uid);
+    expect(reconciler.nameOfUid(uid!)).toBe('gone');
+  });
+
+  it('pauses, stopping and deleting nothing, while the manifests folder is missing, and resumes when it is back', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    await startRunning('left');
+    const [identity] = runtime.alive('left');
+    await rename(store.dir, `${store.dir}.away`);
+    expect((await reconciler.reconcile('left'))?.requeueAfterMs).toBeGreaterThan(0);
+    vi.setSystemTime(Date.now() + 3600_000);
+    await reconciler.reconcile('left');
+    expect(reconciler.records.get('left')?.absence).toMatch(/manifests folder .* is missing: nothing is stopped or deleted until it is back/);
+    expect(runtime.stops).toEqual([]);
+    expect(existsSync(layout.workspace('left'))).toBe(true);
+
+    await rename(`${store.dir}.away`, store.dir);
+    expect(await reconciler.reconcile('left')).toBeUndefined();
+    expect(runtime.alive('left')).toEqual([identity]);
+    expect(reconciler.records.get('left')?.absence).toBeUndefined();
+  });
+
+  it('deletes a server whose file is missing or invalid only when asked, and then removes the file too', async () => {
+    await startRunning('asked');
+    await writeFile(store.fileOf('asked'), 'apiVersion: [unclosed');
+    await reconciler.reconcile('asked');
+    expect(runtime.alive('asked')).toHaveLength(1);
+    reconciler.requestDeletion('asked');
+    await reconciler.reconcile('asked');
+    expect(runtime.alive('asked')).toEqual([]);
+    expect(existsSync(layout.workspace('asked'))).toBe(false);
+    expect(existsSync(store.fileOf('asked'))).toBe(false);
+    expect(reconciler.records.has('asked')).toBe(false);
+  });
+
+  it('stops the editor of a manifest invalid since the controller restarted, once the file has been missing for the grace period', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
     await startRunning('orphan');
     const [identity] = runtime.alive('orphan');
     const text = await readFile(store.fileOf('orphan'), 'utf8');
@@ -450,8 +525,43 @@ describe('reconcile', () => {
 
     await rm(store.fileOf('orphan'));
     await restarted.reconcile('orphan');
+    expect(runtime.isAlive(identity)).toBe(true);
+    vi.setSystemTime(Date.now() + config.controller.orphanGraceSeconds * 1000);
+    await restarted.reconcile('orphan');
     expect(runtime.isAlive(identity)).toBe(false);
-    expect(existsSync(layout.workspace('orphan'))).toBe(false);
+    expect(existsSync(layout.workspace('orphan'))).toBe(true);
+  });
+
+  it('never adopts or stops a process a status names that is not this server\'s editor', async () => {
+    await startRunning('owner');
+    const [other] = runtime.alive('owner');
+    await writeFile(store.fileOf('forged'), stringify({
+      apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name: 'forged' },
+      spec: { running: false }, status: { phase: 'Running', pid: other.pid, pidStartTicks: other.startTicks },
+    }));
+    await reconciler.reconcile('forged');
+    expect(runtime.stops).toEqual([]);
+    expect(runtime.isAlive(other)).toBe(true);
+    expect(await statusOf('forged')).toMatchObject({ phase: 'Stopped', pid: null });
+    expect(reconciler.records.get('forged')?.warnings).toEqual([expect.stringContaining(`status.pid ${other.pid} is not this server's editor`)]);
+  });
+
+  it('gives a copy of a manifest its own uid, port and status, and leaves the original alone', async () => {
+    const original = await startRunning('original');
+    const text = await readFile(store.fileOf('original'), 'utf8');
+    await writeFile(store.fileOf('copy'), text.replace('name: original', 'name: copy'));
+    await reconciler.reconcile('copy');
+    const copy = await serverOf('copy');
+    const { uid } = (await serverOf('original')).metadata;
+    expect(copy.metadata.uid).toMatch(UUID);
+    expect(copy.metadata.uid).not.toBe(uid);
+    expect(copy.status).toMatchObject({ phase: 'Starting', workspacePath: layout.workspace('copy') });
+    expect(copy.status!.port).not.toBe(original.port);
+    expect(copy.status!.pid).not.toBe(original.pid);
+    expect(runtime.stops).toEqual([]);
+    expect(reconciler.nameOfUid(uid!)).toBe('original');
+    expect(reconciler.nameOfUid(copy.metadata.uid!)).toBe('copy');
+    expect(reconciler.records.get('copy')?.warnings?.[0]).toMatch(/belongs to server "original"/);
   });
 
   it('removes the editor, its files and the manifest itself when the manifest is marked for deletion', async () => {

@@ -100,9 +100,18 @@ export class FakeRuntime implements EditorRuntime {
 
   watch(): void {}
 
-  async stop(identity: ProcessIdentity): Promise<void> {
+  /** Only the live editor launched for that very name, as /proc would show. */
+  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined {
+    const editor = this.processes.get(identity.pid);
+    return editor?.name === name && editor.identity.startTicks === identity.startTicks ? { port: editor.spec.port } : undefined;
+  }
+
+  /** Stops only what owns() says is that server's editor; records every stop asked for. */
+  async stop(name: string, identity: ProcessIdentity): Promise<boolean> {
+    if (!this.owns(name, identity)) return false;
     this.stops.push(identity);
-    if (this.isAlive(identity)) await this.exit(identity.pid, { code: null, signal: 'SIGTERM' });
+    await this.exit(identity.pid, { code: null, signal: 'SIGTERM' });
+    return true;
   }
 
   discover(): DiscoveredEditor[] {

@@ -119,15 +119,17 @@ describe('writeStatus', () => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it('inserts a missing uid under metadata.name, keeps every comment, and never replaces an existing uid', async () => {
+  it('inserts a missing uid under metadata.name and replaces another one in place, keeping every comment', async () => {
     expect(await store.writeStatus('data-pipeline', { phase: 'Pending' }, UID)).toBe('updated');
     const text = await readText('data-pipeline');
     expect(text).toContain(`  name: data-pipeline        # must match the file name\n  uid: ${UID}\n`);
     expect(textBeforeStatus(text.replace(`  uid: ${UID}\n`, ''))).toBe(HAND_WRITTEN);
 
-    await store.writeStatus('data-pipeline', { phase: 'Stopped' }, '00000000-0000-4000-8000-000000000000');
-    const read = await store.read('data-pipeline');
-    expect(read.kind === 'ok' && read.server.metadata.uid).toBe(UID);
+    // The controller gives uids: one copied from another manifest is replaced by the one it gives.
+    const own = '00000000-0000-4000-8000-000000000000';
+    await store.writeStatus('data-pipeline', { phase: 'Stopped' }, own);
+    const replaced = await readText('data-pipeline');
+    expect(textBeforeStatus(replaced)).toBe(textBeforeStatus(text).replace(UID, own));
   });
 
   it('keeps a JSON (flow-style) manifest valid when it adds a uid and writes status', async () => {

@@ -23,7 +23,7 @@ afterEach(async () => {
 async function setup() {
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-crash-'));
   const configFile = join(root, 'config.yaml');
-  await fs.writeFile(configFile, stringify({ ports: portRange(), editor: { stopGraceSeconds: 2 }, controller: { resyncSeconds: 5 } }));
+  await fs.writeFile(configFile, stringify({ ports: portRange(), editor: { stopGraceSeconds: 2 }, controller: { resyncSeconds: 5, orphanGraceSeconds: 1 } }));
   const env = {
     ...process.env,
     DEVBOX_HOST: '127.0.0.1',
@@ -128,15 +128,16 @@ describe('a service killed with SIGKILL', () => {
     expect(new Set(ports).size).toBe(ports.length);
   }, 90_000);
 
-  it('stops an editor whose manifest disappeared while the service was down', async () => {
+  it('stops an editor whose manifest disappeared while the service was down after the grace period, keeping its files', async () => {
     const { env, start } = await setup();
     const first = await start();
-    const { id } = (await request(first.url, 'POST', '/servers', { name: 'gone' })).body;
+    const { id, workspace_path } = (await request(first.url, 'POST', '/servers', { name: 'gone' })).body;
     const { pid } = (await request(first.url, 'POST', `/servers/${id}/start`)).body.data;
     first.child.kill('SIGKILL');
     await fs.rm(join(env.DEVBOX_MANIFESTS_DIR, 'gone.yaml'));
     await start();
     await eventually(() => !processExists(pid));
     expect(runningEditors(env.DEVBOX_DATA_DIR)).toEqual([]);
+    await fs.access(workspace_path);
   }, 60_000);
 });

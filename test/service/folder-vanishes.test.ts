@@ -1,0 +1,114 @@
+// A manifest (or the whole manifests folder) that disappears for a while is not a request to
+// delete anything: workspaces stay, and editors keep running while the folder is away.
+import { existsSync, promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
+
+/** Short enough that a folder away for longer than this would have had its editors stopped. */
+const GRACE_SECONDS = 2;
+
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startTestService({ config: { controller: { resyncSeconds: 1, orphanGraceSeconds: GRACE_SECONDS } } });
+});
+afterAll(async () => {
+  await service?.stop();
+});
+
+const file = (name: string) => join(service.settings.manifestsDir, `${name}.yaml`);
+const byManifest = async (name: string) =>
+  (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
+
+/** A running server whose workspace holds a file of the user's. */
+async function runningWithWork(name: string) {
+  const created = (await service.request('POST', '/servers', { name })).body;
+  const { pid } = (await service.request('POST', `/servers/${created.id}/start`)).body.data;
+  const work = join(created.workspace_path, 'notes.txt');
+  await fs.writeFile(work, `work of ${name}`);
+  return { id: created.id as string, port: created.port as number, pid: pid as number, work, workspace: created.workspace_path as string };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the manifests folder moved away and back', () => {
+  it('stops no editor and deletes no file; the controller resumes when it is back', async () => {
+    const servers = [await runningWithWork('left'), await runningWithWork('right')];
+    const dir = service.settings.manifestsDir;
+    const away = `${dir}.away`;
+
+    await fs.rename(dir, away);
+    // Away for longer than the grace period of a single missing file, and several resyncs:
+    // nothing may be stopped or deleted.
+    await pause((GRACE_SECONDS + 2) * 1000);
+    for (const s of servers) {
+      expect(processExists(s.pid), `editor ${s.pid}`).toBe(true);
+      expect(await fs.readFile(s.work, 'utf8')).toMatch(/^work of /);
+    }
+    // Said once, not once per server or per resync.
+    expect(service.lines.filter((l) => l.includes(`manifests folder ${dir} is missing`))).toHaveLength(1);
+    await fs.rename(away, dir);
+    await eventually(() => service.lines.some((l) => l.includes(`manifests folder ${dir} is back`)), 10_000);
+
+    for (const s of servers) {
+      const record = (await service.request('GET', `/servers/${s.id}`)).body;
+      expect(record).toMatchObject({ status: 'running', pid: s.pid, port: s.port });
+      expect(processExists(s.pid)).toBe(true);
+      expect(await fs.readFile(s.work, 'utf8')).toMatch(/^work of /);
+    }
+    // Watching again: a hand edit in the returned folder is acted on.
+    const text = await fs.readFile(file('left'), 'utf8');
+    await fs.writeFile(file('left'), text.replace('running: true', 'running: false'));
+    await eventually(async () => (await service.request('GET', `/servers/${servers[0].id}`)).body.status === 'stopped');
+    for (const s of servers) await service.request('DELETE', `/servers/${s.id}`);
+  }, 60_000);
+});
+
+describe('a single manifest file that disappears', () => {
+  it('and comes back within the grace period (a delete-then-write save): nothing happens at all', async () => {
+    const s = await runningWithWork('saved');
+    const text = await fs.readFile(file('saved'), 'utf8');
+    await fs.rm(file('saved'));
+    // Once the controller has looked: the file is reported missing (or, were it taken as a
+    // deletion, the server is gone).
+    await eventually(async () => {
+      const entry = (await service.request('GET', '/manifests')).body.find((m: { name: string }) => m.name === 'saved');
+      return entry === undefined || entry.warnings?.some((w: string) => /missing/.test(w));
+    });
+    await fs.writeFile(file('saved'), text);
+    await eventually(async () => (await service.request('GET', '/manifests')).body
+      .some((m: { name: string; warnings?: string[] }) => m.name === 'saved' && !m.warnings?.some((w) => /missing/.test(w))));
+    // Past the grace period: still the same editor, uid and port.
+    await pause((GRACE_SECONDS + 1) * 1000);
+    const record = (await service.request('GET', `/servers/${s.id}`)).body;
+    expect(record).toMatchObject({ status: 'running', pid: s.pid, port: s.port });
+    expect(await fs.readFile(s.work, 'utf8')).toBe('work of saved');
+    const logs: string[] = (await service.request('GET', `/servers/${s.id}/logs?lines=1000`)).body.data.logs;
+    expect(logs.join('\n')).not.toMatch(/stopping|deleted/);
+    await service.request('DELETE', `/servers/${s.id}`);
+  }, 30_000);
+
+  it('for longer than the grace period: its editor stops, its files stay, and it comes back with its uid', async () => {
+    const s = await runningWithWork('dropped');
+    const text = await fs.readFile(file('dropped'), 'utf8');
+    await fs.rm(file('dropped'));
+    await eventually(() => !processExists(s.pid), (GRACE_SECONDS + 8) * 1000);
+    await eventually(async () => (await byManifest('dropped')) === undefined);
+    expect(await fs.readFile(s.work, 'utf8')).toBe('work of dropped');
+    expect(existsSync(s.workspace)).toBe(true);
+
+    // The file comes back: the same server, with the same uid and workspace.
+    await fs.writeFile(file('dropped'), text.replace(/^ {2}uid: .*\n/m, ''));
+    const back = await eventually(async () => {
+      const r = await byManifest('dropped');
+      return r?.status === 'running' ? r : undefined;
+    });
+    expect(back.id).toBe(s.id);
+    expect(back.workspace_path).toBe(s.workspace);
+    expect(await fs.readFile(s.work, 'utf8')).toBe('work of dropped');
+    // Only a deliberate delete removes the files.
+    await service.request('DELETE', `/servers/${s.id}`);
+    expect(existsSync(s.workspace)).toBe(false);
+  }, 40_000);
+});
