@@ -131,18 +131,42 @@ export function serversRouter(deps: ServersDeps): Router {
         ...(body.settings ? { settings: body.settings } : {}),
       },
     };
+    // The port is held before the manifest exists, so two creates never both get one, and a
+    // full range is refused at once. It is held under a key no server name can be, and handed
+    // to the name the moment its file exists.
+    const ports = reconciler.ports;
+    const claim = `create:${uid}`;
     if (body.port !== undefined) {
       const excluded = deps.excludedPort(body.port);
       if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
       const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
       if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
+      if (!ports.reserve(claim, body.port)) {
+        const holder = ports.owner(body.port);
+        throw new HttpError(409, 'PORT_TAKEN', holder?.startsWith('create:')
+          ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
+          : `port ${body.port} belongs to server "${holder}": choose another port or leave it out`);
+      }
+    } else if ((await ports.allocate(claim)) === undefined) {
+      const { min, max } = ports.range;
+      throw new HttpError(409, 'NO_FREE_PORT', `no free port left in ${min}-${max}: delete a server, or widen ports in the config`);
     }
-    // Claim a free name: data-pipeline, data-pipeline-2, … Folders left by a server whose
-    // manifest went while the service was down are never handed to a new one.
-    for (let n = 1; ; n++) {
-      if (n > 1) name = server.metadata.name = `${base}-${n}`;
-      if (!existsSync(deps.layout.workspace(name)) && (await store.create(server))) break;
-      if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
+    try {
+      // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for
+      // a name whose manifest went are never handed to a new server.
+      for (let n = 1; ; n++) {
+        if (n > 1) name = server.metadata.name = `${base}-${n}`;
+        if (!existsSync(deps.layout.workspace(name)) && ports.portOf(name) === undefined
+          && (await store.create(server, () => ports.transfer(claim, name)))) break;
+        if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new HttpError(503, 'MANIFESTS_FOLDER_MISSING', `the manifests folder ${store.dir} is missing: bring it back (the service waits for it), then try again`);
+      }
+      throw error;
+    } finally {
+      ports.release(claim);
     }
     controller.enqueue(name);
     const record = await controller.waitFor(

@@ -31,6 +31,11 @@ export class PortAllocator {
     this.probe = probe;
   }
 
+  /** The range ports are handed out from. */
+  get range(): { min: number; max: number } {
+    return { min: this.min, max: this.max };
+  }
+
   /** Never hands out or reserves this port (the service's own); `why` completes "port N is …". */
   exclude(port: number, why: string): void {
     this.exclusions.set(port, why);
@@ -101,6 +106,15 @@ export class PortAllocator {
     }
     if (old !== undefined && old !== port && this.owners.get(old) === name) this.owners.delete(old);
     return port;
+  }
+
+  /** Hands the port held under `from` (a create's claim) to `to`, which must hold none. */
+  transfer(from: string, to: string): void {
+    const port = this.byName.get(from);
+    if (port === undefined || this.byName.has(to)) return;
+    this.byName.delete(from);
+    this.owners.set(port, to);
+    this.byName.set(to, port);
   }
 
   release(name: string): void {

@@ -111,14 +111,18 @@ export class ManifestStore {
     return false;
   }
 
-  /** Creates a manifest only if no file has that name yet; false when the name is taken. */
-  async create(server: EditorServer): Promise<boolean> {
+  /**
+   * Creates a manifest only if no file has that name yet; false when the name is taken.
+   * `onCreated` runs the moment the file exists, before anything else can look at it.
+   */
+  async create(server: EditorServer, onCreated?: () => void): Promise<boolean> {
     const name = server.metadata.name;
     const text = stringify(server, { lineWidth: 0 });
     const tmp = await this.writeTemp(name, text);
     try {
       await fs.link(tmp, this.fileOf(name)); // atomic and exclusive, unlike rename
       this.lastWritten.set(name, text);
+      onCreated?.();
       return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
