@@ -156,7 +156,7 @@ export function serversRouter(deps: ServersDeps): Router {
       // a name whose manifest went are never handed to a new server.
       for (let n = 1; ; n++) {
         if (n > 1) name = server.metadata.name = `${base}-${n}`;
-        if (!existsSync(deps.layout.workspace(name)) && ports.portOf(name) === undefined
+        if (!existsSync(deps.layout.workspace(name)) && !existsSync(deps.layout.editor(name).root) && ports.portOf(name) === undefined
           && (await store.create(server, () => ports.transfer(claim, name)))) break;
         if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
       }

@@ -54,6 +54,18 @@ describe('a running server\'s manifest replaced by one with a new spec.port and 
   });
 });
 
+describe('a new server', () => {
+  it('never takes the name of one whose editor data (and uid) is still there', async () => {
+    const service = await start();
+    const remnant = join(service.settings.dataDir, 'editors', 'remnant');
+    await fs.mkdir(remnant, { recursive: true });
+    await fs.writeFile(join(remnant, 'uid'), '0b6f9a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\n');
+    const created = (await service.request('POST', '/servers', { name: 'remnant' })).body;
+    expect(created.workspace_path).toBe(join(service.settings.dataDir, 'workspaces', 'remnant-2'));
+    expect(await fs.readFile(join(remnant, 'uid'), 'utf8')).toBe('0b6f9a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\n');
+  });
+});
+
 describe('explicit ports at create', () => {
   it('give one of 20 parallel creates of the same port a 201, and the other 19 a 409', async () => {
     const service = await start();
