@@ -1,8 +1,10 @@
 // Without the platform's sign-in, only the user's own browser may reach the service. A page on
 // another site can still point its own name at 127.0.0.1 (DNS rebinding) and then send requests
 // that carry that name in Host; refusing every Host that is not a name of this service stops it,
-// as webpack-dev-server's and Vite's allowedHosts do. WebSockets, which browsers open to any site,
-// also need an Origin of an allowed host, so a foreign page cannot open one to 127.0.0.1 itself.
+// as webpack-dev-server's and Vite's allowedHosts do. A page of another site can also address
+// 127.0.0.1 by its right name: browsers then send its Origin, which must be of an allowed host too
+// (for WebSockets, which browsers open to any site, and for every request but a CORS preflight:
+// the API's `Access-Control-Allow-Origin: *` would otherwise let any site create and start editors).
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { HttpError } from './errors.ts';
@@ -53,10 +55,11 @@ export class AllowedHosts {
         'or add that name to DEVBOX_ALLOWED_HOSTS');
     }
     const origin = req.headers.origin;
-    if (isUpgrade && origin !== undefined && !this.#allowsOrigin(origin)) {
+    // A preflight only asks; the request it announces is checked when it comes.
+    if (origin !== undefined && req.method !== 'OPTIONS' && !this.#allowsOrigin(origin)) {
       return new HttpError(403, 'ORIGIN_NOT_ALLOWED',
-        `WebSockets are not accepted from pages of "${printable(origin)}": open the page from this service, ` +
-        'or add its host to DEVBOX_ALLOWED_HOSTS');
+        `${isUpgrade ? 'WebSockets are' : 'requests are'} not accepted from pages of "${printable(origin)}": ` +
+        'open the page from this service, or add its host to DEVBOX_ALLOWED_HOSTS');
     }
     return undefined;
   }

@@ -3,8 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { AllowedHosts } from '../../src/api/allowed-hosts.ts';
 
-const request = (headers: Record<string, string>) => ({ headers, socket: { localPort: 8000 } }) as unknown as IncomingMessage;
-const code = (hosts: AllowedHosts, headers: Record<string, string>, upgrade = false) => hosts.refusal(request(headers), upgrade)?.code ?? 'allowed';
+const request = (headers: Record<string, string>, method: string) => ({ method, headers, socket: { localPort: 8000 } }) as unknown as IncomingMessage;
+const code = (hosts: AllowedHosts, headers: Record<string, string>, upgrade = false, method = 'GET') =>
+  hosts.refusal(request(headers, method), upgrade)?.code ?? 'allowed';
 
 describe('allowed hosts', () => {
   it('bound to one address: loopback names, that address and the configured names', () => {
@@ -26,7 +27,7 @@ describe('allowed hosts', () => {
     }
   });
 
-  it("checks a WebSocket's Origin too, and only a WebSocket's", () => {
+  it("checks the Origin too, of every request but a preflight", () => {
     const hosts = new AllowedHosts({ boundHost: '127.0.0.1' });
     const host = 'localhost:8000';
     expect(code(hosts, { host, origin: 'http://localhost:8000' }, true)).toBe('allowed');
@@ -34,6 +35,9 @@ describe('allowed hosts', () => {
     for (const origin of ['http://attacker.example', 'null', 'file://', 'chrome-extension://abc', 'not a url']) {
       expect(code(hosts, { host, origin }, true), origin).toBe('ORIGIN_NOT_ALLOWED');
     }
-    expect(code(hosts, { host, origin: 'http://attacker.example' }, false)).toBe('allowed');
+    expect(code(hosts, { host, origin: 'http://attacker.example' }, false)).toBe('ORIGIN_NOT_ALLOWED');
+    expect(code(hosts, { host, origin: 'http://localhost:5173' }, false)).toBe('allowed');
+    expect(code(hosts, { host, origin: 'http://attacker.example' }, false, 'OPTIONS')).toBe('allowed');
+    expect(code(hosts, { host }, false, 'POST')).toBe('allowed');
   });
 });

@@ -73,6 +73,49 @@ describe('a page of another site, reaching the service by its right name', () =>
   });
 });
 
+describe('a page of another site, calling the service by its right name', () => {
+  const call = (method: string, path: string, origin: string, body?: unknown) =>
+    fetch(`http://127.0.0.1:${service.port}${path}`, {
+      method,
+      headers: { Origin: origin, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  it('can neither create nor drive servers, nor read their logs: 403, and nothing is written', async () => {
+    const before = (await service.request('GET', '/servers')).body.length;
+    const created = await call('POST', '/servers', 'https://attacker.example', { name: 'Planted' });
+    expect(created.status).toBe(403);
+    expect(await created.json()).toMatchObject({ error: { code: 'ORIGIN_NOT_ALLOWED' } });
+    for (const [method, path] of [['POST', `/servers/${editor.id}/stop`], ['DELETE', `/servers/${editor.id}`], ['GET', `/servers/${editor.id}/logs`]]) {
+      expect((await call(method, path, 'https://attacker.example')).status, `${method} ${path}`).toBe(403);
+    }
+    expect((await service.request('GET', '/servers')).body.length).toBe(before);
+    expect((await service.request('GET', `/servers/${editor.id}`)).body.status).toBe('running');
+  });
+
+  it('sends no form to an editor', async () => {
+    const answer = await call('POST', `/vscode/${editor.port}/upload`, 'null', { x: 1 });
+    expect(answer.status).toBe(403);
+    expect(await editorWasReached()).toBe(false);
+  });
+
+  it('still gets its preflight answered, as the interface asks, and scripts without Origin are served', async () => {
+    const preflight = await fetch(`http://127.0.0.1:${service.port}/servers`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://attacker.example', 'Access-Control-Request-Method': 'POST' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect((await service.request('GET', `/servers/${editor.id}/logs`)).status).toBe(200);
+  });
+
+  it('of this machine (another port, such as a dashboard in development) is served', async () => {
+    const answer = await call('GET', '/servers', 'http://localhost:5173');
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('access-control-allow-origin')).toBe('*');
+  });
+});
+
 describe('the names of this service', () => {
   it('answer: loopback names, the bound address and DEVBOX_ALLOWED_HOSTS', async () => {
     const port = service.port;

@@ -26,10 +26,14 @@ describe('CORS', () => {
   });
 
   it('is on no editor page, no preflight to an editor and no error of the proxy', async () => {
-    const page = await fetch(`${service.url}/vscode/${port}/`, { headers: { origin: 'https://elsewhere.example' } });
+    const page = await fetch(`${service.url}/vscode/${port}/`, { headers: { origin: `http://localhost:${service.port}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('stub editor');
     expect(corsHeaders(page.headers)).toEqual([]);
+    // A page of another site gets no editor page at all.
+    const foreign = await fetch(`${service.url}/vscode/${port}/`, { headers: { origin: 'https://elsewhere.example' } });
+    expect(foreign.status).toBe(403);
+    expect(corsHeaders(foreign.headers)).toEqual([]);
     const preflight = await fetch(`${service.url}/editor/${port}/`, {
       method: 'OPTIONS',
       headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' },
