@@ -58,6 +58,9 @@ export function serversRouter(deps: ServersDeps): Router {
   const reconciler = controller.reconciler;
   const router = Router();
 
+  const folderMissing = () => new HttpError(503, 'MANIFESTS_FOLDER_MISSING',
+    `the manifests folder ${store.dir} is missing: bring it back (the service waits for it), then try again`);
+
   /** The record behind an :id, or 404. */
   function find(req: Request): ServerRecord {
     const id = String(req.params.id);
@@ -73,7 +76,11 @@ export function serversRouter(deps: ServersDeps): Router {
       change(server, (path, value) => doc.setIn(path, value));
       doc.setIn(['metadata', 'generation'], (server.metadata.generation ?? 1) + 1);
     });
-    if (result === 'missing') throw notFound(record.server!.metadata.uid ?? record.name);
+    if (result === 'missing') {
+      // A server paused by a missing folder is still there: say why it cannot change now.
+      if (!existsSync(store.dir)) throw folderMissing();
+      throw notFound(record.server!.metadata.uid ?? record.name);
+    }
     if (result === 'invalid') {
       throw new HttpError(409, 'MANIFEST_INVALID', `the manifest ${store.fileOf(record.name)} is invalid; fix it by hand first: ${(record.problems ?? []).join('; ')}`);
     }
@@ -162,7 +169,7 @@ export function serversRouter(deps: ServersDeps): Router {
       }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new HttpError(503, 'MANIFESTS_FOLDER_MISSING', `the manifests folder ${store.dir} is missing: bring it back (the service waits for it), then try again`);
+        throw folderMissing();
       }
       throw error;
     } finally {

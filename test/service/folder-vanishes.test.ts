@@ -46,6 +46,11 @@ describe('the manifests folder moved away and back', () => {
       expect(processExists(s.pid), `editor ${s.pid}`).toBe(true);
       expect(await fs.readFile(s.work, 'utf8')).toMatch(/^work of /);
     }
+    // A request to change a paused server says why it cannot, and changes nothing.
+    const stop = await service.request('POST', `/servers/${servers[0].id}/stop`);
+    expect(stop.status).toBe(503);
+    expect(stop.body.error.code).toBe('MANIFESTS_FOLDER_MISSING');
+    expect(processExists(servers[0].pid)).toBe(true);
     // Said once, not once per server or per resync.
     expect(service.lines.filter((l) => l.includes(`manifests folder ${dir} is missing`))).toHaveLength(1);
     await fs.rename(away, dir);
