@@ -249,6 +249,8 @@ export function serversRouter(deps: ServersDeps): Router {
       if (server.metadata.deletionTimestamp) return false;
       doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
     });
+    // A whole folder away pauses its servers: the file comes back with them, so nothing is deleted now.
+    if (result === 'missing' && !existsSync(store.dir)) throw folderMissing();
     // A file that is missing or invalid cannot carry the mark: the controller is told instead.
     if (result === 'invalid' || result === 'missing') reconciler.requestDeletion(record.name);
     controller.enqueue(record.name);

@@ -50,7 +50,9 @@ describe('the manifests folder moved away and back', () => {
     const stop = await service.request('POST', `/servers/${servers[0].id}/stop`);
     expect(stop.status).toBe(503);
     expect(stop.body.error.code).toBe('MANIFESTS_FOLDER_MISSING');
+    expect((await service.request('DELETE', `/servers/${servers[1].id}`)).status).toBe(503);
     expect(processExists(servers[0].pid)).toBe(true);
+    expect(await fs.readFile(servers[1].work, 'utf8')).toBe('work of right');
     // Said once, not once per server or per resync.
     expect(service.lines.filter((l) => l.includes(`manifests folder ${dir} is missing`))).toHaveLength(1);
     await fs.rename(away, dir);
