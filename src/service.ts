@@ -17,7 +17,7 @@ import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { DataLayout } from './workspace/layout.ts';
 import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
-import { writeError, writeRawError } from './api/errors.ts';
+import { writeError, writeRawError } from './core/errors.ts';
 import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';

@@ -7,7 +7,7 @@
 // the API's `Access-Control-Allow-Origin: *` would otherwise let any site create and start editors).
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../core/errors.ts';
 
 export interface AllowedHostsOptions {
   /** The address the service is bound to (DEVBOX_HOST). */

@@ -1,6 +1,6 @@
 // The express application: CORS, JSON bodies, the routes, and one error handler.
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../core/errors.ts';
 import { BODY_LIMITS, boundBodyCost } from './validation.ts';
 
 /** Every response allows all origins; preflights are answered here. */

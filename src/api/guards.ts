@@ -2,7 +2,7 @@
 // Handlers are meant to answer every request themselves; these only catch what slips through.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { writeError, writeRawError } from './errors.ts';
+import { writeError, writeRawError } from '../core/errors.ts';
 
 const INTERNAL_MESSAGE = 'the service failed to handle this request; its log has the details';
 

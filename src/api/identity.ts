@@ -2,7 +2,7 @@
 // are; a request without those headers did not come through it and is refused.
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../core/errors.ts';
 
 const IDENTITY_HEADERS = ['x-forwarded-email', 'x-forwarded-user', 'x-forwarded-preferred-username'];
 

@@ -12,7 +12,7 @@ import { checkHealth } from '../runtime/health.ts';
 import type { StatsSampler } from '../runtime/stats.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import { formatLogLine, parseLinesParam, type LogHub } from '../logs/index.ts';
-import { HttpError, notFound } from './errors.ts';
+import { HttpError, notFound } from '../core/errors.ts';
 import { checkBody, checkSettings, compileBodySchema } from './validation.ts';
 import { createdView, lifecycleView, serverView, statusOf } from './views.ts';
 

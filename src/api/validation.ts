@@ -4,7 +4,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import type { RequestHandler } from 'express';
 import { measureJson, settingsProblems } from '../manifests/limits.ts';
 import { describeErrors } from '../manifests/schema.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../core/errors.ts';
 import { readProjectJson } from '../project.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true });

@@ -3,6 +3,7 @@
 // never shared: the copy gets a uid of its own.
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import { writeFileAtomic } from '../core/atomic-write.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -69,8 +70,7 @@ export class ServerIdentities {
     if (uid === undefined || this.stored.has(name)) return;
     const file = this.layout.uidFile(name);
     await fs.mkdir(this.layout.editor(name).root, { recursive: true });
-    await fs.writeFile(`${file}.tmp`, uid + '\n');
-    await fs.rename(`${file}.tmp`, file);
+    await writeFileAtomic(file, uid + '\n');
     this.stored.add(name);
   }
 

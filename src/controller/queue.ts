@@ -1,21 +1,9 @@
 // A work queue of names, like client-go's: a name waits at most once, is processed by one worker
 // at a time, and failures come back after a capped exponential backoff.
 
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+import { realClock, type Clock } from '../core/clock.ts';
 
-export const realClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return t;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
+export type { Clock };
 
 export type ReconcileResult = {
   requeueAfterMs?: number;

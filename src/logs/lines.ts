@@ -1,6 +1,6 @@
 // How many log lines a client may ask for: `?lines=` on the REST route, `?tail=` on the streams.
 
-import { HttpError } from '../api/errors.ts';
+import { HttpError } from '../core/errors.ts';
 
 /**
  * The most lines one request returns. A larger value is refused with 400 rather than clamped,

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { HttpError, notFound, writeRawError } from '../api/errors.ts';
+import { HttpError, notFound, writeRawError } from '../core/errors.ts';
 import type { LogEntry } from './entry.ts';
 import type { LogHub } from './hub.ts';
 import { parseTailParam } from './lines.ts';

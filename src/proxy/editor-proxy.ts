@@ -4,7 +4,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { writeError, writeRawError } from '../api/errors.ts';
+import { writeError, writeRawError } from '../core/errors.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
 export const SERVICE_COOKIE_PREFIX = 'devbox';

@@ -2,7 +2,7 @@
 // so the store, queue and reconciler can be unit-tested without sleeping or spawning.
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import type { Clock } from '../../src/controller/queue.ts';
+import type { Clock } from '../../src/core/clock.ts';
 import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
 import type { DiscoveredEditor, EditorRuntime, ExitInfo, LaunchSpec, ProcessIdentity } from '../../src/runtime/processes.ts';

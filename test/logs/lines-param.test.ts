@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../src/api/errors.ts';
+import { HttpError } from '../../src/core/errors.ts';
 import { MAX_LOG_LINES, parseLinesParam, parseTailParam } from '../../src/logs/lines.ts';
 
 describe('the lines parameter of the logs route', () => {

@@ -1,4 +1,5 @@
-// One error type for everything a request can get wrong, turned into JSON by one handler.
+// One error type for everything a request can get wrong, and the one JSON envelope every refusal
+// uses (API, proxy, WebSocket), shared by every area that answers HTTP.
 import http, { type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
