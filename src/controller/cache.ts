@@ -1,0 +1,74 @@
+// The controller's memory of each server: the last manifest read (the record, which the API and
+// the proxy read) and the facts that live only in memory (the live editor, probes, crashes).
+import type { EditorServer } from '../manifests/types.ts';
+import type { ExitInfo, ProcessIdentity } from '../runtime/processes.ts';
+
+/** The controller's view of one manifest: the last valid object, and the file's problems if any. */
+export interface ServerRecord {
+  name: string;
+  server?: EditorServer;
+  problems?: string[];
+  /** What the controller noticed and did about the file (a copied uid or status), newest last. */
+  warnings?: string[];
+  /** Set while the file (or the whole folder) is missing: what happens next. */
+  absence?: string;
+}
+
+/** Facts about a server that live only in memory. */
+export interface Live {
+  identity?: ProcessIdentity;
+  /** The port the live editor listens on (from its launch or its command line). */
+  port?: number;
+  /** The manifests folder (device and inode) the file was last read from. */
+  seenIn?: string;
+  /** Since when the file has been missing from the folder it was in. */
+  missingSince?: number;
+  healthy: boolean;
+  probe?: symbol;
+  probeFailed?: string;
+  lastExit?: ExitInfo;
+  crashTimes: number[];
+  nextRestartAt?: number;
+  /** When the editor was first seen dead with its exit not yet reported. */
+  exitWaitSince?: number;
+  /** The workspace and editor folders exist (checked again before every launch). */
+  workspaceMade?: boolean;
+  /** The settings.json text last written or found on disk. */
+  settingsText?: string;
+  /** Extension groups the spec names that the config lacks, already reported. */
+  unknownGroups?: string[];
+}
+
+export class ServerCache {
+  readonly records = new Map<string, ServerRecord>();
+  readonly lives = new Map<string, Live>();
+  /** Names whose deletion was asked for while their file is missing or invalid (it cannot carry the mark). */
+  readonly deletions = new Set<string>();
+  /** Pids of editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
+  readonly stoppedWhileMissing = new Map<string, number>();
+
+  /** The name's in-memory facts, made on first use. */
+  live(name: string): Live {
+    let live = this.lives.get(name);
+    if (!live) {
+      live = { healthy: false, crashTimes: [] };
+      this.lives.set(name, live);
+    }
+    return live;
+  }
+
+  /** Stores a freshly read manifest in the name's record (kept, with its warnings, if there is one). */
+  setRecord(record: ServerRecord): ServerRecord {
+    const existing = this.records.get(record.name);
+    const next = existing ?? record;
+    next.server = record.server;
+    next.problems = undefined;
+    this.records.set(record.name, next);
+    return next;
+  }
+
+  drop(name: string): void {
+    this.records.delete(name);
+    this.lives.delete(name);
+  }
+}

@@ -1,0 +1,47 @@
+// What every step of a reconcile is given: the controller's side effects (deps), its memory
+// (cache) and the few acts all steps share (write status, warn, log).
+import type { Config } from '../config/settings.ts';
+import type { ExtensionInstaller } from '../extensions/installer.ts';
+import type { LogLevel, TrackedServer } from '../logs/entry.ts';
+import type { ManifestStore } from '../manifests/store.ts';
+import type { EditorServerStatus } from '../manifests/types.ts';
+import type { EditorRuntime } from '../runtime/processes.ts';
+import type { DataLayout } from '../workspace/layout.ts';
+import type { ServerCache, ServerRecord } from './cache.ts';
+import type { ServerIdentities } from './identity.ts';
+import type { PortAllocator, PortProbe } from './ports.ts';
+
+/** What the controller needs from the log hub. */
+export interface ServerLogs {
+  rawPaths(name: string): { dir: string; stdout: string; stderr: string };
+  track(server: TrackedServer): void;
+  event(name: string, level: LogLevel, message: string): void;
+  untrack(name: string, options?: { remove?: boolean }): Promise<void>;
+}
+
+export interface ReconcilerDeps {
+  store: ManifestStore;
+  runtime: EditorRuntime;
+  ports: PortAllocator;
+  portIsFree: PortProbe;
+  layout: DataLayout;
+  logs: ServerLogs;
+  installer: ExtensionInstaller;
+  config: Config;
+  /** Puts a name back on the queue (a probe finished, a process exited). */
+  enqueue: (name: string) => void;
+  log?: (message: string) => void;
+}
+
+export interface ReconcileContext {
+  readonly deps: ReconcilerDeps;
+  readonly cache: ServerCache;
+  /** Writes status (and a new uid) when it changed, and updates the cache; 'gone' when the file is. */
+  commit(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<'ok' | 'gone'>;
+  /** Says once, in the service log, the server's log and GET /manifests, what the controller noticed. */
+  warn(name: string, message: string): void;
+  /** Tells listeners (API waits, the proxy) that the server's record changed, or that it is deleted. */
+  emit(event: 'changed' | 'deleted', name: string): boolean;
+  readonly identities: ServerIdentities;
+  log(message: string): void;
+}

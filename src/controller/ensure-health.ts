@@ -1,0 +1,73 @@
+// Step: a running editor's health. Starting until /healthz answers, Running once it does, Failed
+// (Unhealthy) when it never does or stops answering, and back to Running when it answers again.
+import type { EditorServerStatus, Phase } from '../manifests/types.ts';
+import { checkHealth, waitHealthy } from '../runtime/health.ts';
+import type { Live, ServerRecord } from './cache.ts';
+import type { ReconcileContext } from './context.ts';
+import type { ReconcileResult } from './queue.ts';
+
+/** How often an editor that missed its start deadline is asked /healthz again. */
+const UNHEALTHY_RECHECK_MS = 10_000;
+/** An editor that stays up this long forgets its earlier crashes. */
+export const STABLE_AFTER_MS = 60_000;
+
+/**
+ * What a refresh saw on /healthz. Not answering: the next reconcile probes again before
+ * calling it Running. Answering: it is Running, whatever an earlier probe concluded.
+ */
+export function recordHealth(live: Live | undefined, answered: boolean): void {
+  if (!live?.identity) return;
+  if (answered) {
+    live.healthy = true;
+    live.probeFailed = undefined;
+  } else if (live.healthy) {
+    // It was up and stopped answering: Failed (Unhealthy), asked again every 10 s.
+    live.healthy = false;
+    live.probeFailed = 'code-server stopped answering /healthz';
+  }
+}
+
+export async function observeRunning(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
+): Promise<ReconcileResult> {
+  const name = record.name;
+  if (status.pid !== live.identity!.pid) {
+    Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
+    status.startTime ??= new Date().toISOString();
+  }
+  // It answers after all (a slow first start): recover without anyone asking.
+  if (live.probeFailed && (await checkHealth(port)).ok) recordHealth(live, true);
+  if (live.healthy) {
+    if (status.phase !== 'Running') ctx.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
+    Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
+    const stableFor = Date.now() - Date.parse(status.startTime ?? '');
+    if (live.crashTimes.length > 0 && stableFor >= STABLE_AFTER_MS) live.crashTimes = [];
+  } else if (live.probeFailed) {
+    Object.assign(status, { phase: 'Failed' as Phase, reason: 'Unhealthy', message: live.probeFailed });
+    await ctx.commit(record, uid, status);
+    return { requeueAfterMs: UNHEALTHY_RECHECK_MS };
+  } else {
+    status.phase = 'Starting';
+    if (!live.probe) startProbe(ctx, name, live, port);
+  }
+  await ctx.commit(record, uid, status);
+  if (live.crashTimes.length > 0) return { requeueAfterMs: STABLE_AFTER_MS };
+}
+
+/** Polls /healthz in the background and puts the name back on the queue when it answers. */
+export function startProbe(ctx: ReconcileContext, name: string, live: Live, port: number): void {
+  const token = Symbol(name);
+  live.probe = token;
+  const identity = live.identity;
+  const timeoutMs = ctx.deps.config.editor.readyTimeoutSeconds * 1000;
+  void waitHealthy(port, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
+    if (live.probe !== token) return;
+    live.probe = undefined;
+    if (ok) live.healthy = true;
+    else if (live.identity === identity && identity && ctx.deps.runtime.isAlive(identity)) {
+      live.probeFailed = `code-server did not answer /healthz on port ${port} within ${timeoutMs / 1000} s`;
+      ctx.deps.logs.event(name, 'ERROR', live.probeFailed);
+    }
+    ctx.deps.enqueue(name);
+  });
+}

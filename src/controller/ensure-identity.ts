@@ -1,0 +1,34 @@
+// Step: the server's uid, and whether its status is its own. A copied manifest keeps neither
+// the uid nor the status of the server it was copied from.
+import type { EditorServer } from '../manifests/types.ts';
+import type { DataLayout } from '../workspace/layout.ts';
+import type { ResolvedUid, ServerIdentities } from './identity.ts';
+
+/** Why the manifest's status belongs to another server (a copy of its file), or undefined. */
+export function inheritedStatus(layout: DataLayout, name: string, server: EditorServer, resolved: ResolvedUid): string | undefined {
+  if (resolved.holder !== undefined && resolved.holder !== name) {
+    return `metadata.uid ${resolved.refused} belongs to server "${resolved.holder}" (is this file a copy of its manifest?): this server gets a uid of its own, ${resolved.uid}, and its own port and editor`;
+  }
+  const workspace = server.status?.workspacePath;
+  if (workspace !== undefined && workspace !== layout.workspace(name)) {
+    return `status names the workspace ${workspace}, not this server's (is this file a copy of another manifest?): its status is started afresh, with a port and editor of its own`;
+  }
+  return undefined;
+}
+
+/**
+ * Gives the manifest its name's uid (kept from before, else the manifest's unless another server
+ * has it) and drops a status copied from another server. Returns what to warn about, if anything.
+ */
+export function ensureIdentity(
+  identities: ServerIdentities, layout: DataLayout, name: string, server: EditorServer,
+): { uid: string; warning?: string; inherited: boolean } {
+  const resolved = identities.resolve(name, server.metadata.uid);
+  const inherited = inheritedStatus(layout, name, server, resolved);
+  server.metadata.uid = resolved.uid;
+  // A status copied from another server says nothing about this one: it starts afresh.
+  if (inherited) delete server.status;
+  const warning = inherited
+    ?? (resolved.refused !== undefined ? `metadata.uid ${resolved.refused} is not this server's uid: it keeps its uid ${resolved.uid}` : undefined);
+  return { uid: resolved.uid, warning, inherited: inherited !== undefined };
+}

@@ -1,0 +1,30 @@
+// Status commits: status is built on a copy through a reconcile, then written in one go, and
+// only when it changed (the store compares).
+import type { EditorServerStatus } from '../manifests/types.ts';
+import type { ServerRecord } from './cache.ts';
+import { deriveConditions } from './conditions.ts';
+import type { ReconcileContext } from './context.ts';
+
+/** Writes status (and a new uid) when it changed, and updates the cache. */
+export async function commitStatus(
+  ctx: Omit<ReconcileContext, 'commit'>, record: ServerRecord, uid: string, status: EditorServerStatus,
+): Promise<'ok' | 'gone'> {
+  const server = record.server!;
+  deriveConditions(status);
+  const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
+  const result = await ctx.deps.store.writeStatus(record.name, clean, uid);
+  if (result === 'missing' || result === 'invalid') return 'gone';
+  server.metadata.uid = uid;
+  server.status = clean;
+  ctx.cache.setRecord(record);
+  ctx.emit('changed', record.name);
+  return 'ok';
+}
+
+/** Clears the process fields of a status: no process runs. */
+export function clearProcess(status: EditorServerStatus): EditorServerStatus {
+  status.pid = null;
+  delete status.pidStartTicks;
+  delete status.startTime;
+  return status;
+}

@@ -1,0 +1,177 @@
+// Process supervision: launching an editor, stopping it, and what happens when it dies on its
+// own (spec.restartPolicy, with backoff and crash-loop detection).
+import type { EditorServerStatus, Phase } from '../manifests/types.ts';
+import type { ProcessIdentity } from '../runtime/processes.ts';
+import { ensureWorkspace } from '../workspace/layout.ts';
+import type { Live, ServerRecord } from './cache.ts';
+import type { ReconcileContext } from './context.ts';
+import { startProbe } from './ensure-health.ts';
+import type { ReconcileResult } from './queue.ts';
+import { clearProcess } from './status-commit.ts';
+
+const CRASH_WINDOW_MS = 10 * 60_000;
+
+export async function startProcess(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
+): Promise<ReconcileResult> {
+  const { deps } = ctx;
+  const name = record.name;
+  if (!(await deps.portIsFree(port))) {
+    // Someone else took the port. One we chose ourselves moves; one the spec names cannot.
+    const moved = record.server?.spec.port === undefined ? await deps.ports.reallocate(name) : undefined;
+    if (moved === undefined) {
+      const message = `port ${port} is held by a process this service does not manage: stop it, or set another spec.port`;
+      deps.logs.event(name, 'ERROR', message);
+      await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'PortInUse', message });
+      return { requeueAfterMs: 5000 };
+    }
+    deps.logs.event(name, 'WARN', `port ${port} is held by a process this service does not manage: moving to port ${moved}`);
+    port = moved;
+    status.port = moved;
+  }
+  // The port is on disk before the process exists, so a crash here never loses it.
+  if (record.server?.status?.port !== port) {
+    if ((await ctx.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
+  }
+  await ensureWorkspace(deps.layout, name);
+  const logs = deps.logs.rawPaths(name);
+  const editor = deps.layout.editor(name);
+  deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
+  let identity: ProcessIdentity;
+  try {
+    identity = deps.runtime.launch({
+      name, port,
+      workspacePath: status.workspacePath!,
+      userDataDir: editor.userDataDir,
+      extensionsDir: editor.extensionsDir,
+      configPath: editor.configPath,
+      stdoutPath: logs.stdout,
+      stderrPath: logs.stderr,
+    });
+  } catch (error) {
+    const message = `could not launch the editor: ${(error as Error).message}`;
+    deps.logs.event(name, 'ERROR', message);
+    await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
+    throw error;
+  }
+  live.identity = identity;
+  live.port = port;
+  live.healthy = false;
+  live.lastExit = undefined;
+  live.probeFailed = undefined;
+  live.nextRestartAt = undefined;
+  // Probe while the status is written: the editor does not wait for our disk.
+  startProbe(ctx, name, live, port);
+  Object.assign(status, {
+    phase: 'Starting' as Phase,
+    reason: undefined,
+    message: undefined,
+    pid: identity.pid,
+    pidStartTicks: identity.startTicks,
+    startTime: new Date().toISOString(),
+  });
+  await ctx.commit(record, uid, status);
+}
+
+export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, why: string): Promise<void> {
+  const { deps } = ctx;
+  const name = record.name;
+  const live = ctx.cache.live(name);
+  const identity = live.identity!;
+  deps.logs.event(name, 'INFO', 'stopping');
+  await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
+  live.probe = undefined;
+  await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
+  live.identity = undefined;
+  live.port = undefined;
+  live.healthy = false;
+  live.lastExit = undefined;
+  live.probeFailed = undefined;
+  clearProcess(status);
+  deps.logs.event(name, 'INFO', why);
+}
+
+/**
+ * Stops the editor this controller runs for the server, and any other /proc shows was
+ * launched for it (one left running while its manifest was invalid). A pid in status plays no part.
+ */
+export async function stopEditorsOf(ctx: ReconcileContext, name: string): Promise<void> {
+  const { runtime, config } = ctx.deps;
+  const graceMs = config.editor.stopGraceSeconds * 1000;
+  const live = ctx.cache.lives.get(name);
+  if (live?.identity) await runtime.stop(name, live.identity, graceMs);
+  for (const found of runtime.discover()) {
+    if (found.name === name) await runtime.stop(name, found.identity, graceMs);
+  }
+  if (live) {
+    live.identity = undefined;
+    live.port = undefined;
+  }
+}
+
+/**
+ * Handles an editor that died on its own: records the exit and applies spec.restartPolicy.
+ * Returns the delay before the next start, or undefined when it is not to be restarted.
+ */
+export function recordCrash(ctx: ReconcileContext, name: string, status: EditorServerStatus, live: Live): number | undefined {
+  const { deps } = ctx;
+  const policy = ctx.cache.records.get(name)?.server?.spec.restartPolicy ?? 'Never';
+  const exit = live.lastExit ?? { code: null, signal: null };
+  live.lastExit = undefined;
+  const how = exit.signal ? `killed by ${exit.signal}` : exit.code !== null ? `exited with code ${exit.code}` : 'exited';
+  const clean = exit.code === 0;
+  status.lastExit = { code: exit.code, signal: exit.signal, at: new Date().toISOString() };
+  clearProcess(status);
+  const restart = policy === 'Always' || (policy === 'OnFailure' && !clean);
+  deps.logs.event(name, clean ? 'WARN' : 'ERROR', `code-server ${how}${restart ? '' : ` (restartPolicy ${policy}: not restarting)`}`);
+  if (!restart) {
+    Object.assign(status, { phase: 'Failed' as Phase, reason: clean ? 'Exited' : 'Crashed', message: `code-server ${how}` });
+    return undefined;
+  }
+  const now = Date.now();
+  live.crashTimes = [...live.crashTimes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+  const attempts = live.crashTimes.length;
+  const delay = Math.min(deps.config.editor.maxRestartBackoffSeconds * 1000, 1000 * 2 ** (attempts - 1));
+  live.nextRestartAt = now + delay;
+  status.restarts = (status.restarts ?? 0) + 1;
+  if (attempts >= deps.config.editor.crashLoopRestarts) {
+    Object.assign(status, {
+      phase: 'Failed' as Phase,
+      reason: 'CrashLoopBackOff',
+      message: `code-server ${how}; ${attempts} crashes in ${CRASH_WINDOW_MS / 60_000} min, next start in ${Math.round(delay / 1000)} s`,
+    });
+  } else {
+    Object.assign(status, { phase: 'Starting' as Phase, reason: 'BackOff', message: `code-server ${how}; restarting in ${Math.round(delay / 1000)} s` });
+  }
+  deps.logs.event(name, 'INFO', `restarting in ${Math.round(delay / 1000)} s (restartPolicy ${policy})`);
+  return delay;
+}
+
+/**
+ * Stops the server's running editor because the service is shutting down, and records it
+ * Stopped (ServiceShutdown) with no pid. spec.running stays as it is: the next start of the
+ * service starts again what the manifest asks for. Call only once the queue is idle.
+ */
+export async function stopForShutdown(ctx: ReconcileContext, name: string): Promise<void> {
+  const { deps } = ctx;
+  const record = ctx.cache.records.get(name);
+  const server = record?.server;
+  const live = ctx.cache.lives.get(name);
+  const identity = live?.identity;
+  if (!record || !server?.status || !live || !identity || !deps.runtime.isAlive(identity)) return;
+  deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
+  live.probe = undefined;
+  await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
+  live.identity = undefined;
+  live.port = undefined;
+  live.healthy = false;
+  const status = clearProcess(structuredClone(server.status));
+  Object.assign(status, {
+    phase: 'Stopped' as Phase,
+    reason: 'ServiceShutdown',
+    message: 'stopped because the service shut down; the next start of the service acts on spec.running again',
+  });
+  // Every record's uid is given when its manifest is first read (prime or reconcile).
+  await ctx.commit(record, server.metadata.uid!, status);
+  deps.logs.event(name, 'INFO', 'stopped: the service shut down');
+}
