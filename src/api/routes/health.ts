@@ -1,0 +1,77 @@
+// GET /servers/{id}/health, POST /servers/{id}/refresh-status and POST /servers/refresh-all:
+// the real process and /healthz compared with the recorded status.
+import type { Router } from 'express';
+import type { ServerRecord } from '../../controller/reconciler.ts';
+import { checkHealth } from '../../runtime/health.ts';
+import { statusOf } from '../views.ts';
+import { findServer, type ServersDeps } from './context.ts';
+
+export function healthRoutes(deps: ServersDeps, router: Router): void {
+  const { controller, stats } = deps;
+  const reconciler = controller.reconciler;
+
+  router.post('/servers/refresh-all', async (_req, res) => {
+    const records = [...reconciler.records.values()].filter((r) => r.server?.metadata.uid);
+    const servers = await Promise.all(records.map((r) => refresh(r)));
+    const updated = servers.filter((s) => s.updated).length;
+    res.json({
+      status: 'success',
+      total_servers: servers.length,
+      updated,
+      message: `refreshed ${servers.length} server${servers.length === 1 ? '' : 's'}, ${updated} changed`,
+      servers,
+    });
+  });
+
+  router.get('/servers/:id/health', async (req, res) => {
+    const record = findServer(deps, req);
+    const server = record.server!;
+    const pid = server.status?.pid ?? null;
+    const processExists = pid !== null && reconciler.isProcessAlive(record.name);
+    const port = server.spec.port ?? server.status?.port;
+    const http = processExists && port ? await checkHealth(port) : { ok: false };
+    const usage = stats.get(pid);
+    res.json({
+      status: 'success',
+      data: {
+        status: statusOf(server),
+        http_healthy: http.ok,
+        cpu_percent: usage?.cpuPercent ?? 0,
+        memory_mb: usage?.memoryMb ?? 0,
+        uptime_seconds: processExists && server.status?.startTime ? (Date.now() - Date.parse(server.status.startTime)) / 1000 : 0,
+        process_exists: processExists,
+      },
+    });
+  });
+
+  router.post('/servers/:id/refresh-status', async (req, res) => {
+    res.json(await refresh(findServer(deps, req)));
+  });
+
+  /** Compares the real process and /healthz with the recorded status, and corrects it. */
+  async function refresh(record: ServerRecord) {
+    const before = record.server!;
+    const oldStatus = statusOf(before);
+    const port = before.spec.port ?? before.status?.port;
+    const pid = before.status?.pid ?? null;
+    const alive = pid !== null && reconciler.isProcessAlive(record.name);
+    const health = alive && port ? await checkHealth(port) : { ok: false, error: 'no process' };
+    if (alive) reconciler.recordHealth(record.name, health.ok);
+    await controller.reconcileNow(record.name);
+    const after = reconciler.records.get(record.name)?.server ?? before;
+    const newStatus = reconciler.records.has(record.name) ? statusOf(after) : 'deleted';
+    return {
+      status: 'success',
+      id: before.metadata.uid,
+      name: before.spec.displayName ?? record.name,
+      port: port ?? null,
+      old_status: oldStatus,
+      new_status: newStatus,
+      pid_status: pid === null ? 'no process recorded' : alive ? `process ${pid} is running` : `process ${pid} no longer exists`,
+      healthz_status: health.ok
+        ? `GET /healthz on port ${port} answered${'state' in health && health.state ? ` (${health.state})` : ''}`
+        : `GET /healthz on port ${port ?? '-'} did not answer: ${health.error ?? 'no process'}`,
+      updated: oldStatus !== newStatus,
+    };
+  }
+}

@@ -1,0 +1,93 @@
+// POST /servers/{id}/start, /stop, /restart and DELETE /servers/{id}: each writes desired state
+// into the manifest, then waits (bounded) for the controller to report the outcome, like `kubectl wait`.
+import { existsSync } from 'node:fs';
+import type { Response, Router } from 'express';
+import type { ServerRecord } from '../../controller/reconciler.ts';
+import { HttpError, notFound } from '../../core/errors.ts';
+import { RESTARTED_AT } from '../../manifests/types.ts';
+import { restartStamp } from '../naming.ts';
+import { lifecycleView } from '../views.ts';
+import { envelope, findServer, folderMissing, phaseIs, updateSpec, type ServersDeps } from './context.ts';
+
+export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
+  const { store, controller } = deps;
+  const reconciler = controller.reconciler;
+
+  router.post('/servers/:id/start', async (req, res) => {
+    const record = findServer(deps, req);
+    const server = record.server!;
+    if (server.spec.running && server.status?.phase === 'Running') {
+      res.json(envelope(record, `server "${server.spec.displayName}" is already running`));
+      return;
+    }
+    // A failed editor is started again with a restart request, as the spec may already say running.
+    const stamp = server.status?.phase === 'Failed' ? restartStamp() : undefined;
+    await updateSpec(deps, record, (_s, set) => {
+      set(['spec', 'running'], true);
+      if (stamp) set(['metadata', 'annotations', RESTARTED_AT], stamp);
+    });
+    await respondWhenStarted(record, res, 'started', stamp);
+  });
+
+  router.post('/servers/:id/stop', async (req, res) => {
+    const record = findServer(deps, req);
+    await updateSpec(deps, record, (_s, set) => set(['spec', 'running'], false));
+    const done = await controller.waitFor(record.name, (r) => !r?.server || phaseIs('Stopped', 'Failed')(r), deps.stopTimeoutMs);
+    if (!done?.server) throw notFound(String(req.params.id));
+    const settled = done.server.status?.phase === 'Stopped';
+    res.status(settled ? 200 : 202).json(envelope(done, settled
+      ? `server "${done.server.spec.displayName}" stopped`
+      : `server "${done.server.spec.displayName}" is still stopping`));
+  });
+
+  router.post('/servers/:id/restart', async (req, res) => {
+    const record = findServer(deps, req);
+    const stamp = restartStamp();
+    await updateSpec(deps, record, (_s, set) => {
+      set(['spec', 'running'], true);
+      set(['metadata', 'annotations', RESTARTED_AT], stamp);
+    });
+    await respondWhenStarted(record, res, 'restarted', stamp);
+  });
+
+  router.delete('/servers/:id', async (req, res) => {
+    const record = findServer(deps, req);
+    const id = record.server!.metadata.uid!;
+    const displayName = record.server!.spec.displayName;
+    const result = await store.update(record.name, (doc, server) => {
+      if (server.metadata.deletionTimestamp) return false;
+      doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
+    });
+    // A whole folder away pauses its servers: the file comes back with them, so nothing is deleted now.
+    if (result === 'missing' && !existsSync(store.dir)) throw folderMissing(store);
+    // A file that is missing or invalid cannot carry the mark: the controller is told instead.
+    if (result === 'invalid' || result === 'missing') reconciler.requestDeletion(record.name);
+    controller.enqueue(record.name);
+    const done = await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
+    res.status(done === undefined ? 200 : 202).json({
+      status: 'success',
+      message: done === undefined ? `server "${displayName}" deleted` : `server "${displayName}" is being deleted`,
+      data: { id },
+    });
+  });
+
+  /** Waits for Running or Failed; with a restart stamp, only an outcome of that request counts. */
+  async function respondWhenStarted(record: ServerRecord, res: Response, verb: string, stamp?: string) {
+    const done = await controller.waitFor(
+      record.name,
+      (r) => !r?.server || (phaseIs('Running', 'Failed')(r) && (!stamp || r.server.status?.observedRestartedAt === stamp)),
+      // A restart first stops the editor, which has its own bound.
+      verb === 'restarted' ? deps.startTimeoutMs + deps.stopTimeoutMs : deps.startTimeoutMs,
+    );
+    if (!done?.server) throw notFound(record.server!.metadata.uid!);
+    const server = done.server;
+    const display = server.spec.displayName ?? done.name;
+    if (server.status?.phase === 'Running') {
+      res.json(envelope(done, `server "${display}" ${verb} on port ${server.status.port}`));
+    } else if (server.status?.phase === 'Failed') {
+      throw new HttpError(500, 'EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, lifecycleView(done));
+    } else {
+      res.status(202).json(envelope(done, `server "${display}" is still starting; poll GET /servers/${server.metadata.uid}`));
+    }
+  }
+}

@@ -1,0 +1,115 @@
+// GET /servers, GET /servers/{id} and POST /servers: list, read and create servers.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { Router } from 'express';
+import { unknownExtensionGroups } from '../../config/settings.ts';
+import { HttpError } from '../../core/errors.ts';
+import { API_VERSION, KIND, type EditorServer, type RestartPolicy } from '../../manifests/types.ts';
+import { slugify } from '../naming.ts';
+import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
+import { createdView, serverView } from '../views.ts';
+import { findServer, folderMissing, phaseIs, type ServersDeps } from './context.ts';
+
+interface CreateBody {
+  name: string;
+  extensions?: string[];
+  extension_groups?: string[];
+  port?: number;
+  restart_policy?: RestartPolicy;
+  settings?: Record<string, unknown>;
+}
+
+/** How long POST /servers waits for the port and workspace before answering with what it has. */
+const CREATE_WAIT_MS = 10_000;
+
+const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
+
+export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
+  const { store, controller, stats } = deps;
+  const reconciler = controller.reconciler;
+
+  router.get('/servers', (_req, res) => {
+    const list = [...reconciler.records.values()]
+      .filter((r) => r.server?.metadata.uid)
+      .map((r) => serverView(r, stats.get(r.server!.status?.pid)));
+    res.json(list);
+  });
+
+  router.get('/servers/:id', (req, res) => {
+    const record = findServer(deps, req);
+    res.json(serverView(record, stats.get(record.server!.status?.pid)));
+  });
+
+  router.post('/servers', async (req, res) => {
+    const body = checkBody(validateCreate, req.body);
+    checkSettings(body.settings);
+    const unknownGroups = unknownExtensionGroups(deps.extensionGroups, body.extension_groups);
+    if (unknownGroups.length > 0) {
+      throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
+    }
+    const displayName = body.name.trim();
+    const uid = randomUUID();
+    const base = slugify(displayName);
+    let name = base;
+    const server: EditorServer = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name, uid, generation: 1 },
+      spec: {
+        displayName,
+        running: false,
+        ...(body.port !== undefined ? { port: body.port } : {}),
+        ...(body.restart_policy ? { restartPolicy: body.restart_policy } : {}),
+        ...(body.extension_groups ? { extensionGroups: body.extension_groups } : {}),
+        extensions: body.extensions ?? [],
+        ...(body.settings ? { settings: body.settings } : {}),
+      },
+    };
+    // The port is held before the manifest exists, so two creates never both get one, and a
+    // full range is refused at once. It is held under a key no server name can be, and handed
+    // to the name the moment its file exists.
+    const ports = reconciler.ports;
+    const claim = `create:${uid}`;
+    if (body.port !== undefined) {
+      const excluded = deps.excludedPort(body.port);
+      if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
+      const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
+      if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
+      if (!ports.reserve(claim, body.port)) {
+        const holder = ports.owner(body.port);
+        throw new HttpError(409, 'PORT_TAKEN', holder?.startsWith('create:')
+          ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
+          : `port ${body.port} belongs to server "${holder}": choose another port or leave it out`);
+      }
+    } else if ((await ports.allocate(claim)) === undefined) {
+      const { min, max } = ports.range;
+      throw new HttpError(409, 'NO_FREE_PORT', `no free port left in ${min}-${max}: delete a server, or widen ports in the config`);
+    }
+    try {
+      // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for
+      // a name whose manifest went are never handed to a new server.
+      for (let n = 1; ; n++) {
+        if (n > 1) name = server.metadata.name = `${base}-${n}`;
+        if (!existsSync(deps.layout.workspace(name)) && !existsSync(deps.layout.editor(name).root) && ports.portOf(name) === undefined
+          && (await store.create(server, () => ports.transfer(claim, name)))) break;
+        if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw folderMissing(store);
+      }
+      throw error;
+    } finally {
+      ports.release(claim);
+    }
+    controller.enqueue(name);
+    const record = await controller.waitFor(
+      name,
+      (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
+      Math.max(deps.startTimeoutMs, CREATE_WAIT_MS),
+    );
+    // Created either way: the manifest is written and the controller will provision it. A busy
+    // machine only means the answer shows it still provisioning, without a port yet.
+    res.status(201).json(createdView(record?.server ? record : { name, server }));
+  });
+}
