@@ -5,11 +5,33 @@ import { realClock, type Clock } from '../core/clock.ts';
 
 export type { Clock };
 
+/**
+ * What a reconcile asks of the queue, like controller-runtime's Result: nothing (done until the
+ * next event), a run again after a delay, or a run again once an operation outside the worker
+ * (an extension install) settles. A thrown TerminalError means: do not retry at all.
+ */
 export type ReconcileResult = {
   requeueAfterMs?: number;
   /** The run only waited for news about to arrive (an exit not reported yet): it settled nothing. */
   waiting?: boolean;
+  /** Long work running outside the worker: the name is queued again when it settles. */
+  waitFor?: Promise<unknown>;
 } | void;
+
+/**
+ * A problem retrying cannot fix (a spec.port another server has): the queue does not retry it,
+ * and the reconciler does not act again until the spec changes. The reason and message are
+ * recorded in status first.
+ */
+export class TerminalError extends Error {
+  readonly reason: string;
+
+  constructor(reason: string, message: string) {
+    super(message);
+    this.name = 'TerminalError';
+    this.reason = reason;
+  }
+}
 
 export interface QueueOptions {
   workers: number;
@@ -17,6 +39,8 @@ export interface QueueOptions {
   maxBackoffMs?: number;
   clock?: Clock;
   onError?: (name: string, error: unknown, attempt: number) => void;
+  /** A reconcile threw a TerminalError: it is not retried. */
+  onTerminal?: (name: string, error: TerminalError) => void;
 }
 
 export class WorkQueue {
@@ -26,6 +50,7 @@ export class WorkQueue {
   private readonly maxBackoffMs: number;
   private readonly clock: Clock;
   private readonly onError?: QueueOptions['onError'];
+  private readonly onTerminal?: QueueOptions['onTerminal'];
   private readonly pending: string[] = [];
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
@@ -43,6 +68,7 @@ export class WorkQueue {
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.clock = options.clock ?? realClock;
     this.onError = options.onError;
+    this.onTerminal = options.onTerminal;
   }
 
   add(name: string): void {
@@ -126,7 +152,14 @@ export class WorkQueue {
       const result = await this.handler(name);
       this.failures.delete(name);
       if (result?.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
+      // The worker is free meanwhile; the name comes back once the operation settles.
+      if (result?.waitFor) void result.waitFor.then(() => this.add(name), () => this.add(name));
     } catch (error) {
+      if (error instanceof TerminalError) {
+        this.failures.delete(name);
+        this.onTerminal?.(name, error);
+        return;
+      }
       const attempt = (this.failures.get(name) ?? 0) + 1;
       this.failures.set(name, attempt);
       this.onError?.(name, error, attempt);

@@ -1,7 +1,7 @@
 // The work queue: one run per name at a time, several names in parallel, retries with capped
 // exponential backoff, delayed adds, and a clean stop. Time is a fake clock: nothing sleeps.
 import { afterEach, describe, expect, it } from 'vitest';
-import { WorkQueue, type ReconcileResult } from '../../src/controller/queue.ts';
+import { TerminalError, WorkQueue, type ReconcileResult } from '../../src/controller/queue.ts';
 import { FakeClock } from '../helpers/fakes.ts';
 
 /** A handler whose runs the test finishes by hand, recording who ran and how many at once. */
@@ -156,6 +156,49 @@ describe('WorkQueue', () => {
     queue.add('n'); // fails again: the first backoff, not the third
     await queue.idle();
     expect(clock.pendingDelays).toEqual([100]);
+  });
+
+  it('never retries a terminal error: one run in an hour, reported once, not as a failure', async () => {
+    const clock = new FakeClock();
+    const failures: number[] = [];
+    const terminal: string[] = [];
+    let runs = 0;
+    queue = new WorkQueue(async () => {
+      runs++;
+      throw new TerminalError('PortUnavailable', 'spec.port 8010 is already used by server "a": choose another port');
+    }, { workers: 1, clock, onError: (_n, _e, attempt) => failures.push(attempt), onTerminal: (name, error) => terminal.push(`${name}: ${error.reason}`) });
+
+    queue.add('stuck');
+    await queue.idle();
+    clock.advance(3_600_000);
+    await queue.idle();
+    expect(runs).toBe(1);
+    expect(clock.pendingDelays).toEqual([]);
+    expect(failures).toEqual([]);
+    expect(terminal).toEqual(['stuck: PortUnavailable']);
+    queue.add('stuck'); // an event (a spec change) still runs it
+    await queue.idle();
+    expect(runs).toBe(2);
+  });
+
+  it('frees the worker while an operation runs, and runs the name again once it settles', async () => {
+    let finishOperation!: () => void;
+    const operation = new Promise<void>((resolve) => (finishOperation = resolve));
+    const runs: string[] = [];
+    queue = new WorkQueue(async (name) => {
+      runs.push(name);
+      return name === 'installs' && runs.filter((n) => n === 'installs').length === 1 ? { waitFor: operation } : undefined;
+    }, { workers: 1, clock: new FakeClock() });
+
+    queue.add('installs');
+    await queue.idle();
+    queue.add('other'); // the one worker is free although the operation is not done
+    await queue.idle();
+    expect(runs).toEqual(['installs', 'other']);
+    finishOperation();
+    await settle();
+    await queue.idle();
+    expect(runs).toEqual(['installs', 'other', 'installs']);
   });
 
   it('runs a name again after the delay its reconcile asked for', async () => {
