@@ -71,7 +71,7 @@ export async function startService(settings: Settings, log: (message: string) =>
 async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () => Promise<void>, log: (message: string) => void): Promise<Service> {
   const { config } = settings;
   const layout = new DataLayout(settings.dataDir);
-  const store = new ManifestStore(settings.manifestsDir);
+  const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
   const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });

@@ -47,6 +47,9 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     message: status?.message ?? null,
     restart_policy: server.spec.restartPolicy ?? 'Never',
     extension_status: status?.extensions ?? [],
+    // Spec changes counted, and the last one the controller has finished acting on.
+    generation: server.metadata.generation ?? null,
+    observed_generation: status?.observedGeneration ?? null,
     ...(record.problems ? { manifest_errors: record.problems } : {}),
   };
 }

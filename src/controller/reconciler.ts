@@ -148,8 +148,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
 
     if (warning) this.warn(name, warning);
     if (!server.status) deps.logs.event(name, 'INFO', `created "${displayName}"`);
+    // observedGeneration is set when status settles (commitStatus), not here before any work.
     const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
-    if (server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
 
     const port = await ensurePort(deps, name, server);
     if (typeof port === 'string') {

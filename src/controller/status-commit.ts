@@ -1,15 +1,23 @@
 // Status commits: status is built on a copy through a reconcile, then written in one go, and
 // only when it changed (the store compares).
-import type { EditorServerStatus } from '../manifests/types.ts';
+import type { EditorServerStatus, Phase } from '../manifests/types.ts';
 import type { ServerRecord } from './cache.ts';
 import { deriveConditions } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
 
-/** Writes status (and a new uid) when it changed, and updates the cache. */
+/** Phases a reconcile ends in once it has done what the spec asks (or found it cannot). */
+const SETTLED: ReadonlySet<Phase> = new Set(['Running', 'Stopped', 'Failed']);
+
+/**
+ * Writes status (and a new uid) when it changed, and updates the cache. A settled phase records
+ * the generation it settled for as observedGeneration: so it lags while the work (a stop, a
+ * start, an install) is under way, and says "done" only when it is.
+ */
 export async function commitStatus(
   ctx: Omit<ReconcileContext, 'commit'>, record: ServerRecord, uid: string, status: EditorServerStatus,
 ): Promise<'ok' | 'gone'> {
   const server = record.server!;
+  if (SETTLED.has(status.phase) && server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
   deriveConditions(status);
   const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
   const result = await ctx.deps.store.writeStatus(record.name, clean, uid);

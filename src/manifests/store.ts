@@ -1,12 +1,15 @@
-// Reads and writes EditorServer manifests: one YAML file per server, written atomically, with
-// compare-before-replace so an edit made by hand between a read and a write is never lost.
+// Reads and writes EditorServer manifests: one YAML file per server, written only by people and
+// the API (read-modify-write that never replaces an edit it did not see), merged on read with
+// the controller's status record, which lives in a file of its own (status-file.ts).
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { Document, isMap, isScalar, parseAllDocuments, parseDocument, stringify, type Pair, type YAMLMap } from 'yaml';
+import { Document, parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { HttpError } from '../core/errors.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { validateManifest } from './schema.ts';
 import { duplicateKeys } from './unique-keys.ts';
+import { specHash, StatusFiles, type StatusRecord } from './status-file.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
 export const MANIFEST_EXT = '.yaml';
@@ -19,8 +22,16 @@ export type ManifestRead =
 
 export type WriteResult = 'unchanged' | 'updated' | 'missing' | 'invalid';
 
-/** Thrown when a file kept changing under a write more often than we retry. */
-export class ConflictError extends Error {}
+/** Thrown when a file kept changing under a write more often than we retry: the API answers 409. */
+export class ConflictError extends HttpError {
+  constructor(message: string) {
+    super(409, 'CONFLICT', message);
+    this.name = 'ConflictError';
+  }
+}
+
+/** The steps of a spec write, where a test can make a foreign write land. */
+export type WriteStep = 'read' | 'temp-written' | 'stashed' | 'placed';
 
 const MAX_ATTEMPTS = 5;
 
@@ -53,19 +64,33 @@ export function parseManifest(name: string, text: string): ManifestRead {
   return { kind: 'ok', name, text, server: value as EditorServer };
 }
 
-/** The manifests folder. Only the API writes spec and metadata; only the controller writes status. */
+/**
+ * The manifests folder, and beside it (in the data folder) the controller's status records.
+ * The manifest file is written by people and by the API (create, update); the controller writes
+ * only status records (writeStatus). Without a status folder (`npm run doctor`) the store only
+ * reads manifests.
+ */
 export class ManifestStore {
   readonly dir: string;
+  /** Test seam: runs at each step of a spec write, so a test can land a foreign write there. */
+  onWriteStep?: (step: WriteStep, name: string) => Promise<void> | void;
+  private readonly statuses?: StatusFiles;
   /** The text of our own last write per name, so the watcher can ignore our echoes. */
   private readonly lastWritten = new Map<string, string>();
   private readonly locks = new Map<string, Promise<unknown>>();
 
-  constructor(dir: string) {
+  constructor(dir: string, statusDir?: string) {
     this.dir = dir;
+    if (statusDir !== undefined) this.statuses = new StatusFiles(statusDir);
   }
 
   fileOf(name: string): string {
     return join(this.dir, name + MANIFEST_EXT);
+  }
+
+  /** Where the controller keeps the server's status and generation. */
+  statusFileOf(name: string): string | undefined {
+    return this.statuses?.fileOf(name);
   }
 
   /**
@@ -84,7 +109,13 @@ export class ManifestStore {
       .sort();
   }
 
+  /**
+   * The manifest, with `status` and `metadata.generation` from the status record. Seeing a spec
+   * whose canonical hash differs from the one recorded moves the generation, whoever edited it.
+   */
   async read(name: string): Promise<ManifestRead> {
+    // A spec write takes the file out of place for a moment: wait for it rather than see it missing.
+    await this.locks.get(name);
     let text: string | undefined;
     try {
       text = await this.readText(name);
@@ -92,7 +123,10 @@ export class ManifestStore {
       if (error instanceof UnreadableEntryError) return { kind: 'invalid', name, errors: [`${this.fileOf(name)} ${error.message}`] };
       throw error;
     }
-    return text === undefined ? { kind: 'missing', name } : parseManifest(name, text);
+    if (text === undefined) return { kind: 'missing', name };
+    const read = parseManifest(name, text);
+    if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses);
+    return read;
   }
 
   /** The file's text, read with bounds and without following links; undefined when it is not there or cannot be a manifest. */
@@ -134,7 +168,8 @@ export class ManifestStore {
 
   /**
    * Changes a manifest's metadata or spec (the API's part) through the YAML document, so the
-   * comments stay. `mutate` returns false to leave the file as it is.
+   * comments stay. `mutate` returns false to leave the file as it is; it may run more than
+   * once, when the file changed under the write.
    */
   async update(name: string, mutate: (doc: Document, server: EditorServer) => boolean | void): Promise<WriteResult> {
     return this.rewrite(name, (text, server) => {
@@ -145,23 +180,26 @@ export class ManifestStore {
   }
 
   /**
-   * Replaces the status block (the controller's part) when it differs, and records a uid when
-   * the manifest has none. The spec's text and comments are spliced around, never re-rendered.
+   * Records the server's status (the controller's part) in its status record when it differs;
+   * the manifest file is never written. 'missing' or 'invalid' when the manifest is not there
+   * or does not validate: nothing is recorded then.
    */
   async writeStatus(name: string, status: EditorServerStatus, uid?: string): Promise<WriteResult> {
-    return this.rewrite(name, (text, server) => {
-      let next = text;
-      if (uid !== undefined && server.metadata.uid === undefined) next = insertUid(next, uid);
-      // The controller gives uids: one copied from another manifest is replaced.
-      else if (uid !== undefined && server.metadata.uid !== uid) next = replaceUid(next, uid);
-      if (!sameJSON(server.status, status)) next = replaceStatus(next, status);
-      return next;
+    const statuses = this.statuses;
+    if (!statuses) throw new Error(`the manifest store of ${this.dir} was opened without a status folder`);
+    const read = await this.read(name);
+    if (read.kind !== 'ok') return read.kind;
+    return this.withLock(STATUS_LOCK + name, async () => {
+      const record = (await statuses.read(name)) ?? { generation: read.server.metadata.generation ?? 1, specHash: specHash(read.server.spec) };
+      if (sameJSON(record.status, status) && (uid === undefined || record.uid === uid)) return 'unchanged';
+      await statuses.write(name, { ...record, ...(uid === undefined ? {} : { uid }), status });
+      return 'updated';
     });
   }
 
-  /** Removes the manifest file; true when it existed. */
+  /** Removes the manifest file and the server's status record (a deletion); true when the file existed. */
   async remove(name: string): Promise<boolean> {
-    return this.withLock(name, async () => {
+    const removed = await this.withLock(name, async () => {
       this.lastWritten.delete(name);
       try {
         await fs.unlink(this.fileOf(name));
@@ -171,10 +209,46 @@ export class ManifestStore {
         throw error;
       }
     });
+    const statuses = this.statuses;
+    if (statuses) await this.withLock(STATUS_LOCK + name, () => statuses.remove(name));
+    return removed;
   }
 
+  /** Moves the generation when the spec changed since last seen, and merges the status record in. */
+  private observe(server: EditorServer, statuses: StatusFiles): Promise<void> {
+    const name = server.metadata.name;
+    return this.withLock(STATUS_LOCK + name, async () => {
+      const hash = specHash(server.spec);
+      let record: StatusRecord | undefined = await statuses.read(name);
+      if (!record) {
+        // First sight, or a manifest from before status records: its inline status is taken
+        // over once (a pid in it is still only adopted after /proc says it is this server's).
+        record = { generation: server.metadata.generation ?? 1, specHash: hash, ...(server.status ? { status: server.status } : {}) };
+        await statuses.write(name, record);
+      } else if (record.specHash !== hash) {
+        record = { ...record, generation: record.generation + 1, specHash: hash };
+        await statuses.write(name, record);
+      }
+      server.metadata.generation = record.generation;
+      // The uid the controller gave this name wins over the file's (none, or one copied from
+      // another manifest): the controller never writes it into the file.
+      if (record.uid !== undefined) server.metadata.uid = record.uid;
+      // After the takeover a `status:` left in the manifest is ignored.
+      if (record.status) server.status = record.status;
+      else delete server.status;
+    });
+  }
+
+  /**
+   * Read, change, and replace only if nobody wrote in between. The file is first moved aside
+   * (rename is atomic) and compared with what was read: from then on a writer by path makes a
+   * new file, which the exclusive link that puts ours in place refuses to replace, and a writer
+   * in place writes into the moved-aside file, which is compared again once ours is in place.
+   * Any foreign write seen puts that text back and starts over on it.
+   */
   private async rewrite(name: string, change: (text: string, server: EditorServer) => string): Promise<WriteResult> {
     return this.withLock(name, async () => {
+      const file = this.fileOf(name);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const before = await this.readText(name).catch((error) => {
           if (error instanceof UnreadableEntryError) return null;
@@ -186,24 +260,43 @@ export class ManifestStore {
         if (parsed.kind !== 'ok') return 'invalid';
         const after = change(before, parsed.server);
         if (after === before) return 'unchanged';
+        await this.onWriteStep?.('read', name);
         const tmp = await this.writeTemp(name, after);
-        // Compare before replacing: if someone edited the file since we read it, start over.
-        const current = await this.readText(name).catch(() => null);
-        if (current !== before) {
+        const aside = this.tempPath(name);
+        try {
+          await this.onWriteStep?.('temp-written', name);
+          if (!(await renameIfThere(file, aside))) continue; // gone since the read: look again
+          if ((await this.textAt(aside)) !== before) {
+            await linkUnlessTaken(aside, file); // theirs goes back, unless a newer file is there already
+            continue;
+          }
+          await this.onWriteStep?.('stashed', name);
+          if (!(await linkUnlessTaken(tmp, file))) continue; // a new file appeared meanwhile: it stays
+          this.lastWritten.set(name, after);
+          await this.onWriteStep?.('placed', name);
+          if ((await this.textAt(aside)) !== before) {
+            // Written in place through a handle opened before the move: that edit wins, and ours
+            // is made again on top of it.
+            this.lastWritten.delete(name);
+            if ((await this.textOf(name)) === after) await fs.rename(aside, file);
+            continue;
+          }
+          return 'updated';
+        } finally {
           await fs.rm(tmp, { force: true });
-          if (current === undefined) return 'missing';
-          continue;
+          await fs.rm(aside, { force: true });
         }
-        this.lastWritten.set(name, after);
-        await fs.rename(tmp, this.fileOf(name));
-        return 'updated';
       }
-      throw new ConflictError(`${this.fileOf(name)} kept changing while it was being written; try again`);
+      throw new ConflictError(`${this.fileOf(name)} kept changing while it was being written (${MAX_ATTEMPTS} attempts): wait until nothing else is writing it (an editor saving, a git pull), then try again`);
     });
   }
 
   private readText(name: string): Promise<string | undefined> {
     return readManifestEntry(this.fileOf(name));
+  }
+
+  private textAt(path: string): Promise<string | undefined | null> {
+    return readManifestEntry(path).catch(() => null);
   }
 
   /**
@@ -215,9 +308,14 @@ export class ManifestStore {
     return stats?.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined;
   }
 
+  // Hidden and ending in .tmp: the watcher ignores it, and the controller removes leftovers at start-up.
+  private tempPath(name: string): string {
+    return join(this.dir, `.${name}${MANIFEST_EXT}.${randomBytes(4).toString('hex')}.tmp`);
+  }
+
   // Never creates the folder: one that vanished is waited for, not replaced by an empty one.
   private async writeTemp(name: string, text: string): Promise<string> {
-    const tmp = join(this.dir, `.${name}${MANIFEST_EXT}.${randomBytes(4).toString('hex')}.tmp`);
+    const tmp = this.tempPath(name);
     const handle = await fs.open(tmp, 'wx', 0o644);
     try {
       await handle.writeFile(text);
@@ -242,67 +340,31 @@ export class ManifestStore {
   }
 }
 
+/** Lock names of status records; manifest names are DNS labels, so they never clash. */
+const STATUS_LOCK = 'status/';
+
+async function renameIfThere(from: string, to: string): Promise<boolean> {
+  try {
+    await fs.rename(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+/** Links `from` at `to` unless something is there already: never replaces a file. */
+async function linkUnlessTaken(from: string, to: string): Promise<boolean> {
+  try {
+    await fs.link(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
 function sameJSON(a: unknown, b: unknown): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
-function topLevelPair(doc: Document, key: string): { map: YAMLMap; index: number; pair: Pair } | undefined {
-  const map = doc.contents;
-  if (!isMap(map)) return undefined;
-  const index = map.items.findIndex((p) => isScalar(p.key) && p.key.value === key);
-  return index < 0 ? undefined : { map, index, pair: map.items[index] as Pair };
-}
-
-/** Splices a fresh `status:` block in place of the old one, which the controller keeps last. */
-export function replaceStatus(text: string, status: EditorServerStatus): string {
-  const block = stringify({ status }, { lineWidth: 0 });
-  const doc = parseDocument(text, { uniqueKeys: false });
-  const found = topLevelPair(doc, 'status');
-  // A flow-style (or JSON) manifest cannot take a block appended after it.
-  if (!isMap(doc.contents) || doc.contents.flow) {
-    doc.set('status', status);
-    return doc.toString({ lineWidth: 0 });
-  }
-  if (!found) return (text.endsWith('\n') || text === '' ? text : text + '\n') + block;
-  const keyStart = (found.pair.key as { range?: [number, number, number] }).range?.[0];
-  if (found.index === found.map.items.length - 1 && keyStart !== undefined) {
-    return text.slice(0, keyStart) + block;
-  }
-  // Someone moved status above other keys: let the YAML library place it.
-  doc.set('status', status);
-  return doc.toString({ lineWidth: 0 });
-}
-
-/** Replaces the value of `metadata.uid` in place, keeping the rest of the text. */
-export function replaceUid(text: string, uid: string): string {
-  const doc = parseDocument(text);
-  const metadata = topLevelPair(doc, 'metadata')?.pair.value;
-  const pair = isMap(metadata) ? metadata.items.find((p) => isScalar(p.key) && p.key.value === 'uid') : undefined;
-  const range = (pair?.value as { range?: [number, number, number] } | undefined)?.range;
-  if (isScalar(pair?.value) && range) return text.slice(0, range[0]) + uid + text.slice(range[1]);
-  doc.setIn(['metadata', 'uid'], uid);
-  return doc.toString({ lineWidth: 0 });
-}
-
-/** Adds `uid:` on the line after `name:` in a block-style metadata map. */
-export function insertUid(text: string, uid: string): string {
-  const doc = parseDocument(text, { uniqueKeys: false });
-  const metadata = topLevelPair(doc, 'metadata')?.pair.value;
-  if (isMap(metadata) && !metadata.flow) {
-    const namePair = metadata.items.find((p) => isScalar(p.key) && p.key.value === 'name');
-    const keyRange = (namePair?.key as { range?: [number, number, number] } | undefined)?.range;
-    const valueRange = (namePair?.value as { range?: [number, number, number] } | undefined)?.range;
-    if (keyRange && valueRange) {
-      const lineStart = text.lastIndexOf('\n', keyRange[0]) + 1;
-      const indent = text.slice(lineStart, keyRange[0]);
-      if (/^ *$/.test(indent)) {
-        const eol = text.indexOf('\n', valueRange[1]);
-        const at = eol < 0 ? text.length : eol + 1;
-        const prefix = eol < 0 ? '\n' : '';
-        return text.slice(0, at) + `${prefix}${indent}uid: ${uid}\n` + text.slice(at);
-      }
-    }
-  }
-  doc.setIn(['metadata', 'uid'], uid);
-  return doc.toString({ lineWidth: 0 });
-}

@@ -17,6 +17,11 @@ export class DataLayout {
     return join(this.dataDir, 'logs');
   }
 
+  /** The controller's status records, one per server (see ManifestStore). */
+  get statusDir(): string {
+    return join(this.dataDir, 'status');
+  }
+
   workspace(name: string): string {
     return join(this.dataDir, 'workspaces', name);
   }

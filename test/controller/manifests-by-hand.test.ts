@@ -17,12 +17,13 @@ afterAll(async () => {
 });
 
 const file = (name: string) => `${service.settings.manifestsDir}/${name}.yaml`;
+const statusFile = (name: string) => `${service.settings.dataDir}/status/${name}.yaml`;
 const byManifest = async (name: string) =>
   (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
 
 describe('manifests written by hand', () => {
   it('becomes a running server without any API call, and stops when the file is deleted, keeping its files', async () => {
-    await fs.writeFile(file('handmade'), [
+    const written = [
       '# Written by an operator.',
       'apiVersion: devbox.dev/v1alpha1',
       'kind: EditorServer',
@@ -32,7 +33,8 @@ describe('manifests written by hand', () => {
       '  displayName: Hand made',
       '  running: true',
       '',
-    ].join('\n'));
+    ].join('\n');
+    await fs.writeFile(file('handmade'), written);
     const record = await eventually(async () => {
       const s = await byManifest('handmade');
       return s?.status === 'running' ? s : undefined;
@@ -40,10 +42,10 @@ describe('manifests written by hand', () => {
     expect(record.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(processExists(record.pid)).toBe(true);
     expect((await checkHealth(record.port, 10_000)).ok).toBe(true);
-    const text = await fs.readFile(file('handmade'), 'utf8');
-    expect(text.startsWith('# Written by an operator.\napiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: handmade   # = the file name\n')).toBe(true);
-    expect(text).toContain(`  uid: ${record.id}`);
-    expect(text).toContain('spec:\n  displayName: Hand made\n  running: true\n');
+    // The operator's file stays theirs: uid and status are kept in the data folder.
+    expect(await fs.readFile(file('handmade'), 'utf8')).toBe(written);
+    expect(await fs.readFile(`${service.settings.dataDir}/editors/handmade/uid`, 'utf8')).toBe(`${record.id}\n`);
+    expect(await fs.readFile(statusFile('handmade'), 'utf8')).toMatch(/phase: Running/);
 
     await fs.rm(file('handmade'));
     await eventually(async () => (await byManifest('handmade')) === undefined);
@@ -181,8 +183,8 @@ describe('editor crashes', () => {
       }, 15_000, 100);
       expect(looping.status).toBe('failed');
       expect(looping.message).toMatch(/crashes/);
-      const manifest = await fs.readFile(file('crashy'), 'utf8');
-      expect(Number(/restarts: (\d+)/.exec(manifest)?.[1])).toBeGreaterThanOrEqual(2);
+      const status = await fs.readFile(statusFile('crashy'), 'utf8');
+      expect(Number(/restarts: (\d+)/.exec(status)?.[1])).toBeGreaterThanOrEqual(2);
       await service.request('DELETE', `/servers/${id}`);
     } finally {
       delete process.env.STUB_CRASH_AFTER_MS;

@@ -42,9 +42,9 @@ beforeEach(async () => {
   config.ports = { min, max: min + 19 };
   config.editor = { startTimeoutSeconds: 5, readyTimeoutSeconds: 5, stopGraceSeconds: 1, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 };
   config.extensionGroups = { python: ['ms-python.python'] };
-  store = new ManifestStore(join(root, 'manifests'));
-  await mkdir(store.dir);
   layout = new DataLayout(join(root, 'data'));
+  store = new ManifestStore(join(root, 'manifests'), layout.statusDir);
+  await mkdir(store.dir);
   runtime = new FakeRuntime();
   logs = new FakeLogs(join(root, 'data', 'logs'));
   installer = new FakeInstaller();
@@ -127,9 +127,8 @@ describe('reconcile', () => {
     expect(existsSync(layout.workspace('fresh'))).toBe(true);
     expect(existsSync(layout.editor('fresh').userDataDir)).toBe(true);
     expect(existsSync(layout.editor('fresh').extensionsDir)).toBe(true);
-    const written = await readFile(store.fileOf('fresh'), 'utf8');
-    expect(written.startsWith('# fresh: written by hand\n')).toBe(true);
-    expect(written.replace(/^ {2}uid: .*\n/m, '').startsWith(text)).toBe(true);
+    // The file is the operator's: neither uid nor status is written into it.
+    expect(await readFile(store.fileOf('fresh'), 'utf8')).toBe(text);
     expect(runtime.launches).toEqual([]);
     expect(reconciler.nameOfUid(server.metadata.uid!)).toBe('fresh');
   });
@@ -548,7 +547,10 @@ describe('reconcile', () => {
 
   it('gives a copy of a manifest its own uid, port and status, and leaves the original alone', async () => {
     const original = await startRunning('original');
-    const text = await readFile(store.fileOf('original'), 'utf8');
+    // A file the API made carries its uid; copying it copies the uid.
+    const { uid: given } = (await serverOf('original')).metadata;
+    const text = (await readFile(store.fileOf('original'), 'utf8')).replace('name: original', `name: original\n  uid: ${given}`);
+    await writeFile(store.fileOf('original'), text);
     await writeFile(store.fileOf('copy'), text.replace('name: original', 'name: copy'));
     await reconciler.reconcile('copy');
     const copy = await serverOf('copy');

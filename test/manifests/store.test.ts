@@ -1,14 +1,15 @@
-// The manifest store: atomic exclusive create, status written around the spec's text, hand edits
-// never lost, and files that do not parse or validate reported, never thrown.
+// The manifest store: atomic exclusive create, hand edits never lost, and files that do not parse
+// or validate reported, never thrown. Status records: status-record.test.ts; the write's
+// every step: spec-writes.test.ts.
 import { execFileSync } from 'node:child_process';
 import { promises as fsp, writeFileSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { ConflictError, ManifestStore, MAX_MANIFEST_BYTES } from '../../src/manifests/store.ts';
-import type { EditorServer, EditorServerStatus } from '../../src/manifests/types.ts';
+import type { EditorServer } from '../../src/manifests/types.ts';
 
 const UID = '5f0c2b1e-3d4a-4b5c-8d6e-7f8091a2b3c4';
 
@@ -48,17 +49,17 @@ let store: ManifestStore;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'devbox-store-'));
-  store = new ManifestStore(dir);
+  store = new ManifestStore(dir, `${dir}-status`);
 });
 
 afterEach(async () => {
   vi.restoreAllMocks();
   await rm(dir, { recursive: true, force: true });
+  await rm(`${dir}-status`, { recursive: true, force: true });
 });
 
 const fileOf = (name: string) => join(dir, `${name}.yaml`);
 const readText = (name: string) => readFile(fileOf(name), 'utf8');
-const textBeforeStatus = (text: string) => text.slice(0, text.indexOf('\nstatus:') + 1);
 const leftovers = async () => (await readdir(dir)).filter((f) => f.startsWith('.'));
 
 describe('create', () => {
@@ -81,94 +82,6 @@ describe('create', () => {
     await writeFile(fileOf('taken'), HAND_WRITTEN.replace('data-pipeline', 'taken'));
     expect(await store.create(server('taken', 'Other'))).toBe(false);
     expect(await readText('taken')).toBe(HAND_WRITTEN.replace('data-pipeline', 'taken'));
-  });
-});
-
-describe('writeStatus', () => {
-  beforeEach(async () => {
-    await writeFile(fileOf('data-pipeline'), HAND_WRITTEN);
-  });
-
-  it('replaces only the status block: the spec text and its comments stay byte for byte', async () => {
-    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
-    const first = await readText('data-pipeline');
-    expect(textBeforeStatus(first)).toBe(HAND_WRITTEN);
-
-    const second: EditorServerStatus = { phase: 'Running', port: 8010, pid: 4242, startTime: '2026-11-22T06:00:01Z' };
-    expect(await store.writeStatus('data-pipeline', second)).toBe('updated');
-    const text = await readText('data-pipeline');
-    expect(textBeforeStatus(text)).toBe(HAND_WRITTEN);
-    expect(text.match(/^status:/gm)).toHaveLength(1);
-    const read = await store.read('data-pipeline');
-    expect(read.kind === 'ok' && read.server.status).toEqual(second);
-    expect(read.kind === 'ok' && read.server.spec.displayName).toBe('Data  pipeline: main');
-  });
-
-  it('answers unchanged for an equal status and leaves the file untouched', async () => {
-    const status: EditorServerStatus = { phase: 'Stopped', port: 8010, extensions: [{ id: 'ms-python.python', state: 'Installed' }] };
-    await store.writeStatus('data-pipeline', status);
-    const before = await stat(fileOf('data-pipeline'));
-    const text = await readText('data-pipeline');
-    await new Promise((resolve) => setTimeout(resolve, 20)); // a rewrite would show in mtime
-
-    expect(await store.writeStatus('data-pipeline', structuredClone(status))).toBe('unchanged');
-    const after = await stat(fileOf('data-pipeline'));
-    expect(after.mtimeMs).toBe(before.mtimeMs);
-    expect(after.ino).toBe(before.ino);
-    expect(await readText('data-pipeline')).toBe(text);
-    expect(await leftovers()).toEqual([]);
-  });
-
-  it('inserts a missing uid under metadata.name and replaces another one in place, keeping every comment', async () => {
-    expect(await store.writeStatus('data-pipeline', { phase: 'Pending' }, UID)).toBe('updated');
-    const text = await readText('data-pipeline');
-    expect(text).toContain(`  name: data-pipeline        # must match the file name\n  uid: ${UID}\n`);
-    expect(textBeforeStatus(text.replace(`  uid: ${UID}\n`, ''))).toBe(HAND_WRITTEN);
-
-    // The controller gives uids: one copied from another manifest is replaced by the one it gives.
-    const own = '00000000-0000-4000-8000-000000000000';
-    await store.writeStatus('data-pipeline', { phase: 'Stopped' }, own);
-    const replaced = await readText('data-pipeline');
-    expect(textBeforeStatus(replaced)).toBe(textBeforeStatus(text).replace(UID, own));
-  });
-
-  it('keeps a JSON (flow-style) manifest valid when it adds a uid and writes status', async () => {
-    const json = JSON.stringify(server('from-json'), null, 2) + '\n';
-    await writeFile(fileOf('from-json'), json);
-    expect(await store.writeStatus('from-json', { phase: 'Stopped', port: 8011 }, UID)).toBe('updated');
-    expect(await store.writeStatus('from-json', { phase: 'Running', port: 8011 })).toBe('updated');
-    const read = await store.read('from-json');
-    expect(read.kind).toBe('ok');
-    expect(read.kind === 'ok' && read.server.metadata.uid).toBe(UID);
-    expect(read.kind === 'ok' && read.server.status).toEqual({ phase: 'Running', port: 8011 });
-  });
-
-  it('never loses a hand edit made between its read and its rename: it re-reads and retries', async () => {
-    const handEdited = HAND_WRITTEN.replace('running:    false', 'running:    true   # turned on by hand');
-    let tempFilesOpened = 0;
-    // The edit lands while the store writes its temporary file, after it read the manifest.
-    vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
-      if (String(args[0]).endsWith('.tmp') && tempFilesOpened++ === 0) await writeFile(fileOf('data-pipeline'), handEdited);
-      return realOpen(...args);
-    });
-
-    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
-    expect(tempFilesOpened).toBe(2);
-    const text = await readText('data-pipeline');
-    expect(textBeforeStatus(text)).toBe(handEdited);
-    const read = await store.read('data-pipeline');
-    expect(read.kind === 'ok' && read.server.spec.running).toBe(true);
-    expect(read.kind === 'ok' && read.server.status).toEqual({ phase: 'Stopped', port: 8010 });
-    expect(await leftovers()).toEqual([]);
-  });
-
-  it('reports missing for a file that does not exist and invalid for one that does not validate, writing nothing', async () => {
-    expect(await store.writeStatus('nobody', { phase: 'Stopped' })).toBe('missing');
-    const broken = HAND_WRITTEN.replace('running:    false', 'running:    maybe');
-    await writeFile(fileOf('data-pipeline'), broken);
-    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' }, UID)).toBe('invalid');
-    expect(await readText('data-pipeline')).toBe(broken);
-    expect(await readdir(dir)).toEqual(['data-pipeline.yaml']);
   });
 });
 
@@ -364,7 +277,7 @@ describe('list, remove and isOwnWrite', () => {
     await store.create(server('mine'));
     expect(store.isOwnWrite('mine', await readText('mine'))).toBe(true);
 
-    await store.writeStatus('mine', { phase: 'Stopped' }, UID);
+    await store.update('mine', (doc) => void doc.setIn(['spec', 'port'], 8010));
     const own = await readText('mine');
     expect(store.isOwnWrite('mine', own)).toBe(true);
 

@@ -98,7 +98,9 @@ describe('a copied manifest', () => {
     expect(original).toMatchObject({ manifest: 'orig', status: 'running', pid: started.pid, port: orig.port });
     const ids = (await service.request('GET', '/servers')).body.map((s: { id: string }) => s.id);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(await fs.readFile(file('copy'), 'utf8')).toContain(`uid: ${copy.id}`);
+    // The copy's file stays as copied; its own uid is kept in the data folder.
+    expect(await fs.readFile(file('copy'), 'utf8')).toBe(text.replace('name: orig', 'name: copy'));
+    expect(await fs.readFile(`${service.settings.dataDir}/editors/copy/uid`, 'utf8')).toBe(`${copy.id}\n`);
     const entry = await manifestEntry('copy');
     expect(entry.id).toBe(copy.id);
     expect(entry.warnings.join('\n')).toMatch(new RegExp(`uid ${orig.id}.*"orig"`));

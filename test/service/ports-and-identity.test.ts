@@ -47,7 +47,7 @@ describe('a running server\'s manifest replaced by one with a new spec.port and 
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('stub editor');
     const text = await fs.readFile(file, 'utf8');
-    expect(text).toContain(`uid: ${id}`);
+    expect(await fs.readFile(`${service.settings.dataDir}/editors/mover/uid`, 'utf8')).toBe(`${id}\n`);
     expect(text).toContain(`port: ${newPort}`);
     expect(text).not.toContain(`port: ${oldPort}`);
     expect((await service.request('GET', '/servers')).body.map((s: { id: string }) => s.id)).toEqual([id]);

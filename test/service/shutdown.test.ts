@@ -5,7 +5,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { parseManifest } from '../../src/manifests/store.ts';
+import { ManifestStore } from '../../src/manifests/store.ts';
 import { startService } from '../../src/service.ts';
 import { opened } from '../helpers/net.ts';
 import { eventually, killEditors, makeSettings, processExists, request, runningEditors, startTestService } from '../helpers/service.ts';
@@ -46,7 +46,7 @@ describe('shutting the service down', () => {
 
       expect(processExists(started.pid)).toBe(false);
       expect(runningEditors(settings.dataDir)).toEqual([]);
-      const read = parseManifest('comes-back', await fs.readFile(join(settings.manifestsDir, 'comes-back.yaml'), 'utf8'));
+      const read = await new ManifestStore(settings.manifestsDir, join(settings.dataDir, 'status')).read('comes-back');
       if (read.kind !== 'ok') throw new Error(`manifest is ${read.kind}`);
       expect(read.server.spec.running).toBe(true);
       expect(read.server.status).toMatchObject({ phase: 'Stopped', reason: 'ServiceShutdown' });

@@ -49,9 +49,10 @@ export async function updateSpec(
   deps: ServersDeps, record: ServerRecord, change: (server: EditorServer, set: (path: string[], value: unknown) => void) => void,
 ): Promise<void> {
   const { store, controller } = deps;
+  // Read-modify-write that starts over when the file changed under it (a ConflictError, 409,
+  // when it keeps changing). metadata.generation is counted by the store, not written here.
   const result = await store.update(record.name, (doc, server) => {
     change(server, (path, value) => doc.setIn(path, value));
-    doc.setIn(['metadata', 'generation'], (server.metadata.generation ?? 1) + 1);
   });
   if (result === 'missing') {
     // A server paused by a missing folder is still there: say why it cannot change now.

@@ -54,7 +54,7 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
     const server: EditorServer = {
       apiVersion: API_VERSION,
       kind: KIND,
-      metadata: { name, uid, generation: 1 },
+      metadata: { name, uid },
       spec: {
         displayName,
         running: false,

@@ -1,0 +1,82 @@
+// The controller's own record of each server: status, and the generation counter of its spec.
+// It lives in the data folder (`<data>/status/<name>.yaml`), not in the manifest, so the
+// manifest file has writers that are people and the API only, never the controller.
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import type { EditorServerSpec, EditorServerStatus } from './types.ts';
+
+export interface StatusRecord {
+  /** Moves by one whenever the spec's canonical hash changes, whoever changed it. */
+  generation: number;
+  specHash: string;
+  uid?: string;
+  status?: EditorServerStatus;
+}
+
+const HEADER = '# Written by devbox-controller: the status of one server. Edit its manifest, not this file.\n';
+
+/** A hash of the spec that ignores key order, comments and formatting. */
+export function specHash(spec: EditorServerSpec): string {
+  return createHash('sha256').update(canonicalJSON(spec)).digest('hex').slice(0, 32);
+}
+
+function canonicalJSON(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Status records, one file per server name; only this process writes them. */
+export class StatusFiles {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  fileOf(name: string): string {
+    return join(this.dir, `${name}.yaml`);
+  }
+
+  /** The record, or undefined when there is none (or it is not one: it is then rebuilt). */
+  async read(name: string): Promise<StatusRecord | undefined> {
+    const text = await fs.readFile(this.fileOf(name), 'utf8').catch((error) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (text === undefined) return undefined;
+    let value: unknown;
+    try {
+      value = parse(text);
+    } catch {
+      return undefined;
+    }
+    const record = value as Partial<StatusRecord> | null;
+    if (!record || typeof record !== 'object' || !Number.isInteger(record.generation) || typeof record.specHash !== 'string') return undefined;
+    return record as StatusRecord;
+  }
+
+  /** Written to a temporary file, fsynced and renamed, so a crash leaves the old record or the new. */
+  async write(name: string, record: StatusRecord): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true });
+    const file = this.fileOf(name);
+    const tmp = `${file}.${process.pid}.tmp`;
+    const handle = await fs.open(tmp, 'w', 0o644);
+    try {
+      await handle.writeFile(HEADER + stringify(record, { lineWidth: 0 }));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, file);
+  }
+
+  async remove(name: string): Promise<void> {
+    await fs.rm(this.fileOf(name), { force: true });
+  }
+}

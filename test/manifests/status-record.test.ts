@@ -1,0 +1,135 @@
+// Status lives in the controller's own record, not in the manifest: the manifest file is the
+// operator's and the API's, generation counts spec changes whoever made them, and an inline
+// status from before is taken over once.
+import { promises as fsp, type PathLike } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
+import { ManifestStore } from '../../src/manifests/store.ts';
+import type { EditorServerStatus } from '../../src/manifests/types.ts';
+
+const HAND_WRITTEN = `# The data team's editor. Ask in #data before changing the port.
+apiVersion: devbox.dev/v1alpha1
+kind:   EditorServer
+metadata:
+  name: data-pipeline        # must match the file name
+spec:
+    displayName: "Data  pipeline: main"
+    running:    false
+    extensions: [ ms-python.python ]
+`;
+
+const realOpen = fsp.open;
+
+let root: string;
+let dir: string;
+let statusDir: string;
+let store: ManifestStore;
+const file = () => join(dir, 'data-pipeline.yaml');
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'devbox-status-'));
+  dir = join(root, 'manifests');
+  statusDir = join(root, 'data', 'status');
+  await fsp.mkdir(dir);
+  store = new ManifestStore(dir, statusDir);
+  await writeFile(file(), HAND_WRITTEN);
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function readServer() {
+  const read = await store.read('data-pipeline');
+  if (read.kind !== 'ok') throw new Error(`expected a valid manifest, got ${JSON.stringify(read)}`);
+  return read.server;
+}
+
+describe('status records', () => {
+  it('keeps status out of the manifest: the file stays byte for byte as the operator wrote it', async () => {
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
+    const second: EditorServerStatus = { phase: 'Running', port: 8010, pid: 4242, startTime: '2026-11-22T06:00:01Z' };
+    expect(await store.writeStatus('data-pipeline', second)).toBe('updated');
+    expect(await store.writeStatus('data-pipeline', structuredClone(second))).toBe('unchanged');
+
+    expect(await readFile(file(), 'utf8')).toBe(HAND_WRITTEN);
+    expect((await readServer()).status).toEqual(second);
+    const record = parse(await readFile(join(statusDir, 'data-pipeline.yaml'), 'utf8'));
+    expect(record).toMatchObject({ generation: 1, status: second });
+    expect(await readdir(dir)).toEqual(['data-pipeline.yaml']);
+  });
+
+  it('never loses the operator\'s text when they rewrite the spec while status is being written', async () => {
+    const edited = HAND_WRITTEN.replace('running:    false', 'running:    true   # on by hand');
+    // The operator saves at every file the status write opens (its temporary file included).
+    vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      if (String(args[0]).endsWith('.tmp')) await writeFile(file(), edited);
+      return realOpen(...args);
+    });
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' })).toBe('updated');
+    expect(await readFile(file(), 'utf8')).toBe(edited);
+  });
+
+  it('never writes the manifest, not even its directory entry, for a status or a uid', async () => {
+    const before = await fsp.stat(file());
+    const renames: string[] = [];
+    const realRename = fsp.rename;
+    vi.spyOn(fsp, 'rename').mockImplementation(async (from: PathLike, to: PathLike) => {
+      renames.push(String(to));
+      return realRename(from, to);
+    });
+    await store.writeStatus('data-pipeline', { phase: 'Pending' }, '5f0c2b1e-3d4a-4b5c-8d6e-7f8091a2b3c4');
+    expect(renames.filter((to) => to.startsWith(dir))).toEqual([]);
+    expect((await fsp.stat(file())).ino).toBe(before.ino);
+    expect(await readFile(file(), 'utf8')).toBe(HAND_WRITTEN);
+  });
+
+  it('moves metadata.generation on every spec change, whoever made it, and not on comments or formatting', async () => {
+    expect((await readServer()).metadata.generation).toBe(1);
+    expect((await readServer()).metadata.generation).toBe(1);
+
+    await writeFile(file(), HAND_WRITTEN.replace('running:    false', 'running: true')); // a hand edit
+    expect((await readServer()).metadata.generation).toBe(2);
+
+    await store.update('data-pipeline', (doc) => void doc.setIn(['spec', 'port'], 8012)); // the API
+    expect((await readServer()).metadata.generation).toBe(3);
+
+    // Only comments and layout: the spec is the same.
+    const reformatted = (await readFile(file(), 'utf8')).replace('# must match the file name', '# renamed comment') + '# trailing note\n';
+    await writeFile(file(), reformatted);
+    expect((await readServer()).metadata.generation).toBe(3);
+    // Status writes keep it.
+    await store.writeStatus('data-pipeline', { phase: 'Stopped' });
+    expect((await readServer()).metadata.generation).toBe(3);
+  });
+
+  it('takes over an inline status once, and ignores it (and any pid in it) after that', async () => {
+    const inline = `${HAND_WRITTEN}status:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n`;
+    await writeFile(file(), inline);
+    expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010, pid: 4242, pidStartTicks: 99 });
+
+    await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010, pid: null });
+    // A later edit of the stale block (or a copy of another file's) changes nothing.
+    await writeFile(file(), inline.replace('pid: 4242', 'pid: 1'));
+    expect((await readServer()).status).toEqual({ phase: 'Stopped', port: 8010, pid: null });
+    expect(await readFile(file(), 'utf8')).toBe(inline.replace('pid: 4242', 'pid: 1'));
+  });
+
+  it('records nothing for a manifest that is missing or invalid, and forgets the record on remove', async () => {
+    expect(await store.writeStatus('nobody', { phase: 'Stopped' })).toBe('missing');
+    const broken = HAND_WRITTEN.replace('running:    false', 'running:    maybe');
+    await writeFile(file(), broken);
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' })).toBe('invalid');
+    expect(await readdir(statusDir).catch(() => [])).toEqual([]);
+
+    await writeFile(file(), HAND_WRITTEN);
+    await store.writeStatus('data-pipeline', { phase: 'Stopped' });
+    expect(await readdir(statusDir)).toEqual(['data-pipeline.yaml']);
+    expect(await store.remove('data-pipeline')).toBe(true);
+    expect(await readdir(statusDir)).toEqual([]);
+  });
+});
