@@ -19,6 +19,8 @@ export async function teardown(ctx: ReconcileContext, name: string): Promise<voi
 /** A deliberate delete (API, or a deletion mark): editor, files, the manifest, and the uid go. */
 export async function deleteServer(ctx: ReconcileContext, name: string): Promise<ReconcileResult> {
   const { store } = ctx.deps;
+  // An install under way ends first: its process writes into folders about to go.
+  await ctx.operations.cancel(name, 'the server is deleted');
   await teardown(ctx, name);
   await store.remove(name).catch((error) =>
     ctx.log(`deleted server ${name}, but its manifest ${store.fileOf(name)} could not be removed: ${(error as Error).message}`));
@@ -29,6 +31,7 @@ export async function deleteServer(ctx: ReconcileContext, name: string): Promise
 
 /** The controller stops knowing the server (its files, if any, stay). */
 export function forget(ctx: ReconcileContext, name: string): ReconcileResult {
+  void ctx.operations.cancel(name, 'the server is no longer managed');
   ctx.cache.drop(name);
   ctx.deps.ports.release(name);
   ctx.emit('deleted', name);

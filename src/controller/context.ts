@@ -9,6 +9,7 @@ import type { EditorRuntime } from '../runtime/processes.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
 import type { ServerIdentities } from './identity.ts';
+import type { Operations } from './operations.ts';
 import type { PortAllocator, PortProbe } from './ports.ts';
 
 /** What the controller needs from the log hub. */
@@ -43,5 +44,7 @@ export interface ReconcileContext {
   /** Tells listeners (API waits, the proxy) that the server's record changed, or that it is deleted. */
   emit(event: 'changed' | 'deleted', name: string): boolean;
   readonly identities: ServerIdentities;
+  /** Long work per server, run outside the queue's workers. */
+  readonly operations: Operations;
   log(message: string): void;
 }

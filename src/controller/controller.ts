@@ -192,6 +192,8 @@ export class Controller {
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.stopGraceMs + 10_000)));
     await Promise.race([this.queue.idle(), bound]);
     clearTimeout(timer);
+    // Long work outside the workers (extension installs) ends too; the next start resumes it.
+    await this.options.reconciler.operations.cancelAll('the service is stopping');
     if (options.stopEditors) {
       const { reconciler } = this.options;
       await Promise.all([...reconciler.records.keys()].map((name) => reconciler.stopForShutdown(name).catch((error) =>

@@ -17,6 +17,7 @@ import { adoptEditor, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce } from './ensure-workspace.ts';
 import { ServerIdentities } from './identity.ts';
+import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess, commitStatus } from './status-commit.ts';
@@ -34,12 +35,14 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   readonly records = this.cache.records;
   readonly identities: ServerIdentities;
   readonly deps: ReconcilerDeps;
+  readonly operations: Operations;
 
   constructor(deps: ReconcilerDeps) {
     super();
     this.setMaxListeners(0);
     this.deps = deps;
     this.identities = new ServerIdentities(deps.layout);
+    this.operations = new Operations((name) => deps.enqueue(name), (message) => this.log(message));
     deps.runtime.onExit((name, identity, exit) => {
       const live = this.cache.lives.get(name);
       if (live?.identity?.pid === identity.pid) live.lastExit = exit;
@@ -170,7 +173,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       live.crashTimes = [];
       live.nextRestartAt = undefined;
       if (restartRequested) status.observedRestartedAt = restartAt;
-      if (!(await ensureExtensions(this, record, uid, status))) return;
+      const extensions = await ensureExtensions(this, record, uid, status);
+      if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
       Object.assign(clearProcess(status), { phase: 'Stopped' as Phase, reason: undefined, message: undefined });
       await this.commit(record, uid, status);
       return;
@@ -202,7 +206,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       return { requeueAfterMs: live.nextRestartAt - Date.now() };
     }
 
-    if (!(await ensureExtensions(this, record, uid, status))) return;
+    const extensions = await ensureExtensions(this, record, uid, status);
+    if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
     return startProcess(this, record, uid, status, live, port);
   }
 

@@ -8,6 +8,8 @@ export interface InstallOutcome {
   ok: boolean;
   version?: string;
   message?: string;
+  /** The install was cancelled (its signal aborted) and its process ended: nothing to record. */
+  cancelled?: boolean;
 }
 
 /** One editor's folders; configPath is its own code-server config (never ~/.config/code-server). */
@@ -20,7 +22,8 @@ export interface InstallTarget {
 }
 
 export interface ExtensionInstaller {
-  install(target: InstallTarget, id: string): Promise<InstallOutcome>;
+  /** Installs one extension; aborting the signal ends the install's process. */
+  install(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome>;
 }
 
 export class CodeServerExtensionInstaller implements ExtensionInstaller {
@@ -32,7 +35,7 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
     this.timeoutMs = timeoutMs;
   }
 
-  async install(target: InstallTarget, id: string): Promise<InstallOutcome> {
+  async install(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {
     // Loaded on first use: most starts install nothing, and execa is not small.
     const { execa } = await import('execa');
     await mkdir(dirname(target.configPath), { recursive: true });
@@ -44,9 +47,12 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
       '--install-extension', id,
     ], {
       timeout: this.timeoutMs, reject: false, all: true, stdin: 'ignore',
+      // A spec change or a delete aborts the signal: SIGTERM, then SIGKILL if it lingers.
+      ...(signal ? { cancelSignal: signal, forceKillAfterDelay: 2000 } : {}),
       // The environment an editor gets: none of the service's secrets reach code-server's CLI either.
       env: editorEnvironment(process.env, target.name), extendEnv: false,
     });
+    if (result.isCanceled) return { ok: false, cancelled: true };
     const output = (result.all ?? '').toString();
     if (result.exitCode === 0 && !/failed|not found|error/i.test(output)) {
       const version = /v(\d+\.\d+\.\d+[^\s']*)/.exec(output)?.[1];

@@ -630,6 +630,10 @@ describe('reconcile', () => {
     installer.outcomes.set('broken.ext', { ok: false, message: 'not found in the gallery' });
     await writeManifest('ext', { running: true, extensionGroups: ['python'], extensions: ['broken.ext', 'good.ext'] });
 
+    // The installs run as an operation outside the worker: the reconcile hands it back to wait for.
+    const installing = await reconciler.reconcile('ext');
+    expect(installing).toHaveProperty('waitFor');
+    await (installing as { waitFor: Promise<unknown> }).waitFor;
     const mark = enqueued.length;
     await reconciler.reconcile('ext');
     const extensionsDir = layout.editor('ext').extensionsDir;
