@@ -37,6 +37,8 @@ export interface Live {
   settingsText?: string;
   /** Extension groups the spec names that the config lacks, already reported. */
   unknownGroups?: string[];
+  /** The spec (and restart request) a terminal error was recorded for: not acted on again. */
+  terminal?: string;
 }
 
 export class ServerCache {

@@ -56,6 +56,8 @@ export class Controller {
       maxBackoffMs: 60_000,
       onError: (name, error, attempt) =>
         this.log(`reconcile ${name} failed (attempt ${attempt}): ${(error as Error).stack ?? error}`),
+      onTerminal: (name, error) =>
+        this.log(`server ${name} is Failed (${error.reason}): ${error.message}; not retried until its manifest's spec changes`),
     });
   }
 

@@ -19,7 +19,7 @@ import { ensureWorkspaceOnce } from './ensure-workspace.ts';
 import { ServerIdentities } from './identity.ts';
 import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
-import type { ReconcileResult } from './queue.ts';
+import { TerminalError, type ReconcileResult } from './queue.ts';
 import { clearProcess, commitStatus } from './status-commit.ts';
 import { recordCrash, startProcess, stopForShutdown, stopProcess } from './supervision.ts';
 
@@ -154,10 +154,17 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     // observedGeneration is set when status settles (commitStatus), not here before any work.
     const status: EditorServerStatus = structuredClone(server.status ?? { phase: 'Pending' });
 
+    // A terminal problem recorded for this very spec: nothing to do until the spec changes.
+    const specKey = JSON.stringify([server.spec, server.metadata.annotations?.[RESTARTED_AT]]);
+    if (live.terminal === specKey) return;
+    live.terminal = undefined;
+
     const port = await ensurePort(deps, name, server);
-    if (typeof port === 'string') {
-      await this.commit(record, uid, { ...status, phase: 'Failed', reason: 'PortUnavailable', message: port });
-      return { requeueAfterMs: 5000 };
+    if (typeof port !== 'number') {
+      await this.commit(record, uid, { ...status, phase: 'Failed', reason: 'PortUnavailable', message: port.problem });
+      if (!port.terminal) return { requeueAfterMs: 5000 };
+      live.terminal = specKey;
+      throw new TerminalError('PortUnavailable', port.problem);
     }
     status.port = port;
     status.workspacePath = await ensureWorkspaceOnce(deps, name, live);

@@ -21,7 +21,8 @@ export async function startProcess(
     const moved = record.server?.spec.port === undefined ? await deps.ports.reallocate(name) : undefined;
     if (moved === undefined) {
       const message = `port ${port} is held by a process this service does not manage: stop it, or set another spec.port`;
-      deps.logs.event(name, 'ERROR', message);
+      // Retried every 5 s, as the program may go; said once, not at every retry.
+      if (record.server?.status?.message !== message) deps.logs.event(name, 'ERROR', message);
       await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'PortInUse', message });
       return { requeueAfterMs: 5000 };
     }

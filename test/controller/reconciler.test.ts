@@ -9,13 +9,14 @@ import { stringify } from 'yaml';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
 import { Controller } from '../../src/controller/controller.ts';
 import { PortAllocator } from '../../src/controller/ports.ts';
+import { WorkQueue } from '../../src/controller/queue.ts';
 import { Reconciler } from '../../src/controller/reconciler.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import { RESTARTED_AT, type EditorServer, type EditorServerSpec, type EditorServerStatus } from '../../src/manifests/types.ts';
 import { checkHealth } from '../../src/runtime/health.ts';
 import type { ExitInfo } from '../../src/runtime/processes.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
-import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
+import { FakeClock, FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -576,20 +577,59 @@ describe('reconcile', () => {
     expect(reconciler.records.has('marked')).toBe(false);
   });
 
-  it('reports Failed/PortUnavailable when spec.port is another server\'s port, and launches nothing', async () => {
+  it('treats a spec.port that is another server\'s as terminal: Failed/PortUnavailable once, never retried until the spec changes', async () => {
     const port = config.ports.min + 5;
     await writeManifest('first', { port });
     await reconciler.reconcile('first');
     expect((await statusOf('first')).port).toBe(port);
 
-    await writeManifest('second', { port, running: true });
-    expect(await reconciler.reconcile('second')).toEqual({ requeueAfterMs: 5000 });
-    const status = await statusOf('second');
-    expect(status).toMatchObject({ phase: 'Failed', reason: 'PortUnavailable' });
-    expect(status.message).toContain('"first"');
-    expect(status.port).toBeUndefined();
-    expect(ports.owner(port)).toBe('first');
-    expect(runtime.launches).toEqual([]);
+    // The queue as the controller runs it, on a clock the test moves.
+    const clock = new FakeClock();
+    let runs = 0;
+    const terminal: string[] = [];
+    const queue = new WorkQueue(async (name) => {
+      runs++;
+      return reconciler.reconcile(name);
+    }, { workers: 1, clock, onTerminal: (name, error) => terminal.push(`${name}: ${error.reason}`) });
+    try {
+      await writeManifest('second', { port, running: true });
+      queue.add('second');
+      await queue.idle();
+      const status = await statusOf('second');
+      expect(status).toMatchObject({ phase: 'Failed', reason: 'PortUnavailable' });
+      expect(status.message).toContain('"first"');
+      expect(status.port).toBeUndefined();
+      expect(ports.owner(port)).toBe('first');
+
+      // Ten minutes on, and a resync on the way: nothing retried, nothing said again.
+      for (let second = 0; second < 600; second += 5) {
+        clock.advance(5000);
+        await queue.idle();
+      }
+      queue.add('second');
+      await queue.idle();
+      expect(runs).toBe(2);
+      expect(terminal).toEqual(['second: PortUnavailable']);
+      expect(await statusOf('second')).toEqual(status);
+      expect(runtime.launches).toEqual([]);
+
+      // A spec change is acted on at once.
+      await writeManifest('second', { port: port + 1, running: true });
+      queue.add('second');
+      await queue.idle();
+      expect(runtime.launches.map((l) => l.port)).toEqual([port + 1]);
+    } finally {
+      queue.stop();
+    }
+  });
+
+  it('says once, not at every retry, that a program it does not manage holds a spec.port', async () => {
+    const port = config.ports.min + 9;
+    heldPorts.add(port);
+    await writeManifest('squatted', { port, running: true });
+    for (let i = 0; i < 5; i++) expect(await reconciler.reconcile('squatted')).toEqual({ requeueAfterMs: 5000 });
+    const said = logs.events.filter((e) => e.name === 'squatted' && e.message.includes('held by a process'));
+    expect(said).toHaveLength(1);
   });
 
   it('reports Failed/PortInUse while another program holds the port, and starts once it is free', async () => {
