@@ -168,6 +168,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     writeError(res, 417, 'EXPECTATION_FAILED', 'the only expectation this service meets is "Expect: 100-continue": leave the Expect header out');
   });
+  // Node closes a CONNECT without a word when nobody listens: say why, in the envelope.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    writeRawError(socket, 405, 'METHOD_NOT_ALLOWED', 'this service is not a forward proxy, so CONNECT is refused: open editors at /vscode/{port}/ instead');
+  });
   // Upgraded sockets leave the server's connection tracking: keep them, to close them on exit.
   const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.

@@ -33,16 +33,16 @@ export function writeError(res: ServerResponse, status: number, code: string, me
 }
 
 /**
- * Answers a request on its raw socket (an upgrade request, before any upgrade) with an HTTP
- * error, then closes the socket: with a JSON error body when a code is given, else empty.
+ * Answers a request on its raw socket (an upgrade or CONNECT request, before any upgrade) with an
+ * HTTP error in the envelope, then closes the socket.
  */
-export function writeRawError(socket: Duplex, status: number, code?: string, message = ''): void {
-  const body = code === undefined ? '' : errorBody(code, message);
+export function writeRawError(socket: Duplex, status: number, code: string, message: string): void {
+  const body = errorBody(code, message);
   socket.on('error', () => socket.destroy()); // the client may already be gone
   socket.once('finish', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` +
-      (code === undefined ? '' : 'Content-Type: application/json\r\n') +
+      'Content-Type: application/json\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }
