@@ -131,7 +131,7 @@ function serveRelay(targetPort: number): Promise<number> {
  * proxying itself. With inExpress it is mounted by app.use instead, for comparison.
  */
 async function serveProxy(targetPort: number, inExpress: boolean): Promise<{ port: number; proxy: EditorProxy }> {
-  const proxy = new EditorProxy({ isRoutable: (port) => port === targetPort });
+  const proxy = new EditorProxy({ route: (port) => (port === targetPort ? { host: '127.0.0.1', port } : undefined) });
   const app = express();
   if (inExpress) app.use(proxy.middleware());
   app.use(express.json());

@@ -238,7 +238,7 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
     const timeoutMs = config.editor.readyTimeoutSeconds * 1000;
     const started = performance.now();
     try {
-      identity = runtime.launch({ name, port, workspacePath, ...folders, stdoutPath, stderrPath });
+      identity = runtime.launch({ name, port, workspacePath, ...folders, stdoutPath, stderrPath }).handle;
     } catch (error) {
       report.line('FAIL', `editor start: could not launch ${editor.path}: ${(error as Error).message}`, 'check that the file is a working code-server');
       return;

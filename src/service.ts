@@ -91,12 +91,12 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     stopGraceMs: config.editor.stopGraceSeconds * 1000,
     log,
   });
-  const stats = new StatsSampler(() => reconciler.pids(), config.controller.statsIntervalSeconds * 1000);
+  const stats = new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000);
 
   let servicePort = settings.port;
   const proxy = new EditorProxy({
     // Only a running editor this service manages; never the service itself.
-    isRoutable: (port) => port !== servicePort && reconciler.isRunningPort(port),
+    route: (port) => (port === servicePort ? undefined : reconciler.routeTo(port)),
     log,
   });
   const logStreams = new LogStreamServer(logs, (id) => {

@@ -1,7 +1,7 @@
 // The controller's memory of each server: the last manifest read (the record, which the API and
 // the proxy read) and the facts that live only in memory (the live editor, probes, crashes).
 import type { EditorServer } from '../manifests/types.ts';
-import type { ExitInfo, ProcessIdentity } from '../runtime/processes.ts';
+import type { EditorEndpoint, EditorHandle, ExitInfo } from '../runtime/processes.ts';
 
 /** The controller's view of one manifest: the last valid object, and the file's problems if any. */
 export interface ServerRecord {
@@ -16,9 +16,10 @@ export interface ServerRecord {
 
 /** Facts about a server that live only in memory. */
 export interface Live {
-  identity?: ProcessIdentity;
-  /** The port the live editor listens on (from its launch or its command line). */
-  port?: number;
+  /** The runtime's handle of the live editor. */
+  identity?: EditorHandle;
+  /** Where the live editor answers (from its launch, or its command line when adopted). */
+  endpoint?: EditorEndpoint;
   /** The manifests folder (device and inode) the file was last read from. */
   seenIn?: string;
   /** Since when the file has been missing from the folder it was in. */

@@ -2,6 +2,7 @@
 // (Unhealthy) when it never does or stops answering, and back to Running when it answers again.
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
 import { checkHealth, waitHealthy } from '../runtime/health.ts';
+import type { EditorEndpoint } from '../runtime/processes.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -35,8 +36,9 @@ export async function observeRunning(
     Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
     status.startTime ??= new Date().toISOString();
   }
+  const endpoint = live.endpoint ?? ctx.deps.runtime.endpointOf(port);
   // It answers after all (a slow first start): recover without anyone asking.
-  if (live.probeFailed && (await checkHealth(port)).ok) recordHealth(live, true);
+  if (live.probeFailed && (await checkHealth(endpoint)).ok) recordHealth(live, true);
   if (live.healthy) {
     if (status.phase !== 'Running') ctx.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
     Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
@@ -48,24 +50,24 @@ export async function observeRunning(
     return { requeueAfterMs: UNHEALTHY_RECHECK_MS };
   } else {
     status.phase = 'Starting';
-    if (!live.probe) startProbe(ctx, name, live, port);
+    if (!live.probe) startProbe(ctx, name, live, endpoint);
   }
   await ctx.commit(record, uid, status);
   if (live.crashTimes.length > 0) return { requeueAfterMs: STABLE_AFTER_MS };
 }
 
 /** Polls /healthz in the background and puts the name back on the queue when it answers. */
-export function startProbe(ctx: ReconcileContext, name: string, live: Live, port: number): void {
+export function startProbe(ctx: ReconcileContext, name: string, live: Live, endpoint: EditorEndpoint): void {
   const token = Symbol(name);
   live.probe = token;
   const identity = live.identity;
   const timeoutMs = ctx.deps.config.editor.readyTimeoutSeconds * 1000;
-  void waitHealthy(port, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
+  void waitHealthy(endpoint, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
     if (live.probe !== token) return;
     live.probe = undefined;
     if (ok) live.healthy = true;
     else if (live.identity === identity && identity && ctx.deps.runtime.isAlive(identity)) {
-      live.probeFailed = `code-server did not answer /healthz on port ${port} within ${timeoutMs / 1000} s`;
+      live.probeFailed = `code-server did not answer /healthz on port ${endpoint.port} within ${timeoutMs / 1000} s`;
       ctx.deps.logs.event(name, 'ERROR', live.probeFailed);
     }
     ctx.deps.enqueue(name);

@@ -2,7 +2,7 @@
 // editor launched for this very server; a file saying so is never enough.
 import type { EditorServerStatus } from '../manifests/types.ts';
 import { checkHealth } from '../runtime/health.ts';
-import type { ProcessIdentity } from '../runtime/processes.ts';
+import type { EditorEndpoint, EditorHandle } from '../runtime/processes.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
@@ -11,10 +11,10 @@ import { clearProcess } from './status-commit.ts';
 const EXIT_WAIT_MS = 1000;
 
 /** Takes over an editor that was already running (verified in /proc to be this server's). */
-export function adoptEditor(ctx: ReconcileContext, name: string, identity: ProcessIdentity, port: number | undefined): void {
+export function adoptEditor(ctx: ReconcileContext, name: string, identity: EditorHandle, endpoint: EditorEndpoint | undefined): void {
   const live = ctx.cache.live(name);
   live.identity = identity;
-  live.port = port;
+  live.endpoint = endpoint;
   ctx.deps.runtime.watch(name, identity);
 }
 
@@ -33,8 +33,8 @@ export async function observeProcess(
     const recorded = status.pidStartTicks === undefined ? undefined : { pid: status.pid, startTicks: status.pidStartTicks };
     const owned = recorded && runtime.owns(name, recorded);
     if (recorded && owned) {
-      adoptEditor(ctx, name, recorded, owned.port);
-      live.healthy = (await checkHealth(owned.port ?? port)).ok;
+      adoptEditor(ctx, name, recorded, owned.endpoint);
+      live.healthy = (await checkHealth(owned.endpoint ?? runtime.endpointOf(port))).ok;
     } else if (!recorded || runtime.isAlive(recorded)) {
       ctx.warn(name, `status.pid ${status.pid} is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
       clearProcess(status);

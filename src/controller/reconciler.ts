@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { LogLevel } from '../logs/entry.ts';
 import { RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase } from '../manifests/types.ts';
-import type { ProcessIdentity } from '../runtime/processes.ts';
+import type { EditorEndpoint, EditorHandle, ProcessIdentity } from '../runtime/processes.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
 import { ServerCache, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
@@ -71,9 +71,15 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     this.cache.deletions.add(name);
   }
 
-  /** Live pids of running editors, for the stats sampler. */
-  pids(): number[] {
-    return [...this.cache.lives.values()].flatMap((l) => (l.identity ? [l.identity.pid] : []));
+  /** The handle of each server's running editor, by name, for the stats sampler. */
+  handles(): Map<string, EditorHandle> {
+    return new Map([...this.cache.lives].flatMap(([name, l]) => (l.identity ? [[name, l.identity] as const] : [])));
+  }
+
+  /** Where the server's running editor answers, if it runs. */
+  endpointOf(name: string): EditorEndpoint | undefined {
+    const live = this.cache.lives.get(name);
+    return live?.identity ? live.endpoint : undefined;
   }
 
   /** True when the server's editor runs, checked in /proc to be the one launched for this server. */
@@ -87,17 +93,17 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     recordHealth(this.cache.lives.get(name), answered);
   }
 
-  /** True when a managed editor is running on the port (the proxy routes only there). */
-  isRunningPort(port: number): boolean {
+  /** Where the managed editor running on the port answers, else undefined (the proxy routes only there). */
+  routeTo(port: number): EditorEndpoint | undefined {
     const name = this.deps.ports.owner(port);
-    if (name === undefined) return false;
+    if (name === undefined) return undefined;
     const phase = this.records.get(name)?.server?.status?.phase;
-    return this.cache.lives.get(name)?.identity !== undefined && (phase === 'Running' || phase === 'Starting');
+    return phase === 'Running' || phase === 'Starting' ? this.endpointOf(name) : undefined;
   }
 
   /** Takes over an editor that was already running (verified in /proc to be this server's). */
   adopt(name: string, identity: ProcessIdentity, port: number | undefined): void {
-    adoptEditor(this, name, identity, port);
+    adoptEditor(this, name, identity, port === undefined ? undefined : this.deps.runtime.endpointOf(port));
   }
 
   /**
@@ -197,9 +203,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       live.nextRestartAt = undefined;
       live.lastExit = undefined;
       deps.logs.event(name, 'INFO', 'restarting');
-    } else if (alive && (live.port ?? server.status?.port) !== undefined && (live.port ?? server.status?.port) !== port) {
+    } else if (alive && (live.endpoint?.port ?? server.status?.port) !== undefined && (live.endpoint?.port ?? server.status?.port) !== port) {
       // The port changed under a running editor (a new spec.port, or a replaced manifest): restart it on the new one.
-      await stopProcess(this, record, uid, status, `stopped to move from port ${live.port ?? server.status?.port} to ${port}`);
+      await stopProcess(this, record, uid, status, `stopped to move from port ${live.endpoint?.port ?? server.status?.port} to ${port}`);
     } else if (alive) {
       return observeRunning(this, record, uid, status, live, port);
     } else if (status.pid) {

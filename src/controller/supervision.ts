@@ -1,7 +1,7 @@
 // Process supervision: launching an editor, stopping it, and what happens when it dies on its
 // own (spec.restartPolicy, with backoff and crash-loop detection).
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import type { ProcessIdentity } from '../runtime/processes.ts';
+import type { LaunchedEditor } from '../runtime/processes.ts';
 import { ensureWorkspace } from '../workspace/layout.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
@@ -38,9 +38,9 @@ export async function startProcess(
   const logs = deps.logs.rawPaths(name);
   const editor = deps.layout.editor(name);
   deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
-  let identity: ProcessIdentity;
+  let launched: LaunchedEditor;
   try {
-    identity = deps.runtime.launch({
+    launched = deps.runtime.launch({
       name, port,
       workspacePath: status.workspacePath!,
       userDataDir: editor.userDataDir,
@@ -55,14 +55,15 @@ export async function startProcess(
     await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
     throw error;
   }
+  const identity = launched.handle;
   live.identity = identity;
-  live.port = port;
+  live.endpoint = launched.endpoint;
   live.healthy = false;
   live.lastExit = undefined;
   live.probeFailed = undefined;
   live.nextRestartAt = undefined;
   // Probe while the status is written: the editor does not wait for our disk.
-  startProbe(ctx, name, live, port);
+  startProbe(ctx, name, live, launched.endpoint);
   Object.assign(status, {
     phase: 'Starting' as Phase,
     reason: undefined,
@@ -84,7 +85,7 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
   live.probe = undefined;
   await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
   live.identity = undefined;
-  live.port = undefined;
+  live.endpoint = undefined;
   live.healthy = false;
   live.lastExit = undefined;
   live.probeFailed = undefined;
@@ -106,7 +107,7 @@ export async function stopEditorsOf(ctx: ReconcileContext, name: string): Promis
   }
   if (live) {
     live.identity = undefined;
-    live.port = undefined;
+    live.endpoint = undefined;
   }
 }
 
@@ -164,7 +165,7 @@ export async function stopForShutdown(ctx: ReconcileContext, name: string): Prom
   live.probe = undefined;
   await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
   live.identity = undefined;
-  live.port = undefined;
+  live.endpoint = undefined;
   live.healthy = false;
   const status = clearProcess(structuredClone(server.status));
   Object.assign(status, {

@@ -1,10 +1,12 @@
-// The editor proxy: /vscode/{port}/… and /editor/{port}/… to 127.0.0.1:{port}, for managed, running editors only.
+// The editor proxy: /vscode/{port}/… and /editor/{port}/… to the endpoint of the managed, running
+// editor on {port} (the runtime says where it answers), and nowhere else.
 
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { writeError, writeRawError } from '../core/errors.ts';
+import type { EditorEndpoint } from '../runtime/processes.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
 export const SERVICE_COOKIE_PREFIX = 'devbox';
@@ -20,8 +22,8 @@ const CREDENTIAL_COOKIE = new RegExp(`^(__host-|__secure-)?(${SERVICE_COOKIE_PRE
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded-access-token'];
 
 export interface EditorProxyOptions {
-  /** True only for the port of a managed editor that is running: nothing else is ever contacted. */
-  isRoutable: (port: number) => boolean;
+  /** Where the managed editor running on the port answers; undefined for any other port, which is never contacted. */
+  route: (port: number) => EditorEndpoint | undefined;
   /** Connections kept open to one editor, in use and idle together. Default 64. */
   maxSocketsPerEditor?: number;
   /** An editor silent this long on a request gets the request a 502. Default 60 s; WebSockets are exempt. */
@@ -34,6 +36,8 @@ interface Route {
   /** `/vscode/8012` or `/editor/8012`. */
   prefix: string;
   port: number;
+  /** Where the editor answers, once the port is known to be routable. */
+  target?: EditorEndpoint;
   /** The path after the prefix, '' when there is none. */
   path: string;
   /** `?…` or ''. */
@@ -48,14 +52,14 @@ const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT',
 
 /** Streams HTTP requests and WebSocket upgrades to editors over a bounded keep-alive pool. */
 export class EditorProxy {
-  readonly #isRoutable: (port: number) => boolean;
+  readonly #route: (port: number) => EditorEndpoint | undefined;
   readonly #log: (message: string) => void;
   readonly #agent: http.Agent;
   readonly #proxy: httpProxy;
   readonly #routes = new WeakMap<IncomingMessage, Route>();
 
   constructor(options: EditorProxyOptions) {
-    this.#isRoutable = options.isRoutable;
+    this.#route = options.route;
     this.#log = options.log ?? ((message) => console.error(message));
     const maxSockets = options.maxSocketsPerEditor ?? 64;
     // Reusing connections is what keeps throughput near direct access; the bound keeps a burst
@@ -92,7 +96,8 @@ export class EditorProxy {
         next();
         return;
       }
-      if (!this.#isRoutable(route.port)) {
+      route.target = this.#route(route.port);
+      if (!route.target) {
         writeError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
         return;
       }
@@ -106,7 +111,7 @@ export class EditorProxy {
         req,
         res,
         // Connection is hop-by-hop: a client's "close" must not cost the pooled editor connection.
-        { target: { host: '127.0.0.1', port: route.port }, headers: { connection: 'keep-alive' } },
+        { target: route.target, headers: { connection: 'keep-alive' } },
         (err) => this.#failRequest(err, req, res as ServerResponse, route),
       );
     };
@@ -118,12 +123,13 @@ export class EditorProxy {
     if (!route) return false;
     // Until http-proxy pipes the socket nothing else listens for its errors (a client that left).
     socket.on('error', () => socket.destroy());
-    if (!this.#isRoutable(route.port)) {
+    route.target = this.#route(route.port);
+    if (!route.target) {
       writeRawError(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
       return true;
     }
     this.#prepare(req, route);
-    this.#proxy.ws(req, socket, head, { target: { host: '127.0.0.1', port: route.port } }, (err) => {
+    this.#proxy.ws(req, socket, head, { target: route.target }, (err) => {
       this.#report(err, req, route);
       if (socket.destroyed) return;
       // Before the 101 went out the client can still be told why; after it, only cut the pipe.
@@ -187,7 +193,7 @@ export class EditorProxy {
   // configurable-http-proxy style: expected network failures in one line, anything else with its stack.
   #report(err: Error, req: IncomingMessage, route: Route): void {
     const code = (err as NodeJS.ErrnoException).code;
-    const what = `${req.method} ${route.prefix}${req.url} -> 127.0.0.1:${route.port}`;
+    const what = `${req.method} ${route.prefix}${req.url} -> ${route.target?.host}:${route.target?.port}`;
     if (code && KNOWN_NETWORK_ERRORS.has(code)) this.#log(`proxy: ${code} on ${what}`);
     else this.#log(`proxy: error on ${what}: ${err.stack ?? err}`);
   }
@@ -208,7 +214,7 @@ function parseRoute(req: IncomingMessage): Route | undefined {
   };
 }
 
-/** Keeps an editor's redirects under the proxy prefix: absolute paths and its own loopback address. */
+/** Keeps an editor's redirects under the proxy prefix: absolute paths and its own address (or loopback). */
 function rewriteLocation(location: string, route: Route): string {
   if (location.startsWith('/') && !location.startsWith('//')) {
     return location.startsWith(`${route.prefix}/`) ? location : `${route.prefix}${location}`;
@@ -216,8 +222,8 @@ function rewriteLocation(location: string, route: Route): string {
   // Relative locations already resolve under the prefix in the browser.
   if (!/^https?:\/\//i.test(location) || !URL.canParse(location)) return location;
   const url = new URL(location);
-  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
-  if (!loopback || url.port !== String(route.port)) return location;
+  const own = url.hostname === route.target?.host || url.hostname === '127.0.0.1' || url.hostname === 'localhost';
+  if (!own || url.port !== String(route.target?.port ?? route.port)) return location;
   return `${route.prefix}${url.pathname}${url.search}${url.hash}`;
 }
 

@@ -1,5 +1,11 @@
 // Asks an editor's GET /healthz, the way code-server reports it is up.
 import { request } from 'node:http';
+import { EDITOR_HOST, type EditorEndpoint } from './processes.ts';
+
+/** An editor's endpoint, or a bare port for an editor this machine's process runtime runs (doctor, tests). */
+export type HealthTarget = EditorEndpoint | number;
+
+const endpointOf = (target: HealthTarget): EditorEndpoint => (typeof target === 'number' ? { host: EDITOR_HOST, port: target } : target);
 
 export interface HealthResult {
   ok: boolean;
@@ -9,9 +15,10 @@ export interface HealthResult {
 }
 
 // One question decides a verdict (refresh, adoption), so it gets more time than a repeated probe would.
-export function checkHealth(port: number, timeoutMs = 3000): Promise<HealthResult> {
+export function checkHealth(target: HealthTarget, timeoutMs = 3000): Promise<HealthResult> {
+  const { host, port } = endpointOf(target);
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/healthz', method: 'GET', timeout: timeoutMs, agent: false }, (res) => {
+    const req = request({ host, port, path: '/healthz', method: 'GET', timeout: timeoutMs, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
@@ -37,13 +44,13 @@ export function checkHealth(port: number, timeoutMs = 3000): Promise<HealthResul
 
 /** Polls /healthz until it answers 200 or the deadline passes; `cancelled` stops it early. */
 export async function waitHealthy(
-  port: number,
+  target: HealthTarget,
   deadline: number,
   cancelled: () => boolean,
   intervalMs = 10,
 ): Promise<boolean> {
   while (Date.now() < deadline && !cancelled()) {
-    if ((await checkHealth(port, 1000)).ok) return true;
+    if ((await checkHealth(target, 1000)).ok) return true;
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   return false;

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { discoverEditors, groupIsEditorOf, SERVER_NAME_VARIABLE, verifyEditor, type DiscoveredEditor } from './ownership.ts';
 import { descendants, groupExists, identityOf, isAlive, type ProcessIdentity } from './procfs.ts';
+import { processGroupUsage, type EditorUsage } from './usage.ts';
 
 export type { ProcessIdentity } from './procfs.ts';
 export { discoverEditors, type DiscoveredEditor } from './ownership.ts';
@@ -19,13 +20,37 @@ export interface LaunchSpec {
   stderrPath: string;
 }
 
+/** Where an editor answers HTTP. The proxy, the health checks and refresh go there, never to an address of their own. */
+export interface EditorEndpoint {
+  host: string;
+  port: number;
+}
+
+/**
+ * The runtime's handle of one editor. Only the runtime looks inside it; the controller keeps
+ * it, compares it and records it in status. For this runtime it is a process: pid and start time.
+ */
+export type EditorHandle = ProcessIdentity;
+
+export interface LaunchedEditor {
+  handle: EditorHandle;
+  endpoint: EditorEndpoint;
+}
+
+/** The address editors of this runtime bind: loopback only, the proxy is the way in. */
+export const EDITOR_HOST = '127.0.0.1';
+
 export interface ExitInfo {
   code: number | null;
   signal: string | null;
 }
 
 export interface EditorRuntime {
-  launch(spec: LaunchSpec): ProcessIdentity;
+  launch(spec: LaunchSpec): LaunchedEditor;
+  /** Where an editor of this runtime that listens on `port` answers (a port read from status or a command line). */
+  endpointOf(port: number): EditorEndpoint;
+  /** CPU and memory of the editors, by handle; an editor gone meanwhile is left out. */
+  usage(handles: EditorHandle[]): Promise<Map<EditorHandle, EditorUsage>>;
   isAlive(identity: ProcessIdentity): boolean;
   /**
    * For an editor this runtime launched and isAlive() calls dead: true while its exit (code and
@@ -35,11 +60,11 @@ export interface EditorRuntime {
   /** Starts watching a process this runtime did not launch (adopted after a restart). */
   watch(name: string, identity: ProcessIdentity): void;
   /**
-   * The port of the editor, when the identity is, right now, the editor this service launched
+   * The endpoint of the editor, when the handle is, right now, the editor this service launched
    * for server `name` (its /proc command line and environment say so); else undefined. The one
    * check behind every adoption, stop and refresh.
    */
-  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined;
+  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined;
   /** Stops server `name`'s editor; false, and nothing signalled, when the identity is not that editor. */
   stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean>;
   discover(): DiscoveredEditor[];
@@ -64,7 +89,7 @@ export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.
 
 export function editorArguments(spec: LaunchSpec): string[] {
   return [
-    '--bind-addr', `127.0.0.1:${spec.port}`,
+    '--bind-addr', `${EDITOR_HOST}:${spec.port}`,
     '--auth', 'none',
     '--disable-telemetry',
     '--disable-update-check',
@@ -101,7 +126,7 @@ export class ProcessRuntime implements EditorRuntime {
     this.pollTimer.unref();
   }
 
-  launch(spec: LaunchSpec): ProcessIdentity {
+  launch(spec: LaunchSpec): LaunchedEditor {
     mkdirSync(spec.userDataDir, { recursive: true });
     mkdirSync(spec.extensionsDir, { recursive: true });
     // Files, not pipes: the editor keeps writing while the service restarts.
@@ -124,7 +149,7 @@ export class ProcessRuntime implements EditorRuntime {
         this.emitExit(spec.name, identity, { code, signal });
       });
       child.unref();
-      return identity;
+      return { handle: identity, endpoint: this.endpointOf(spec.port) };
     } finally {
       closeSync(out);
       closeSync(err);
@@ -143,11 +168,19 @@ export class ProcessRuntime implements EditorRuntime {
     this.watched.set(identity.pid, { name, identity });
   }
 
-  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined {
+  endpointOf(port: number): EditorEndpoint {
+    return { host: EDITOR_HOST, port };
+  }
+
+  usage(handles: EditorHandle[]): Promise<Map<EditorHandle, EditorUsage>> {
+    return processGroupUsage(handles);
+  }
+
+  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined {
     const child = this.ownChild(name, identity);
-    if (child) return isAlive(identity) ? { port: child.port } : undefined;
+    if (child) return isAlive(identity) ? { endpoint: this.endpointOf(child.port) } : undefined;
     const editor = verifyEditor(identity, name, this.editorsDir);
-    return editor && { port: editor.port };
+    return editor && { endpoint: editor.port === undefined ? undefined : this.endpointOf(editor.port) };
   }
 
   async stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean> {

@@ -1,24 +1,26 @@
-// CPU, memory and uptime of running editors, sampled in the background with one batched
-// pidusage call, so listing servers never waits on /proc.
-import pidusage from 'pidusage';
-import { listPids, readStat } from './procfs.ts';
+// CPU, memory and uptime of running editors, sampled in the background by asking the runtime
+// for the usage of every editor's handle at once, so listing servers never waits on it.
+import type { EditorHandle } from './processes.ts';
+import { clearUsageHistory, type EditorUsage } from './usage.ts';
 
-export interface ProcessStats {
-  cpuPercent: number;
-  memoryMb: number;
-  /** Seconds the process has been running. */
-  uptime: number;
-}
+export type ProcessStats = EditorUsage;
 
 export class StatsSampler {
-  private readonly pids: () => number[];
+  private readonly editors: () => Map<string, EditorHandle>;
+  private readonly usage: (handles: EditorHandle[]) => Promise<Map<EditorHandle, EditorUsage>>;
   private readonly intervalMs: number;
-  private latest = new Map<number, ProcessStats>();
+  private latest = new Map<string, ProcessStats>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
-  constructor(pids: () => number[], intervalMs = 2000) {
-    this.pids = pids;
+  /** editors(): the handle of each server's running editor, by server name; usage: the runtime's. */
+  constructor(
+    editors: () => Map<string, EditorHandle>,
+    usage: (handles: EditorHandle[]) => Promise<Map<EditorHandle, EditorUsage>>,
+    intervalMs = 2000,
+  ) {
+    this.editors = editors;
+    this.usage = usage;
     this.intervalMs = intervalMs;
   }
 
@@ -29,32 +31,21 @@ export class StatsSampler {
     void this.sample();
   }
 
-  get(pid: number | null | undefined): ProcessStats | undefined {
-    return pid ? this.latest.get(pid) : undefined;
+  /** The last sample of the server's editor, by server name. */
+  get(name: string): ProcessStats | undefined {
+    return this.latest.get(name);
   }
 
-  /**
-   * One pidusage call for every process of every editor's group (code-server runs its server
-   * in a child), summed per group leader. A pid that vanished meanwhile is left out.
-   */
   async sample(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
-      const leaders = new Set(this.pids());
-      const next = new Map<number, ProcessStats>();
-      if (leaders.size > 0) {
-        const members = groupMembers(leaders);
-        const usage = await pidusage([...members.keys()]).catch(() => sampleOneByOne([...members.keys()]));
-        for (const [pid, stat] of Object.entries(usage)) {
-          const leader = members.get(Number(pid));
-          if (!stat || leader === undefined) continue;
-          const total = next.get(leader) ?? { cpuPercent: 0, memoryMb: 0, uptime: 0 };
-          total.cpuPercent = round(total.cpuPercent + stat.cpu);
-          total.memoryMb = round(total.memoryMb + stat.memory / (1024 * 1024));
-          if (Number(pid) === leader) total.uptime = stat.elapsed / 1000;
-          next.set(leader, total);
-        }
+      const editors = this.editors();
+      const usage = editors.size === 0 ? new Map() : await this.usage([...editors.values()]);
+      const next = new Map<string, ProcessStats>();
+      for (const [name, handle] of editors) {
+        const sample = usage.get(handle);
+        if (sample) next.set(name, sample);
       }
       this.latest = next;
     } finally {
@@ -65,27 +56,6 @@ export class StatsSampler {
   dispose(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    pidusage.clear();
+    clearUsageHistory();
   }
 }
-
-/** pidusage rejects a whole batch when one pid is gone; then ask for each separately. */
-async function sampleOneByOne(pids: number[]): Promise<Record<string, pidusage.Status | undefined>> {
-  const out: Record<string, pidusage.Status | undefined> = {};
-  await Promise.all(pids.map(async (pid) => {
-    out[pid] = await pidusage(pid).catch(() => undefined);
-  }));
-  return out;
-}
-
-/** Maps every process whose group leader is one of `leaders` to that leader. */
-function groupMembers(leaders: Set<number>): Map<number, number> {
-  const members = new Map<number, number>();
-  for (const pid of listPids()) {
-    const pgid = readStat(pid)?.pgid;
-    if (pgid !== undefined && leaders.has(pgid)) members.set(pid, pgid);
-  }
-  return members;
-}
-
-const round = (n: number) => Math.round(n * 100) / 100;

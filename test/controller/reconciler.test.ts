@@ -163,7 +163,7 @@ describe('reconcile', () => {
     const running = await statusOf('web');
     expect(running).toMatchObject({ phase: 'Running', pid: starting.pid, startTime: starting.startTime });
     expect((await checkHealth(running.port!, 10_000)).ok).toBe(true);
-    expect(reconciler.isRunningPort(running.port!)).toBe(true);
+    expect(reconciler.routeTo(running.port!)).toEqual({ host: '127.0.0.1', port: running.port });
 
     const text = await readFile(store.fileOf('web'), 'utf8');
     await reconciler.reconcile('web');

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { Clock } from '../../src/core/clock.ts';
 import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
-import type { DiscoveredEditor, EditorRuntime, ExitInfo, LaunchSpec, ProcessIdentity } from '../../src/runtime/processes.ts';
+import type { DiscoveredEditor, EditorEndpoint, EditorRuntime, ExitInfo, LaunchedEditor, LaunchSpec, ProcessIdentity } from '../../src/runtime/processes.ts';
+import type { EditorUsage } from '../../src/runtime/usage.ts';
 
 /** A clock that moves only when told to; timers fire in order of their due time. */
 export class FakeClock implements Clock {
@@ -72,7 +73,7 @@ export class FakeRuntime implements EditorRuntime {
   private listeners: ExitListener[] = [];
   private nextPid = 40_000;
 
-  launch(spec: LaunchSpec): ProcessIdentity {
+  launch(spec: LaunchSpec): LaunchedEditor {
     if (this.launchError) throw this.launchError;
     const pid = this.nextPid++;
     const identity = { pid, startTicks: 1_000_000 + pid };
@@ -87,7 +88,16 @@ export class FakeRuntime implements EditorRuntime {
     if (this.answersHealth) health.listen(spec.port, '127.0.0.1');
     this.processes.set(pid, { name: spec.name, identity, spec, health });
     this.launches.push(spec);
-    return identity;
+    return { handle: identity, endpoint: this.endpointOf(spec.port) };
+  }
+
+  endpointOf(port: number): EditorEndpoint {
+    return { host: '127.0.0.1', port };
+  }
+
+  /** Every live editor idles at 1 % CPU and 10 MB. */
+  async usage(handles: ProcessIdentity[]): Promise<Map<ProcessIdentity, EditorUsage>> {
+    return new Map(handles.filter((h) => this.isAlive(h)).map((h) => [h, { cpuPercent: 1, memoryMb: 10, uptime: 1 }]));
   }
 
   isAlive(identity: ProcessIdentity): boolean {
@@ -101,9 +111,9 @@ export class FakeRuntime implements EditorRuntime {
   watch(): void {}
 
   /** Only the live editor launched for that very name, as /proc would show. */
-  owns(name: string, identity: ProcessIdentity): { port: number | undefined } | undefined {
+  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined {
     const editor = this.processes.get(identity.pid);
-    return editor?.name === name && editor.identity.startTicks === identity.startTicks ? { port: editor.spec.port } : undefined;
+    return editor?.name === name && editor.identity.startTicks === identity.startTicks ? { endpoint: this.endpointOf(editor.spec.port) } : undefined;
   }
 
   /** Stops only what owns() says is that server's editor; records every stop asked for. */

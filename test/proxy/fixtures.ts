@@ -29,7 +29,7 @@ export interface Target {
  * An editor stand-in. `/redirect?to=X` answers 302 to X, `/echo` streams the body back as it
  * arrives, any other path answers JSON describing the request; WebSockets echo every message.
  */
-export async function startTarget(): Promise<Target> {
+export async function startTarget(host = '127.0.0.1'): Promise<Target> {
   const target: Target = { port: 0, hits: 0, requests: [], upgrades: [], close: async () => {} };
   const server = http.createServer((req, res) => {
     target.hits++;
@@ -61,7 +61,7 @@ export async function startTarget(): Promise<Target> {
   wss.on('connection', (ws, req) => {
     ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo ${req.url}: ${data}`, { binary: isBinary }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   target.port = (server.address() as AddressInfo).port;
   target.close = async () => {
     for (const client of wss.clients) client.terminate();
@@ -84,10 +84,12 @@ export interface Service {
  * The service: EditorProxy before express.json, then an API route to show that non-proxy paths
  * fall through. `isRoutable` stands in for the controller's rule (src/service.ts), which also
  * refuses the service's own port: that part is tested against the real service in test/api.
+ * A routable port's editor answers on 127.0.0.1 unless `options.route` says where.
  */
 export async function startService(isRoutable: (port: number) => boolean, options: Partial<EditorProxyOptions> = {}): Promise<Service> {
   const logged: string[] = [];
-  const proxy = new EditorProxy({ isRoutable, log: (line) => logged.push(line), ...options });
+  const route = (port: number) => (isRoutable(port) ? { host: '127.0.0.1', port } : undefined);
+  const proxy = new EditorProxy({ route, log: (line) => logged.push(line), ...options });
   const app = express();
   app.use(proxy.middleware());
   app.use(express.json());

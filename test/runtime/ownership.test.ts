@@ -33,7 +33,7 @@ async function launch(name: string): Promise<ProcessIdentity> {
   return runtime.launch({
     name, port: await freePort(), workspacePath: root, ...editor,
     stdoutPath: join(root, `${name}.out`), stderrPath: join(root, `${name}.err`),
-  });
+  }).handle;
 }
 
 /** A process in a group of its own, with an editor's command line, that the runtime did not launch. */
@@ -46,7 +46,7 @@ function stranger(args: string[], env: NodeJS.ProcessEnv = {}): ProcessIdentity 
 describe('the editor a server owns', () => {
   it('is the one launched for it: another server\'s editor or a stranger is never stopped in its name', async () => {
     const alpha = await launch('alpha');
-    expect(runtime.owns('alpha', alpha)).toEqual({ port: expect.any(Number) });
+    expect(runtime.owns('alpha', alpha)).toEqual({ endpoint: { host: '127.0.0.1', port: expect.any(Number) } });
     expect(runtime.owns('beta', alpha)).toBeUndefined();
     expect(runtime.owns('alpha', { ...alpha, startTicks: alpha.startTicks + 1 })).toBeUndefined();
 

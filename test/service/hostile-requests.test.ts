@@ -72,8 +72,8 @@ describe('hostile requests', () => {
 
   it('logs a fault that slips through to the last-resort guard, answers 500 and keeps serving', async () => {
     const reconciler = service.controller.reconciler;
-    const isRunningPort = reconciler.isRunningPort;
-    reconciler.isRunningPort = () => {
+    const routeTo = reconciler.routeTo;
+    reconciler.routeTo = () => {
       throw new Error('injected fault');
     };
     try {
@@ -84,7 +84,7 @@ describe('hostile requests', () => {
       const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));
       expect(status).toBe(500);
     } finally {
-      reconciler.isRunningPort = isRunningPort;
+      reconciler.routeTo = routeTo;
     }
     expect(service.lines.filter((line) => line.includes('injected fault'))).toHaveLength(2);
     await expectStillServing();

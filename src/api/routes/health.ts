@@ -28,9 +28,9 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
     const server = record.server!;
     const pid = server.status?.pid ?? null;
     const processExists = pid !== null && reconciler.isProcessAlive(record.name);
-    const port = server.spec.port ?? server.status?.port;
-    const http = processExists && port ? await checkHealth(port) : { ok: false };
-    const usage = stats.get(pid);
+    const endpoint = reconciler.endpointOf(record.name);
+    const http = processExists && endpoint ? await checkHealth(endpoint) : { ok: false };
+    const usage = processExists ? stats.get(record.name) : undefined;
     res.json({
       status: 'success',
       data: {
@@ -55,7 +55,8 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
     const port = before.spec.port ?? before.status?.port;
     const pid = before.status?.pid ?? null;
     const alive = pid !== null && reconciler.isProcessAlive(record.name);
-    const health = alive && port ? await checkHealth(port) : { ok: false, error: 'no process' };
+    const endpoint = reconciler.endpointOf(record.name);
+    const health = alive && endpoint ? await checkHealth(endpoint) : { ok: false, error: 'no process' };
     if (alive) reconciler.recordHealth(record.name, health.ok);
     await controller.reconcileNow(record.name);
     const after = reconciler.records.get(record.name)?.server ?? before;

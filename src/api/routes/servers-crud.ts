@@ -31,13 +31,13 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
   router.get('/servers', (_req, res) => {
     const list = [...reconciler.records.values()]
       .filter((r) => r.server?.metadata.uid)
-      .map((r) => serverView(r, stats.get(r.server!.status?.pid)));
+      .map((r) => serverView(r, r.server!.status?.pid ? stats.get(r.name) : undefined));
     res.json(list);
   });
 
   router.get('/servers/:id', (req, res) => {
     const record = findServer(deps, req);
-    res.json(serverView(record, stats.get(record.server!.status?.pid)));
+    res.json(serverView(record, record.server!.status?.pid ? stats.get(record.name) : undefined));
   });
 
   router.post('/servers', async (req, res) => {
