@@ -243,7 +243,7 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
       report.line('FAIL', `editor start: could not launch ${editor.path}: ${(error as Error).message}`, 'check that the file is a working code-server');
       return;
     }
-    const healthy = await waitHealthy(port, Date.now() + timeoutMs, () => exited !== undefined, 25);
+    const healthy = await waitHealthy(port, Date.now() + timeoutMs, () => exited !== undefined);
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     if (!healthy) {
       const why = exited ? `the editor ${exited}` : `GET /healthz on port ${port} did not answer 200 within ${timeoutMs / 1000} s`;

@@ -84,7 +84,9 @@ export class Controller {
     const orphans = await this.adoptRunningEditors(new Set(names), servers);
 
     await this.watchFolder();
-    for (const name of [...names, ...orphans]) this.queue.add(name);
+    // List again now the watcher is ready: a file written since the first listing has no event.
+    const since = (await store.list()).filter((name) => !names.includes(name));
+    for (const name of [...names, ...orphans, ...since]) this.queue.add(name);
     this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
     this.resyncTimer.unref();
     this.folderTimer = setInterval(() => void this.checkFolder(), FOLDER_CHECK_MS);

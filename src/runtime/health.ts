@@ -42,16 +42,32 @@ export function checkHealth(target: HealthTarget, timeoutMs = 3000): Promise<Hea
   });
 }
 
+/** The wait between /healthz questions: `firstMs` for `steadyForMs`, then growing by `factor` up to `maxMs`. */
+export interface ProbeBackoff {
+  firstMs: number;
+  steadyForMs: number;
+  factor: number;
+  maxMs: number;
+}
+
+// Editors come up within a second (code-server in about 0.4 s): asked every 10 ms until then,
+// so a start loses at most 10 ms to the wait. After that, a slow or stuck editor is asked less
+// and less often, up to once a second: about 250 questions in 120 s instead of 11,000.
+export const HEALTH_BACKOFF: ProbeBackoff = { firstMs: 10, steadyForMs: 1000, factor: 1.2, maxMs: 1000 };
+
 /** Polls /healthz until it answers 200 or the deadline passes; `cancelled` stops it early. */
 export async function waitHealthy(
   target: HealthTarget,
   deadline: number,
   cancelled: () => boolean,
-  intervalMs = 10,
+  backoff: ProbeBackoff = HEALTH_BACKOFF,
 ): Promise<boolean> {
+  const started = Date.now();
+  let waitMs = backoff.firstMs;
   while (Date.now() < deadline && !cancelled()) {
     if ((await checkHealth(target, 1000)).ok) return true;
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(0, deadline - Date.now()))));
+    if (Date.now() - started >= backoff.steadyForMs) waitMs = Math.min(backoff.maxMs, waitMs * backoff.factor);
   }
   return false;
 }
