@@ -72,6 +72,7 @@ export class Controller {
   async start(): Promise<void> {
     const { store, reconciler } = this.options;
     await fs.mkdir(store.dir, { recursive: true });
+    for (const name of await store.recoverInterruptedWrites()) this.log(`put back ${store.fileOf(name)}: a write was interrupted while the file was moved aside`);
     await this.removeStaleTemporaries();
 
     await reconciler.loadIdentities();

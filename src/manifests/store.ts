@@ -262,7 +262,7 @@ export class ManifestStore {
         if (after === before) return 'unchanged';
         await this.onWriteStep?.('read', name);
         const tmp = await this.writeTemp(name, after);
-        const aside = this.tempPath(name);
+        const aside = this.tempPath(name, ASIDE_EXT);
         try {
           await this.onWriteStep?.('temp-written', name);
           if (!(await renameIfThere(file, aside))) continue; // gone since the read: look again
@@ -308,9 +308,28 @@ export class ManifestStore {
     return stats?.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined;
   }
 
-  // Hidden and ending in .tmp: the watcher ignores it, and the controller removes leftovers at start-up.
-  private tempPath(name: string): string {
-    return join(this.dir, `.${name}${MANIFEST_EXT}.${randomBytes(4).toString('hex')}.tmp`);
+  /**
+   * Puts back each manifest a write had moved aside when the process died before putting the
+   * new text in place: the file is missing and its text is in `.<name>.yaml.<hex>.aside`. An
+   * aside whose file is there is the old text of a finished write, and goes. Returns the names
+   * put back. Call at start-up, before the first listing.
+   */
+  async recoverInterruptedWrites(): Promise<string[]> {
+    const restored: string[] = [];
+    for (const entry of await fs.readdir(this.dir).catch(() => [] as string[])) {
+      const name = ASIDE.exec(entry)?.[1];
+      if (name === undefined) continue;
+      const aside = join(this.dir, entry);
+      if (await linkUnlessTaken(aside, this.fileOf(name))) restored.push(name);
+      await fs.rm(aside, { force: true });
+    }
+    return restored;
+  }
+
+  // Hidden: the watcher ignores it. A `.tmp` left by a crash is removed at start-up; an `.aside`
+  // may be the only copy of a manifest, and is put back (recoverInterruptedWrites).
+  private tempPath(name: string, ext = '.tmp'): string {
+    return join(this.dir, `.${name}${MANIFEST_EXT}.${randomBytes(4).toString('hex')}${ext}`);
   }
 
   // Never creates the folder: one that vanished is waited for, not replaced by an empty one.
@@ -339,6 +358,9 @@ export class ManifestStore {
     }
   }
 }
+
+const ASIDE_EXT = '.aside';
+const ASIDE = /^\.([a-z0-9-]+)\.yaml\.[0-9a-f]+\.aside$/;
 
 /** Lock names of status records; manifest names are DNS labels, so they never clash. */
 const STATUS_LOCK = 'status/';
