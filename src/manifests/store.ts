@@ -30,9 +30,6 @@ export class ConflictError extends HttpError {
   }
 }
 
-/** The steps of a spec write, where a test can make a foreign write land. */
-export type WriteStep = 'read' | 'temp-written' | 'stashed' | 'placed';
-
 const MAX_ATTEMPTS = 5;
 
 /** Parses manifest text; never throws. */
@@ -72,8 +69,6 @@ export function parseManifest(name: string, text: string): ManifestRead {
  */
 export class ManifestStore {
   readonly dir: string;
-  /** Test seam: runs at each step of a spec write, so a test can land a foreign write there. */
-  onWriteStep?: (step: WriteStep, name: string) => Promise<void> | void;
   private readonly statuses?: StatusFiles;
   /** The text of our own last write per name, so the watcher can ignore our echoes. */
   private readonly lastWritten = new Map<string, string>();
@@ -260,20 +255,16 @@ export class ManifestStore {
         if (parsed.kind !== 'ok') return 'invalid';
         const after = change(before, parsed.server);
         if (after === before) return 'unchanged';
-        await this.onWriteStep?.('read', name);
         const tmp = await this.writeTemp(name, after);
         const aside = this.tempPath(name, ASIDE_EXT);
         try {
-          await this.onWriteStep?.('temp-written', name);
           if (!(await renameIfThere(file, aside))) continue; // gone since the read: look again
           if ((await this.textAt(aside)) !== before) {
             await linkUnlessTaken(aside, file); // theirs goes back, unless a newer file is there already
             continue;
           }
-          await this.onWriteStep?.('stashed', name);
           if (!(await linkUnlessTaken(tmp, file))) continue; // a new file appeared meanwhile: it stays
           this.lastWritten.set(name, after);
-          await this.onWriteStep?.('placed', name);
           if ((await this.textAt(aside)) !== before) {
             // Written in place through a handle opened before the move: that edit wins, and ours
             // is made again on top of it.
