@@ -36,7 +36,9 @@ describe('a running server\'s manifest replaced by one with a new spec.port and 
 
     const record = await eventually(async () => {
       const r = (await service.request('GET', `/servers/${id}`)).body;
-      return r.status === 'running' && r.port === newPort ? r : undefined;
+      // Settled: the controller has acted on the replaced spec (status outlives the file, so
+      // until then the record may still show the old editor).
+      return r.status === 'running' && r.port === newPort && r.observed_generation === r.generation ? r : undefined;
     });
     expect(record.id).toBe(id);
     expect(record.pid).not.toBe(oldPid);
