@@ -53,12 +53,21 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
       env: editorEnvironment(process.env, target.name), extendEnv: false,
     });
     if (result.isCanceled) return { ok: false, cancelled: true };
-    const output = (result.all ?? '').toString();
-    if (result.exitCode === 0 && !/failed|not found|error/i.test(output)) {
-      const version = /v(\d+\.\d+\.\d+[^\s']*)/.exec(output)?.[1];
-      return { ok: true, version };
-    }
-    const reason = output.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? result.shortMessage;
-    return { ok: false, message: (reason ?? 'the install failed').slice(0, 500) };
+    return judgeInstall(result.exitCode, (result.all ?? '').toString(), result.shortMessage);
   }
+}
+
+/**
+ * An install succeeded when code-server exits 0 and says so ("was successfully installed", or
+ * "is already installed"). Words like "error" in the output prove nothing: an extension may be
+ * called usernamehw.errorlens.
+ */
+export function judgeInstall(exitCode: number | undefined, output: string, fallback?: string): InstallOutcome {
+  if (exitCode === 0 && /successfully installed|is already installed/i.test(output)) {
+    const version = /\bv(\d+\.\d+\.\d+[^\s']*)/.exec(output)?.[1];
+    return version ? { ok: true, version } : { ok: true };
+  }
+  const lines = output.split('\n').map((l) => l.trim()).filter((l) => l && l !== 'Installing extensions...');
+  const reason = lines.pop() ?? fallback ?? `code-server exited with code ${exitCode}`;
+  return { ok: false, message: reason.slice(0, 500) };
 }
