@@ -1,7 +1,9 @@
-// The server API, by area: CRUD, lifecycle, health and refresh, logs, and the manifests listing
+// The server API, by area: CRUD, the multi-step extension routes, lifecycle, health and refresh, logs,
+// and the manifests listing
 // (each in src/api/routes/). Routes change desired state in the manifest and read the controller's.
 import { Router } from 'express';
 import type { ServersDeps } from './routes/context.ts';
+import { extensionRoutes } from './routes/extensions.ts';
 import { healthRoutes } from './routes/health.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { logRoutes } from './routes/logs.ts';
@@ -14,6 +16,7 @@ export function serversRouter(deps: ServersDeps): Router {
   const router = Router();
   manifestRoutes(deps, router);
   serversCrudRoutes(deps, router);
+  extensionRoutes(deps, router);
   healthRoutes(deps, router);
   lifecycleRoutes(deps, router);
   logRoutes(deps, router);

@@ -17,9 +17,21 @@ export interface Config {
     crashLoopRestarts: number;
   };
   controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
-  extensionGroups: Record<string, string[]>;
+  extensionGroups: Record<string, ExtensionGroup>;
   ui: Record<string, unknown>;
   packagedAssets: Record<string, unknown>;
+}
+
+/**
+ * A named set of extensions and the user settings that go with them (spec.extensionGroups).
+ * The config file may also give a group as a bare list of extension ids (the older form).
+ */
+export interface ExtensionGroup {
+  name: string;
+  description: string;
+  extensions: string[];
+  /** Merged into the editor's User/settings.json, under spec.settings. */
+  user_settings: Record<string, unknown>;
 }
 
 export interface Settings {
@@ -44,9 +56,31 @@ export const DEFAULT_CONFIG: Config = {
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
   controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
-    python: ['ms-python.python'],
-    jupyter: ['ms-toolsai.jupyter'],
-    git: ['eamodio.gitlens'],
+    python: {
+      name: 'python', description: 'Python: language support, debugging, Ruff for linting and formatting',
+      extensions: ['ms-python.python', 'ms-python.debugpy', 'charliermarsh.ruff'],
+      user_settings: { '[python]': { 'editor.defaultFormatter': 'charliermarsh.ruff', 'editor.formatOnSave': true }, 'python.terminal.activateEnvironment': true },
+    },
+    jupyter: {
+      name: 'jupyter', description: 'Jupyter notebooks (with Python)',
+      extensions: ['ms-python.python', 'ms-toolsai.jupyter'],
+      user_settings: { 'notebook.lineNumbers': 'on', 'jupyter.askForKernelRestart': false },
+    },
+    databricks: {
+      name: 'databricks', description: 'Databricks: workspace sync, clusters and jobs, notebooks, SQL',
+      extensions: ['databricks.databricks', 'ms-python.python'],
+      user_settings: { 'databricks.python.envFile': '${workspaceFolder}/.env' },
+    },
+    'claude-code': {
+      name: 'claude-code', description: "Claude Code, Anthropic's coding agent, in the editor",
+      extensions: ['anthropic.claude-code'],
+      user_settings: {},
+    },
+    git: {
+      name: 'git', description: 'Git history, blame and branches (GitLens)',
+      extensions: ['eamodio.gitlens'],
+      user_settings: { 'git.autofetch': true },
+    },
   },
   ui: { title: 'devbox-controller' },
   packagedAssets: {},
@@ -55,7 +89,7 @@ export const DEFAULT_CONFIG: Config = {
 export class SettingsError extends Error {}
 
 /** The names that `groups` (the config's extensionGroups) does not define, in the order given. */
-export function unknownExtensionGroups(groups: Record<string, string[]>, names: string[] | undefined): string[] {
+export function unknownExtensionGroups(groups: Record<string, unknown>, names: string[] | undefined): string[] {
   return (names ?? []).filter((name) => !Object.hasOwn(groups, name));
 }
 
@@ -82,10 +116,28 @@ export function loadConfig(file: string | undefined): Config {
     editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
   };
+  if (given.extensionGroups) config.extensionGroups = groupsFrom(file, given.extensionGroups as Record<string, unknown>);
   if (config.ports.min > config.ports.max) {
     throw new SettingsError(`${file}: ports.min (${config.ports.min}) must not exceed ports.max (${config.ports.max})`);
   }
   return config;
+}
+
+/** Each group as an object; a bare list of ids (the older form) becomes one without settings. */
+function groupsFrom(file: string, given: Record<string, unknown>): Record<string, ExtensionGroup> {
+  const groups: Record<string, ExtensionGroup> = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (Array.isArray(value)) {
+      groups[key] = { name: key, description: '', extensions: value as string[], user_settings: {} };
+      continue;
+    }
+    const group = value as Partial<ExtensionGroup>;
+    if (group.name !== undefined && group.name !== key) {
+      throw new SettingsError(`${file}: extensionGroups.${key}.name is "${group.name}": make it "${key}" or leave it out (the key names the group)`);
+    }
+    groups[key] = { name: key, description: group.description ?? '', extensions: group.extensions ?? [], user_settings: group.user_settings ?? {} };
+  }
+  return groups;
 }
 
 function portFrom(value: string | undefined, name: string, fallback: number): number {

@@ -95,7 +95,7 @@ function wantedExtensions(ctx: ReconcileContext, record: ServerRecord): string[]
     ctx.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
   }
   return [...new Set([
-    ...(spec.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g] : [])),
+    ...(spec.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g].extensions : [])),
     ...(spec.extensions ?? []),
   ])];
 }

@@ -1,5 +1,5 @@
 // Settings from the environment and the config file.
-import { promises as fs } from 'node:fs';
+import { promises as fs, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -58,3 +58,35 @@ describe('DEVBOX_ALLOWED_HOSTS', () => {
     expect(() => loadSettings({ DEVBOX_ALLOWED_HOSTS: value })).toThrow(/DEVBOX_ALLOWED_HOSTS: .* without scheme or port/);
   });
 });
+
+describe('extension groups', () => {
+  it('are objects, and a bare list of ids (the older form) still reads as a group without settings', async () => {
+    const config = loadConfig(await configFile([
+      'extensionGroups:',
+      '  web: { description: Web tools, extensions: [esbenp.prettier-vscode], user_settings: { editor.formatOnSave: true } }',
+      '  old: [a.b, c.d]',
+    ].join('\n')));
+    expect(config.extensionGroups).toEqual({
+      web: { name: 'web', description: 'Web tools', extensions: ['esbenp.prettier-vscode'], user_settings: { 'editor.formatOnSave': true } },
+      old: { name: 'old', description: '', extensions: ['a.b', 'c.d'], user_settings: {} },
+    });
+  });
+
+  it('refuses a group whose name differs from its key, or without extensions, saying what to change', async () => {
+    expect(() => loadConfig(configFileSync('extensionGroups: { web: { name: other, extensions: [] } }'))).toThrow('make it "web"');
+    expect(() => loadConfig(configFileSync('extensionGroups: { web: { description: x } }'))).toThrow('extensions');
+  });
+
+  it('default to python, jupyter, databricks, claude-code and git, each with extensions', () => {
+    const groups = loadConfig(undefined).extensionGroups;
+    expect(Object.keys(groups)).toEqual(expect.arrayContaining(['python', 'jupyter', 'databricks', 'claude-code']));
+    for (const group of Object.values(groups)) expect(group.extensions.length).toBeGreaterThan(0);
+  });
+});
+
+function configFileSync(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'devbox-config-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'config.yaml'), text);
+  return join(dir, 'config.yaml');
+}

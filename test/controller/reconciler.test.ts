@@ -42,7 +42,7 @@ beforeEach(async () => {
   config = structuredClone(DEFAULT_CONFIG);
   config.ports = { min, max: min + 19 };
   config.editor = { startTimeoutSeconds: 5, readyTimeoutSeconds: 5, stopGraceSeconds: 1, maxRestartBackoffSeconds: 60, crashLoopRestarts: 3 };
-  config.extensionGroups = { python: ['ms-python.python'] };
+  config.extensionGroups = { python: { name: 'python', description: '', extensions: ['ms-python.python'], user_settings: {} } };
   layout = new DataLayout(join(root, 'data'));
   store = new ManifestStore(join(root, 'manifests'), layout.statusDir);
   await mkdir(store.dir);

@@ -2,6 +2,7 @@
 // its spec through the manifest, answer in the lifecycle envelope.
 import { existsSync } from 'node:fs';
 import type { Request } from 'express';
+import type { ExtensionGroup } from '../../config/settings.ts';
 import type { Controller } from '../../controller/controller.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
@@ -19,7 +20,7 @@ export interface ServersDeps {
   logs: LogHub;
   layout: DataLayout;
   /** The config's extension groups, by name. */
-  extensionGroups: Record<string, string[]>;
+  extensionGroups: Record<string, ExtensionGroup>;
   /** Why no editor may have this port (the service's own), completing "port N is …"; else undefined. */
   excludedPort: (port: number) => string | undefined;
   startTimeoutMs: number;

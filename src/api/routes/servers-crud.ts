@@ -10,7 +10,7 @@ import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
 import { createdView, serverView } from '../views.ts';
 import { findServer, folderMissing, phaseIs, type ServersDeps } from './context.ts';
 
-interface CreateBody {
+export interface CreateBody {
   name: string;
   extensions?: string[];
   extension_groups?: string[];
@@ -25,7 +25,7 @@ const CREATE_WAIT_MS = 10_000;
 const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
 
 export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
-  const { store, controller, stats } = deps;
+  const { controller, stats } = deps;
   const reconciler = controller.reconciler;
 
   router.get('/servers', (_req, res) => {
@@ -47,69 +47,80 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
     if (unknownGroups.length > 0) {
       throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
     }
-    const displayName = body.name.trim();
-    const uid = randomUUID();
-    const base = slugify(displayName);
-    let name = base;
-    const server: EditorServer = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name, uid },
-      spec: {
-        displayName,
-        running: false,
-        ...(body.port !== undefined ? { port: body.port } : {}),
-        ...(body.restart_policy ? { restartPolicy: body.restart_policy } : {}),
-        ...(body.extension_groups ? { extensionGroups: body.extension_groups } : {}),
-        extensions: body.extensions ?? [],
-        ...(body.settings ? { settings: body.settings } : {}),
-      },
-    };
-    // The port is held before the manifest exists, so two creates never both get one, and a
-    // full range is refused at once. It is held under a key no server name can be, and handed
-    // to the name the moment its file exists.
-    const ports = reconciler.ports;
-    const claim = `create:${uid}`;
-    if (body.port !== undefined) {
-      const excluded = deps.excludedPort(body.port);
-      if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
-      const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
-      if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
-      if (!ports.reserve(claim, body.port)) {
-        const holder = ports.owner(body.port);
-        throw new HttpError(409, 'PORT_TAKEN', holder?.startsWith('create:')
-          ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
-          : `port ${body.port} belongs to server "${holder}": choose another port or leave it out`);
-      }
-    } else if ((await ports.allocate(claim)) === undefined) {
-      const { min, max } = ports.range;
-      throw new HttpError(409, 'NO_FREE_PORT', `no free port left in ${min}-${max}: delete a server, or widen ports in the config`);
-    }
-    try {
-      // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for
-      // a name whose manifest went are never handed to a new server.
-      for (let n = 1; ; n++) {
-        if (n > 1) name = server.metadata.name = `${base}-${n}`;
-        if (!existsSync(deps.layout.workspace(name)) && !existsSync(deps.layout.editor(name).root) && ports.portOf(name) === undefined
-          && (await store.create(server, () => ports.transfer(claim, name)))) break;
-        if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw folderMissing(store);
-      }
-      throw error;
-    } finally {
-      ports.release(claim);
-    }
-    controller.enqueue(name);
-    const record = await controller.waitFor(
-      name,
-      (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
-      Math.max(deps.startTimeoutMs, CREATE_WAIT_MS),
-    );
-    // Created either way: the manifest is written and the controller will provision it. A busy
-    // machine only means the answer shows it still provisioning, without a port yet.
-    res.status(201).json(createdView(record?.server ? record : { name, server }));
+    res.status(201).json(await createServer(deps, body));
   });
+}
+
+/**
+ * Writes a new, stopped server's manifest (its port claimed first) and waits, bounded, for the
+ * controller to give it its port and workspace; answers the created record either way.
+ * The body must have been checked already.
+ */
+export async function createServer(deps: ServersDeps, body: CreateBody) {
+  const { store, controller } = deps;
+  const reconciler = controller.reconciler;
+  const displayName = body.name.trim();
+  const uid = randomUUID();
+  const base = slugify(displayName);
+  let name = base;
+  const server: EditorServer = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name, uid },
+    spec: {
+      displayName,
+      running: false,
+      ...(body.port !== undefined ? { port: body.port } : {}),
+      ...(body.restart_policy ? { restartPolicy: body.restart_policy } : {}),
+      ...(body.extension_groups ? { extensionGroups: body.extension_groups } : {}),
+      extensions: body.extensions ?? [],
+      ...(body.settings ? { settings: body.settings } : {}),
+    },
+  };
+  // The port is held before the manifest exists, so two creates never both get one, and a
+  // full range is refused at once. It is held under a key no server name can be, and handed
+  // to the name the moment its file exists.
+  const ports = reconciler.ports;
+  const claim = `create:${uid}`;
+  if (body.port !== undefined) {
+    const excluded = deps.excludedPort(body.port);
+    if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
+    const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
+    if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
+    if (!ports.reserve(claim, body.port)) {
+      const holder = ports.owner(body.port);
+      throw new HttpError(409, 'PORT_TAKEN', holder?.startsWith('create:')
+        ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
+        : `port ${body.port} belongs to server "${holder}": choose another port or leave it out`);
+    }
+  } else if ((await ports.allocate(claim)) === undefined) {
+    const { min, max } = ports.range;
+    throw new HttpError(409, 'NO_FREE_PORT', `no free port left in ${min}-${max}: delete a server, or widen ports in the config`);
+  }
+  try {
+    // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for
+    // a name whose manifest went are never handed to a new server.
+    for (let n = 1; ; n++) {
+      if (n > 1) name = server.metadata.name = `${base}-${n}`;
+      if (!existsSync(deps.layout.workspace(name)) && !existsSync(deps.layout.editor(name).root) && ports.portOf(name) === undefined
+        && (await store.create(server, () => ports.transfer(claim, name)))) break;
+      if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw folderMissing(store);
+    }
+    throw error;
+  } finally {
+    ports.release(claim);
+  }
+  controller.enqueue(name);
+  const record = await controller.waitFor(
+    name,
+    (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
+    Math.max(deps.startTimeoutMs, CREATE_WAIT_MS),
+  );
+  // Created either way: the manifest is written and the controller will provision it. A busy
+  // machine only means the answer shows it still provisioning, without a port yet.
+  return createdView(record?.server ? record : { name, server });
 }
