@@ -15,6 +15,7 @@ import { ManifestStore } from './manifests/store.ts';
 import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
+import { defaultGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
 import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
 import { writeError, writeRawError } from './core/errors.ts';
@@ -79,6 +80,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   let controller: Controller | undefined;
   const reconciler = new Reconciler({
     store, runtime, ports, layout, logs, config,
+    gitSchemes: config.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity),
     portIsFree,
     installer: new CodeServerExtensionInstaller(editor.path),
     enqueue: (name) => controller?.enqueue(name),

@@ -18,6 +18,8 @@ export interface Config {
   };
   controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
   extensionGroups: Record<string, ExtensionGroup>;
+  /** Workspace sources: git URL schemes (unset: defaultGitSchemes), clone timeout, ZIP upload limit. */
+  workspace: { gitSchemes?: string[]; cloneTimeoutSeconds: number; maxUploadMb: number };
   ui: Record<string, unknown>;
   packagedAssets: Record<string, unknown>;
 }
@@ -82,6 +84,7 @@ export const DEFAULT_CONFIG: Config = {
       user_settings: { 'git.autofetch': true },
     },
   },
+  workspace: { cloneTimeoutSeconds: 600, maxUploadMb: 100 },
   ui: { title: 'devbox-controller' },
   packagedAssets: {},
 };
@@ -115,6 +118,7 @@ export function loadConfig(file: string | undefined): Config {
     ...given,
     editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
+    workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
   };
   if (given.extensionGroups) config.extensionGroups = groupsFrom(file, given.extensionGroups as Record<string, unknown>);
   if (config.ports.min > config.ports.max) {

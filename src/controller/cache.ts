@@ -38,6 +38,9 @@ export interface Live {
   settingsText?: string;
   /** Extension groups the spec names that the config lacks, already reported. */
   unknownGroups?: string[];
+  /** Failed attempts to apply the workspace source in a row, and when the next may start. */
+  sourceFailures?: number;
+  sourceRetryAt?: number;
   /** The spec (and restart request) a terminal error was recorded for: not acted on again. */
   terminal?: string;
 }

@@ -12,7 +12,8 @@ export function setCondition(status: EditorServerStatus, next: Omit<Condition, '
 
 /** Derives the conditions a status reports from its phase and facts. */
 export function deriveConditions(status: EditorServerStatus): void {
-  if (status.workspacePath) setCondition(status, { type: 'WorkspaceReady', status: 'True', reason: 'Created' });
+  // A workspace source's step sets the condition itself (Cloning, CloneFailed, Populated).
+  if (status.workspacePath && !status.conditions?.some((c) => c.type === 'WorkspaceReady' && c.reason !== 'Created')) setCondition(status, { type: 'WorkspaceReady', status: 'True', reason: 'Created' });
   const ready = status.phase === 'Running';
   setCondition(status, {
     type: 'Ready',

@@ -29,6 +29,8 @@ export interface ReconcilerDeps {
   logs: ServerLogs;
   installer: ExtensionInstaller;
   config: Config;
+  /** Git URL schemes a workspace source may use when the config names none (they depend on the mode). */
+  gitSchemes?: string[];
   /** Puts a name back on the queue (a probe finished, a process exited). */
   enqueue: (name: string) => void;
   log?: (message: string) => void;

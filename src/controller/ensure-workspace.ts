@@ -1,8 +1,18 @@
 // Step: the server's workspace and editor folders, made once per name (and checked again
-// before every launch, by the process step).
+// before every launch, by the process step), and the spec's workspace source put into an empty
+// workspace once, as an operation (a clone may take minutes; the worker is not held).
+import { promises as fs } from 'node:fs';
+import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
+import { cloneInto, defaultGitSchemes, gitUrlProblem } from '../workspace/git-source.ts';
 import { ensureWorkspace } from '../workspace/layout.ts';
-import type { Live } from './cache.ts';
-import type { ReconcilerDeps } from './context.ts';
+import type { Live, ServerRecord } from './cache.ts';
+import { setCondition } from './conditions.ts';
+import type { ReconcileContext, ReconcilerDeps } from './context.ts';
+import { TerminalError } from './queue.ts';
+
+const KIND = 'workspace source';
+/** Retries of a failed clone back off from 1 s up to this (the network may come back). */
+const MAX_RETRY_MS = 60_000;
 
 /** Makes the folders if this name has not had them made yet; returns the workspace path. */
 export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, live: Live): Promise<string> {
@@ -11,4 +21,114 @@ export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, li
     live.workspaceMade = true;
   }
   return deps.layout.workspace(name);
+}
+
+/** What the operation ended with: undefined while it runs, else the problem or nothing. */
+interface Outcome { error?: string }
+
+/**
+ * 'ready' when the spec has no source or the workspace has content (a source is applied to an
+ * empty workspace only, once); 'gone' if the file vanished; else what the queue should do: wait
+ * for the clone, or retry a failed one after a backoff. A source that can never apply (a scheme
+ * the config does not allow) is a TerminalError.
+ */
+export async function ensureWorkspaceSource(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
+): Promise<'ready' | 'gone' | { waitFor: Promise<unknown> } | { requeueAfterMs: number }> {
+  const { deps, operations } = ctx;
+  const name = record.name;
+  const source = record.server!.spec.workspace?.source;
+  const key = JSON.stringify(source ?? null);
+  const live = ctx.cache.live(name);
+  let op = operations.get<Outcome>(name, KIND);
+  if (op && !op.settled && op.key !== key) {
+    await operations.cancel(name, 'the spec changed');
+    op = undefined;
+  }
+  if (!source?.git && !source?.archive) {
+    live.sourceFailures = undefined;
+    live.sourceRetryAt = undefined;
+    return 'ready';
+  }
+  const workspace = deps.layout.workspace(name);
+  if (op?.settled) {
+    operations.drop(name);
+    if (op.key === key && op.data.error !== undefined) return failed(ctx, record, uid, status, source, op.data.error);
+  }
+  if (!op && (await fs.readdir(workspace)).length > 0) {
+    live.sourceFailures = undefined;
+    live.sourceRetryAt = undefined;
+    if (status.reason === 'PopulatingWorkspace' || status.reason === 'WorkspaceSourceFailed') {
+      Object.assign(status, { reason: undefined, message: undefined });
+    }
+    const applied = status.conditions?.find((c) => c.type === 'WorkspaceReady');
+    if (applied?.status !== 'True' || applied.reason === 'Created') {
+      setCondition(status, { type: 'WorkspaceReady', status: 'True', reason: 'Populated', message: `${describe(source)} (it is applied only to an empty workspace)` });
+    }
+    return 'ready';
+  }
+  if (!op) {
+    if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
+    if (source.archive) {
+      return terminal(ctx, record, uid, status, 'archive sources are not applied by this version: use a git source');
+    }
+    const schemes = deps.config.workspace?.gitSchemes ?? deps.gitSchemes ?? defaultGitSchemes(false);
+    const problem = gitUrlProblem(source.git!.url, schemes);
+    if (problem) return terminal(ctx, record, uid, status, problem);
+    const timeoutMs = (deps.config.workspace?.cloneTimeoutSeconds ?? 600) * 1000;
+    deps.logs.event(name, 'INFO', `cloning ${source.git!.url}${source.git!.ref ? ` at ${source.git!.ref}` : ''} into the workspace`);
+    op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
+      const started = Date.now();
+      try {
+        await cloneInto(workspace, source.git!, { schemes, timeoutMs, signal });
+        deps.logs.event(name, 'INFO', `cloned ${source.git!.url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      } catch (error) {
+        outcome.error = signal.aborted ? `cancelled: ${(signal.reason as Error).message}` : gitMessage(error, timeoutMs, Date.now() - started);
+        deps.logs.event(name, 'WARN', `clone of ${source.git!.url} failed: ${outcome.error}`);
+      }
+    }, `cloning ${source.git!.url}`);
+  }
+  Object.assign(status, { phase: 'Provisioning', reason: 'PopulatingWorkspace', message: op.progress });
+  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: 'Cloning', message: op.progress });
+  if ((await ctx.commit(record, uid, status)) === 'gone') {
+    await operations.cancel(name, 'its manifest is gone');
+    return 'gone';
+  }
+  return { waitFor: op.done };
+}
+
+function describe(source: WorkspaceSource): string {
+  return source.git ? `git ${source.git.url}${source.git.ref ? ` at ${source.git.ref}` : ''}` : `archive ${source.archive!.sha256}`;
+}
+
+/** git's last lines, without its progress chatter; or that the clone ran out of time. */
+function gitMessage(error: unknown, timeoutMs: number, tookMs: number): string {
+  if (tookMs >= timeoutMs) return `the clone took longer than ${timeoutMs / 1000} s (workspace.cloneTimeoutSeconds in the config)`;
+  const lines = String((error as Error).message ?? error).split('\n').map((l) => l.trim())
+    .filter((l) => l && !/^(Cloning into|remote: (Counting|Compressing|Enumerating|Total)|Receiving|Resolving)/.test(l));
+  return lines.slice(-3).join(' ') || 'git clone failed';
+}
+
+/** A clone that failed: the workspace stays empty, status says why, and it is tried again later. */
+async function failed(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, source: WorkspaceSource, error: string,
+): Promise<'gone' | { requeueAfterMs: number }> {
+  const live = ctx.cache.live(record.name);
+  live.sourceFailures = (live.sourceFailures ?? 0) + 1;
+  const delay = Math.min(MAX_RETRY_MS, 1000 * 2 ** (live.sourceFailures - 1));
+  live.sourceRetryAt = Date.now() + delay;
+  const message = `${describe(source)} failed: ${error}; trying again in ${Math.round(delay / 1000)} s`;
+  Object.assign(status, { phase: 'Failed', reason: 'WorkspaceSourceFailed', message });
+  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: 'CloneFailed', message });
+  if ((await ctx.commit(record, uid, status)) === 'gone') return 'gone';
+  return { requeueAfterMs: delay };
+}
+
+/** A source that can never apply as written: recorded once, not retried until the spec changes. */
+async function terminal(ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, problem: string): Promise<never> {
+  const message = `spec.workspace.source: ${problem}`;
+  Object.assign(status, { phase: 'Failed', reason: 'WorkspaceSourceInvalid', message });
+  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: 'SourceInvalid', message });
+  await ctx.commit(record, uid, status);
+  throw new TerminalError('WorkspaceSourceInvalid', message);
 }

@@ -15,7 +15,7 @@ import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
 import { adoptEditor, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
-import { ensureWorkspaceOnce } from './ensure-workspace.ts';
+import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';
 import { ServerIdentities } from './identity.ts';
 import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
@@ -174,6 +174,11 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     }
     status.port = port;
     status.workspacePath = await ensureWorkspaceOnce(deps, name, live);
+    const source = await ensureWorkspaceSource(this, record, uid, status).catch((error) => {
+      if (error instanceof TerminalError) live.terminal = specKey;
+      throw error;
+    });
+    if (source !== 'ready') return source === 'gone' ? undefined : source;
     await ensureSettings(deps, name, live, server.spec.settings);
     const { alive, wait } = await observeProcess(this, name, status, port);
     if (wait) return wait;

@@ -16,9 +16,11 @@ export type Phase =
   | 'Failed'
   | 'Terminating';
 
+/** Put into an empty workspace once (src/controller/ensure-workspace.ts): a git clone or an uploaded ZIP. */
 export interface WorkspaceSource {
-  git?: { url: string; ref?: string };
-  archive?: { path: string };
+  git?: { url: string; ref?: string; depth?: number };
+  /** A ZIP kept in the data folder's archives/ under its sha256 (hex). */
+  archive?: { sha256: string };
 }
 
 export interface EditorServerSpec {
