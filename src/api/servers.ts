@@ -9,6 +9,7 @@ import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { logRoutes } from './routes/logs.ts';
 import { manifestRoutes } from './routes/manifests.ts';
 import { serversCrudRoutes } from './routes/servers-crud.ts';
+import { workspaceSourceRoutes } from './routes/workspace-sources.ts';
 
 export type { ServersDeps };
 
@@ -17,6 +18,7 @@ export function serversRouter(deps: ServersDeps): Router {
   manifestRoutes(deps, router);
   serversCrudRoutes(deps, router);
   extensionRoutes(deps, router);
+  workspaceSourceRoutes(deps, router);
   healthRoutes(deps, router);
   lifecycleRoutes(deps, router);
   logRoutes(deps, router);

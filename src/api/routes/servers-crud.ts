@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { Router } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
 import { HttpError } from '../../core/errors.ts';
-import { API_VERSION, KIND, type EditorServer, type RestartPolicy } from '../../manifests/types.ts';
+import { API_VERSION, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
 import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
 import { createdView, serverView } from '../views.ts';
@@ -54,9 +54,9 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
 /**
  * Writes a new, stopped server's manifest (its port claimed first) and waits, bounded, for the
  * controller to give it its port and workspace; answers the created record either way.
- * The body must have been checked already.
+ * The body must have been checked already; `more` adds to the spec (a workspace source).
  */
-export async function createServer(deps: ServersDeps, body: CreateBody) {
+export async function createServer(deps: ServersDeps, body: CreateBody, more: Partial<EditorServerSpec> = {}) {
   const { store, controller } = deps;
   const reconciler = controller.reconciler;
   const displayName = body.name.trim();
@@ -75,6 +75,7 @@ export async function createServer(deps: ServersDeps, body: CreateBody) {
       ...(body.extension_groups ? { extensionGroups: body.extension_groups } : {}),
       extensions: body.extensions ?? [],
       ...(body.settings ? { settings: body.settings } : {}),
+      ...more,
     },
   };
   // The port is held before the manifest exists, so two creates never both get one, and a

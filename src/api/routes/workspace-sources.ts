@@ -1,0 +1,128 @@
+// POST /servers/create-with-workspace and POST /servers/{id}/clone-workspace: multipart forms
+// that give a server a workspace source (github_url; zip_file later). The source is checked
+// before anything is written (400), put in spec.workspace.source, and the answer waits for the
+// controller to populate the workspace. A create whose source cannot be applied is deleted again.
+import { Ajv } from 'ajv';
+import type { Request, RequestHandler, Router } from 'express';
+import multer from 'multer';
+import type { ServerRecord } from '../../controller/reconciler.ts';
+import { HttpError } from '../../core/errors.ts';
+import type { WorkspaceSource } from '../../manifests/types.ts';
+import { describeErrors } from '../../manifests/schema.ts';
+import { readProjectJson } from '../../project.ts';
+import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
+import { createdView } from '../views.ts';
+import { type ServersDeps } from './context.ts';
+import { createServer, type CreateBody } from './servers-crud.ts';
+
+// Its own compiler: the shared one holds create-server's schema under its $id already.
+const validateCreate = new Ajv({ allErrors: true, strict: true }).compile<CreateBody>(readProjectJson('schemas/api/create-server.schema.json'));
+
+/** A form field, or undefined; a field sent twice is refused (which one would count?). */
+function field(req: Request, key: string): string | undefined {
+  const value = (req.body as Record<string, unknown> | undefined)?.[key];
+  if (Array.isArray(value)) throw new HttpError(400, 'INVALID_BODY', `the form field ${key} is given more than once: send it once`);
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
+  const reconciler = deps.controller.reconciler;
+  const schemes = reconciler.deps.gitSchemes ?? reconciler.deps.config.workspace?.gitSchemes ?? defaultGitSchemes(false);
+  const timeoutMs = ((reconciler.deps.config.workspace?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
+  const form = formParser();
+
+  /** The source the form asks for, checked; 400 saying what to change otherwise. */
+  function sourceOf(req: Request): WorkspaceSource {
+    const url = field(req, 'github_url')?.trim();
+    if (req.file || field(req, 'zip_file') !== undefined) {
+      throw new HttpError(400, 'INVALID_BODY', 'zip_file is not accepted by this version: give github_url, a git repository URL');
+    }
+    if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url, a git repository URL');
+    const problem = gitUrlProblem(url, schemes);
+    if (problem) throw new HttpError(400, 'INVALID_GIT_URL', `github_url: ${problem}`);
+    return { git: { url } };
+  }
+
+  router.post('/servers/create-with-workspace', form, async (req, res) => {
+    const rawExtensions = field(req, 'extensions');
+    let extensions: unknown = [];
+    if (rawExtensions !== undefined && rawExtensions.trim() !== '') {
+      try {
+        extensions = JSON.parse(rawExtensions);
+      } catch {
+        throw new HttpError(400, 'INVALID_BODY', 'extensions must be a JSON array of extension ids in a string, for example ["ms-python.python"]');
+      }
+    }
+    const body = { name: field(req, 'name') ?? '', extensions };
+    if (!validateCreate(body)) {
+      const problems = describeErrors(validateCreate.errors).map((p) => p.replace('(top level)', 'form'));
+      throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
+    }
+    const source = sourceOf(req);
+    const created = await createServer(deps, body, { workspace: { source } });
+    const record = await populated(deps, created.id!, timeoutMs);
+    const failure = problemOf(record);
+    if (failure !== undefined) {
+      // No half-made server: the workspace could not be filled, so the server goes again.
+      await deleteServer(deps, record!);
+      throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server was not kept: fix the source and create it again`);
+    }
+    res.status(201).json(answer(record, created));
+  });
+}
+
+/** Why the source could not be applied, from status; undefined when it was (or is still going). */
+function problemOf(record: ServerRecord | undefined): string | undefined {
+  const status = record?.server?.status;
+  if (status?.reason !== 'WorkspaceSourceFailed' && status?.reason !== 'WorkspaceSourceInvalid') return undefined;
+  return (status.message ?? status.reason).replace(/; trying again in \d+ s$/, '');
+}
+
+function answer(record: ServerRecord | undefined, created: ReturnType<typeof createdView>) {
+  const view = record?.server ? createdView(record) : created;
+  const { id, name, port, workspace_path, status } = view;
+  return { id, name, port, workspace_path, status };
+}
+
+/** Waits until the workspace is populated or the source failed (bounded by the clone timeout). */
+async function populated(deps: ServersDeps, id: string, timeoutMs: number): Promise<ServerRecord | undefined> {
+  const name = deps.controller.reconciler.nameOfUid(id);
+  if (name === undefined) return undefined;
+  return deps.controller.waitFor(name, (r) => {
+    const status = r?.server?.status;
+    if (!status) return r === undefined;
+    if (problemOf(r) !== undefined) return true;
+    const ready = status.conditions?.find((c) => c.type === 'WorkspaceReady');
+    return ready?.status === 'True' && ready.reason !== 'Created' && status.phase !== 'Provisioning' && status.phase !== 'Pending';
+  }, timeoutMs);
+}
+
+/** Marks the server deleted and waits for the controller to remove it and its files. */
+async function deleteServer(deps: ServersDeps, record: ServerRecord): Promise<void> {
+  const { store, controller } = deps;
+  const result = await store.update(record.name, (doc, server) => {
+    if (server.metadata.deletionTimestamp) return false;
+    doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
+  });
+  if (result === 'invalid' || result === 'missing') controller.reconciler.requestDeletion(record.name);
+  controller.enqueue(record.name);
+  await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
+}
+
+/** multipart/form-data: text fields only for now; their sizes and number bounded. */
+function formParser(): RequestHandler {
+  const parse = multer({ limits: { fields: 10, fieldSize: 64 * 1024, files: 0, parts: 11 } }).none();
+  return (req, res, next) => {
+    if (!req.is('multipart/form-data')) {
+      return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, github_url)'));
+    }
+    parse(req, res, (error?: unknown) => {
+      if (!error) return next();
+      const code = (error as { code?: string }).code;
+      if (code === 'LIMIT_UNEXPECTED_FILE' || code === 'LIMIT_FILE_COUNT') {
+        return next(new HttpError(400, 'INVALID_BODY', 'zip_file is not accepted by this version: give github_url, a git repository URL'));
+      }
+      next(new HttpError(400, 'INVALID_BODY', `the form could not be read: ${(error as Error).message}`));
+    });
+  };
+}

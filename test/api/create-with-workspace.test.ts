@@ -1,0 +1,91 @@
+// POST /servers/create-with-workspace: a multipart form whose github_url fills the new server's
+// workspace before the 201; refused sources write nothing, failed ones leave no server behind.
+import { existsSync, promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { freePort, makeRepo } from '../workspace/git-fixtures.ts';
+
+let service: TestService;
+let repos: string;
+
+beforeAll(async () => {
+  repos = await fs.mkdtemp(join(tmpdir(), 'devbox-repos-'));
+  await makeRepo(repos, 'project');
+  service = await startTestService();
+});
+afterAll(async () => {
+  await service?.stop();
+  await fs.rm(repos, { recursive: true, force: true });
+});
+
+async function postForm(path: string, fields: Record<string, string>) {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(fields)) form.append(key, value);
+  const res = await fetch(service.url + path, { method: 'POST', body: form });
+  return { status: res.status, body: await res.json() as any };
+}
+
+const manifestFiles = async () => (await fs.readdir(service.settings.manifestsDir)).filter((f) => f.endsWith('.yaml'));
+
+describe('POST /servers/create-with-workspace', () => {
+  it('creates a stopped server whose workspace holds the clone, and answers once it is there', async () => {
+    const { status, body } = await postForm('/servers/create-with-workspace', {
+      name: 'Cloned project', extensions: '[]', github_url: `file://${repos}/project`,
+    });
+    expect(status).toBe(201);
+    expect(Object.keys(body).sort()).toEqual(['id', 'name', 'port', 'status', 'workspace_path']);
+    expect(body).toMatchObject({ name: 'Cloned project', status: 'stopped' });
+    expect(body.port).toBeGreaterThanOrEqual(service.settings.config.ports.min);
+    expect(await fs.readFile(join(body.workspace_path, 'README.md'), 'utf8')).toBe('# project\n');
+    const manifest = await fs.readFile(join(service.settings.manifestsDir, 'cloned-project.yaml'), 'utf8');
+    expect(manifest).toContain(`url: file://${repos}/project`);
+
+    const started = await service.request('POST', `/servers/${body.id}/start`);
+    expect(started.status).toBe(200);
+    expect(started.body.data.status).toBe('running');
+  });
+
+  it.each([
+    ['an option-shaped URL', (root: string) => `--upload-pack=touch ${root}/pwned`, /starts with "-"/],
+    ['an ext:: URL', (root: string) => `ext::sh -c touch% ${root}/pwned`, /transport "ext::"/],
+    ['a scheme not allowed', () => 'ftp://example.com/repo.git', /scheme "ftp" is not allowed/],
+  ])('refuses %s with 400 and writes nothing', async (_what, url, problem) => {
+    const before = await manifestFiles();
+    const { status, body } = await postForm('/servers/create-with-workspace', { name: 'Hostile', github_url: url(service.root) });
+    expect(status).toBe(400);
+    expect(body.error.code).toBe('INVALID_GIT_URL');
+    expect(body.error.message).toMatch(problem);
+    expect(await manifestFiles()).toEqual(before);
+    expect(existsSync(join(service.root, 'pwned'))).toBe(false);
+    expect(existsSync(join(service.settings.dataDir, 'workspaces', 'hostile'))).toBe(false);
+  });
+
+  it('refuses a form without a source, a bad extensions field or a blank name with 400', async () => {
+    expect((await postForm('/servers/create-with-workspace', { name: 'No source' })).body.error.message).toMatch(/give github_url/);
+    const badExtensions = await postForm('/servers/create-with-workspace', { name: 'x', extensions: 'python', github_url: `file://${repos}/project` });
+    expect(badExtensions.status).toBe(400);
+    expect(badExtensions.body.error.message).toMatch(/JSON array/);
+    const optionId = await postForm('/servers/create-with-workspace', { name: 'x', extensions: '["--help"]', github_url: `file://${repos}/project` });
+    expect(optionId.status).toBe(400);
+    expect((await postForm('/servers/create-with-workspace', { name: '  ', github_url: `file://${repos}/project` })).status).toBe(400);
+    const json = await service.request('POST', '/servers/create-with-workspace', { name: 'x', github_url: `file://${repos}/project` });
+    expect(json.status).toBe(400);
+    expect(json.body.error.message).toMatch(/multipart\/form-data/);
+  });
+
+  it('answers 422 saying why when the clone fails, and leaves no server, manifest or folder behind', async () => {
+    const before = await manifestFiles();
+    const port = await freePort();
+    const { status, body } = await postForm('/servers/create-with-workspace', { name: 'Unreachable', github_url: `git://127.0.0.1:${port}/project` });
+    expect(status).toBe(422);
+    expect(body.error.code).toBe('WORKSPACE_SOURCE_FAILED');
+    expect(body.error.message).toMatch(/unable to connect|Connection refused/i);
+    expect(body.error.message).toMatch(/the server was not kept/);
+    expect(await manifestFiles()).toEqual(before);
+    expect((await service.request('GET', '/servers')).body.map((s: { name: string }) => s.name)).not.toContain('Unreachable');
+    expect(existsSync(join(service.settings.dataDir, 'workspaces', 'unreachable'))).toBe(false);
+    expect(existsSync(join(service.settings.dataDir, 'status', 'unreachable.yaml'))).toBe(false);
+  });
+});
