@@ -34,7 +34,7 @@ export interface Live {
   exitWaitSince?: number;
   /** The workspace and editor folders exist (checked again before every launch). */
   workspaceMade?: boolean;
-  /** The settings.json text last written or found on disk. */
+  /** The desired settings (groups' user_settings and spec.settings, as JSON) last applied to settings.json. */
   settingsText?: string;
   /** Extension groups the spec names that the config lacks, already reported. */
   unknownGroups?: string[];

@@ -179,7 +179,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       throw error;
     });
     if (source !== 'ready') return source === 'gone' ? undefined : source;
-    await ensureSettings(deps, name, live, server.spec.settings);
+    await ensureSettings(deps, name, live, server.spec);
     const { alive, wait } = await observeProcess(this, name, status, port);
     if (wait) return wait;
 
