@@ -66,8 +66,8 @@ function gitEnv(schemes: readonly string[]): Record<string, string> {
 }
 
 /**
- * Clones into a fresh folder beside the workspace, then puts it in the workspace's place, so a
- * failed or cancelled clone leaves the workspace as it was: empty. Throws with git's own words.
+ * Clones into a fresh folder beside the workspace, then moves what it holds in, so a failed or
+ * cancelled clone leaves the workspace as it was: empty. Throws with git's own words.
  */
 export async function cloneInto(
   workspace: string, source: GitSource, options: { schemes: readonly string[]; timeoutMs: number; signal: AbortSignal },
@@ -91,9 +91,10 @@ export async function cloneInto(
     })
       .env(env);
     await git.raw(args);
-    // Only an empty workspace is replaced (rmdir refuses anything else).
-    await fs.rmdir(workspace);
-    await fs.rename(temp, workspace);
+    // The clone's entries move into the workspace folder itself, which keeps its inode, so a
+    // running editor that has it open sees them. Only an empty workspace is filled.
+    if ((await fs.readdir(workspace)).length > 0) throw new Error(`the workspace ${workspace} is not empty: nothing was cloned into it`);
+    for (const entry of await fs.readdir(temp)) await fs.rename(join(temp, entry), join(workspace, entry));
     await fs.chmod(workspace, 0o700);
   } finally {
     await fs.rm(temp, { recursive: true, force: true });

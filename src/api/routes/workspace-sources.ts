@@ -2,6 +2,7 @@
 // that give a server a workspace source (github_url; zip_file later). The source is checked
 // before anything is written (400), put in spec.workspace.source, and the answer waits for the
 // controller to populate the workspace. A create whose source cannot be applied is deleted again.
+import { promises as fs } from 'node:fs';
 import { Ajv } from 'ajv';
 import type { Request, RequestHandler, Router } from 'express';
 import multer from 'multer';
@@ -12,7 +13,7 @@ import { describeErrors } from '../../manifests/schema.ts';
 import { readProjectJson } from '../../project.ts';
 import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
 import { createdView } from '../views.ts';
-import { type ServersDeps } from './context.ts';
+import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts';
 import { createServer, type CreateBody } from './servers-crud.ts';
 
 // Its own compiler: the shared one holds create-server's schema under its $id already.
@@ -68,6 +69,28 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server was not kept: fix the source and create it again`);
     }
     res.status(201).json(answer(record, created));
+  });
+
+  router.post('/servers/:id/clone-workspace', form, async (req, res) => {
+    const record = findServer(deps, req);
+    const source = sourceOf(req);
+    const workspace = deps.layout.workspace(record.name);
+    const entries = await fs.readdir(workspace).catch(() => []);
+    if (entries.length > 0) {
+      throw new HttpError(409, 'WORKSPACE_NOT_EMPTY', `the workspace of server "${record.server!.spec.displayName ?? record.name}" already holds files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}): a source fills an empty workspace only; create a new server for it`);
+    }
+    await updateSpec(deps, record, (_server, set) => set(['spec', 'workspace', 'source'], source));
+    const outcome = await populated(deps, record.server!.metadata.uid!, timeoutMs);
+    const failure = problemOf(outcome);
+    if (failure !== undefined) {
+      // The server stays as it was: without a source, so it is not retried behind the caller's back.
+      await updateSpec(deps, outcome!, (server, set) => {
+        if (JSON.stringify(server.spec.workspace?.source) === JSON.stringify(source)) set(['spec', 'workspace'], {});
+      });
+      throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
+    }
+    const current = outcome?.server ? outcome : record;
+    res.status(200).json({ ...envelope(current, `workspace of server "${current.server!.spec.displayName ?? current.name}" cloned from ${source.git!.url}`), workspace_path: workspace });
   });
 }
 

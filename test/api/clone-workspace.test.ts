@@ -1,0 +1,72 @@
+// POST /servers/{id}/clone-workspace: fills an existing server's empty workspace from github_url,
+// also while its editor runs; a full workspace is refused and a failed clone keeps the server.
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { processExists, startTestService, type TestService } from '../helpers/service.ts';
+import { freePort, makeRepo } from '../workspace/git-fixtures.ts';
+
+let service: TestService;
+let repos: string;
+
+beforeAll(async () => {
+  repos = await fs.mkdtemp(join(tmpdir(), 'devbox-repos-'));
+  await makeRepo(repos, 'project');
+  service = await startTestService();
+});
+afterAll(async () => {
+  await service?.stop();
+  await fs.rm(repos, { recursive: true, force: true });
+});
+
+async function postForm(path: string, fields: Record<string, string>) {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(fields)) form.append(key, value);
+  const res = await fetch(service.url + path, { method: 'POST', body: form });
+  return { status: res.status, body: await res.json() as any };
+}
+
+describe('POST /servers/{id}/clone-workspace', () => {
+  it('clones into the empty workspace of a running server, whose editor keeps running', async () => {
+    const created = (await service.request('POST', '/servers', { name: 'Steps' })).body;
+    const { pid } = (await service.request('POST', `/servers/${created.id}/start`)).body.data;
+    const { status, body } = await postForm(`/servers/${created.id}/clone-workspace`, { github_url: `file://${repos}/project` });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ status: 'success', data: { id: created.id, status: 'running', pid }, workspace_path: created.workspace_path });
+    expect(body.message).toMatch(/cloned from file:/);
+    expect(await fs.readFile(join(created.workspace_path, 'README.md'), 'utf8')).toBe('# project\n');
+    expect(processExists(pid)).toBe(true);
+
+    // Once filled, the workspace takes no second source.
+    const again = await postForm(`/servers/${created.id}/clone-workspace`, { github_url: `file://${repos}/project` });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('WORKSPACE_NOT_EMPTY');
+    expect(again.body.error.message).toMatch(/README\.md/);
+  });
+
+  it('keeps the server, without the source, when the clone fails, and says why', async () => {
+    const created = (await service.request('POST', '/servers', { name: 'Kept' })).body;
+    const port = await freePort();
+    const { status, body } = await postForm(`/servers/${created.id}/clone-workspace`, { github_url: `git://127.0.0.1:${port}/project` });
+    expect(status).toBe(422);
+    expect(body.error.code).toBe('WORKSPACE_SOURCE_FAILED');
+    expect(body.error.message).toMatch(/unable to connect|Connection refused/i);
+    expect((await service.request('GET', `/servers/${created.id}`)).status).toBe(200);
+    const manifest = parse(await fs.readFile(join(service.settings.manifestsDir, 'kept.yaml'), 'utf8'));
+    expect(manifest.spec.workspace?.source).toBeUndefined();
+    expect(await fs.readdir(created.workspace_path)).toEqual([]);
+  });
+
+  it('refuses a hostile URL with 400 and an unknown server with 404, changing nothing', async () => {
+    const created = (await service.request('POST', '/servers', { name: 'Guarded' })).body;
+    const before = await fs.readFile(join(service.settings.manifestsDir, 'guarded.yaml'), 'utf8');
+    const hostile = await postForm(`/servers/${created.id}/clone-workspace`, { github_url: `--upload-pack=touch ${service.root}/pwned` });
+    expect(hostile.status).toBe(400);
+    expect(hostile.body.error.code).toBe('INVALID_GIT_URL');
+    expect(await fs.readFile(join(service.settings.manifestsDir, 'guarded.yaml'), 'utf8')).toBe(before);
+    const unknown = await postForm('/servers/no-such-id/clone-workspace', { github_url: `file://${repos}/project` });
+    expect(unknown.status).toBe(404);
+  });
+});
