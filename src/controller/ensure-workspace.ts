@@ -1,13 +1,16 @@
 // Step: the server's workspace and editor folders, made once per name (and checked again
 // before every launch, by the process step), and the spec's workspace source put into an empty
 // workspace once, as an operation (a clone may take minutes; the worker is not held).
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
+import { ArchiveError, extractInto } from '../workspace/archive-source.ts';
+import { archivePath } from '../workspace/archives.ts';
 import { cloneInto, defaultGitSchemes, gitUrlProblem } from '../workspace/git-source.ts';
 import { ensureWorkspace } from '../workspace/layout.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
+import type { Operation } from './operations.ts';
 import { TerminalError } from './queue.ts';
 
 const KIND = 'workspace source';
@@ -23,8 +26,8 @@ export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, li
   return deps.layout.workspace(name);
 }
 
-/** What the operation ended with: undefined while it runs, else the problem or nothing. */
-interface Outcome { error?: string }
+/** What the operation ended with: the problem, if any, and whether retrying could fix it. */
+interface Outcome { error?: string; terminal?: boolean }
 
 /**
  * 'ready' when the spec has no source or the workspace has content (a source is applied to an
@@ -53,6 +56,7 @@ export async function ensureWorkspaceSource(
   const workspace = deps.layout.workspace(name);
   if (op?.settled) {
     operations.drop(name);
+    if (op.key === key && op.data.terminal) return terminal(ctx, record, uid, status, op.data.error!);
     if (op.key === key && op.data.error !== undefined) return failed(ctx, record, uid, status, source, op.data.error);
   }
   if (!op && (await fs.readdir(workspace)).length > 0) {
@@ -70,7 +74,21 @@ export async function ensureWorkspaceSource(
   if (!op) {
     if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
     if (source.archive) {
-      return terminal(ctx, record, uid, status, 'archive sources are not applied by this version: use a git source');
+      const zip = archivePath(deps.layout, source.archive.sha256);
+      if (!existsSync(zip)) return terminal(ctx, record, uid, status, `the archive ${source.archive.sha256} is not in ${zip}: upload the ZIP again`);
+      deps.logs.event(name, 'INFO', `extracting archive ${source.archive.sha256} into the workspace`);
+      op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
+        try {
+          const count = await extractInto(workspace, zip, signal);
+          deps.logs.event(name, 'INFO', `extracted ${count} entries of archive ${source.archive!.sha256}`);
+        } catch (error) {
+          // A bad archive stays bad: only a problem of the machine (disk full) is worth a retry.
+          outcome.terminal = error instanceof ArchiveError;
+          outcome.error = signal.aborted ? `cancelled: ${(signal.reason as Error).message}` : (error as Error).message;
+          deps.logs.event(name, 'WARN', `extraction of archive ${source.archive!.sha256} failed: ${outcome.error}`);
+        }
+      }, `extracting archive ${source.archive.sha256}`);
+      return populating(ctx, record, uid, status, op, 'Extracting');
     }
     const schemes = deps.config.workspace?.gitSchemes ?? deps.gitSchemes ?? defaultGitSchemes(false);
     const problem = gitUrlProblem(source.git!.url, schemes);
@@ -88,10 +106,17 @@ export async function ensureWorkspaceSource(
       }
     }, `cloning ${source.git!.url}`);
   }
+  return populating(ctx, record, uid, status, op, source.git ? 'Cloning' : 'Extracting');
+}
+
+/** Records the operation under way in status and hands it to the queue to wait for. */
+async function populating(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, op: Operation<Outcome>, reason: string,
+): Promise<'gone' | { waitFor: Promise<unknown> }> {
   Object.assign(status, { phase: 'Provisioning', reason: 'PopulatingWorkspace', message: op.progress });
-  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: 'Cloning', message: op.progress });
+  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason, message: op.progress });
   if ((await ctx.commit(record, uid, status)) === 'gone') {
-    await operations.cancel(name, 'its manifest is gone');
+    await ctx.operations.cancel(record.name, 'its manifest is gone');
     return 'gone';
   }
   return { waitFor: op.done };
@@ -119,7 +144,7 @@ async function failed(
   live.sourceRetryAt = Date.now() + delay;
   const message = `${describe(source)} failed: ${error}; trying again in ${Math.round(delay / 1000)} s`;
   Object.assign(status, { phase: 'Failed', reason: 'WorkspaceSourceFailed', message });
-  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: 'CloneFailed', message });
+  setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: source.git ? 'CloneFailed' : 'ExtractFailed', message });
   if ((await ctx.commit(record, uid, status)) === 'gone') return 'gone';
   return { requeueAfterMs: delay };
 }

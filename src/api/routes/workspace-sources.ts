@@ -1,6 +1,6 @@
 // POST /servers/create-with-workspace and POST /servers/{id}/clone-workspace: multipart forms
-// that give a server a workspace source (github_url; zip_file later). The source is checked
-// before anything is written (400), put in spec.workspace.source, and the answer waits for the
+// that give a server a workspace source (github_url, or zip_file streamed to disk and kept by its
+// sha256). The source is checked before anything is written (400), put in spec.workspace.source, and the answer waits for the
 // controller to populate the workspace. A create whose source cannot be applied is deleted again.
 import { promises as fs } from 'node:fs';
 import { Ajv } from 'ajv';
@@ -11,6 +11,8 @@ import { HttpError } from '../../core/errors.ts';
 import type { WorkspaceSource } from '../../manifests/types.ts';
 import { describeErrors } from '../../manifests/schema.ts';
 import { readProjectJson } from '../../project.ts';
+import { ArchiveError, planArchive } from '../../workspace/archive-source.ts';
+import { storeArchive, uploadsDir } from '../../workspace/archives.ts';
 import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
 import { createdView } from '../views.ts';
 import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts';
@@ -30,15 +32,23 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   const reconciler = deps.controller.reconciler;
   const schemes = reconciler.deps.gitSchemes ?? reconciler.deps.config.workspace?.gitSchemes ?? defaultGitSchemes(false);
   const timeoutMs = ((reconciler.deps.config.workspace?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
-  const form = formParser();
+  const maxUploadMb = reconciler.deps.config.workspace?.maxUploadMb ?? 100;
+  const form = formParser(uploadsDir(deps.layout), maxUploadMb);
 
   /** The source the form asks for, checked; 400 saying what to change otherwise. */
-  function sourceOf(req: Request): WorkspaceSource {
+  async function sourceOf(req: Request): Promise<WorkspaceSource> {
     const url = field(req, 'github_url')?.trim();
-    if (req.file || field(req, 'zip_file') !== undefined) {
-      throw new HttpError(400, 'INVALID_BODY', 'zip_file is not accepted by this version: give github_url, a git repository URL');
+    if (req.file && url) throw new HttpError(400, 'INVALID_BODY', 'give either github_url or zip_file, not both');
+    if (req.file) {
+      try {
+        planArchive(req.file.path);
+      } catch (error) {
+        if (error instanceof ArchiveError) throw new HttpError(400, 'INVALID_ARCHIVE', `zip_file: ${error.message}`);
+        throw error;
+      }
+      return { archive: { sha256: await storeArchive(deps.layout, req.file.path) } };
     }
-    if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url, a git repository URL');
+    if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url (a git repository URL) or zip_file (a .zip archive)');
     const problem = gitUrlProblem(url, schemes);
     if (problem) throw new HttpError(400, 'INVALID_GIT_URL', `github_url: ${problem}`);
     return { git: { url } };
@@ -59,7 +69,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       const problems = describeErrors(validateCreate.errors).map((p) => p.replace('(top level)', 'form'));
       throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
     }
-    const source = sourceOf(req);
+    const source = await sourceOf(req);
     const created = await createServer(deps, body, { workspace: { source } });
     const record = await populated(deps, created.id!, timeoutMs);
     const failure = problemOf(record);
@@ -73,7 +83,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
 
   router.post('/servers/:id/clone-workspace', form, async (req, res) => {
     const record = findServer(deps, req);
-    const source = sourceOf(req);
+    const source = await sourceOf(req);
     const workspace = deps.layout.workspace(record.name);
     const entries = await fs.readdir(workspace).catch(() => []);
     if (entries.length > 0) {
@@ -90,7 +100,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
     }
     const current = outcome?.server ? outcome : record;
-    res.status(200).json({ ...envelope(current, `workspace of server "${current.server!.spec.displayName ?? current.name}" cloned from ${source.git!.url}`), workspace_path: workspace });
+    res.status(200).json({ ...envelope(current, `workspace of server "${current.server!.spec.displayName ?? current.name}" ${source.git ? `cloned from ${source.git.url}` : `extracted from the uploaded ZIP`}`), workspace_path: workspace });
   });
 }
 
@@ -132,18 +142,32 @@ async function deleteServer(deps: ServersDeps, record: ServerRecord): Promise<vo
   await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
 }
 
-/** multipart/form-data: text fields only for now; their sizes and number bounded. */
-function formParser(): RequestHandler {
-  const parse = multer({ limits: { fields: 10, fieldSize: 64 * 1024, files: 0, parts: 11 } }).none();
-  return (req, res, next) => {
+/**
+ * multipart/form-data: text fields bounded in size and number, and at most one zip_file, streamed
+ * to disk by multer (never held in memory) and refused with 413 while it arrives once past the
+ * limit. The upload is removed after the request, whatever happened (a stored one was moved).
+ */
+function formParser(dir: string, maxUploadMb: number): RequestHandler {
+  const parse = multer({
+    dest: dir,
+    limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: Math.floor(maxUploadMb * 1024 * 1024) },
+  }).single('zip_file');
+  return async (req, res, next) => {
     if (!req.is('multipart/form-data')) {
-      return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, github_url)'));
+      return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, and github_url or zip_file)'));
     }
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    res.on('close', () => {
+      if (req.file) void fs.rm(req.file.path, { force: true });
+    });
     parse(req, res, (error?: unknown) => {
       if (!error) return next();
       const code = (error as { code?: string }).code;
+      if (code === 'LIMIT_FILE_SIZE') {
+        return next(new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`));
+      }
       if (code === 'LIMIT_UNEXPECTED_FILE' || code === 'LIMIT_FILE_COUNT') {
-        return next(new HttpError(400, 'INVALID_BODY', 'zip_file is not accepted by this version: give github_url, a git repository URL'));
+        return next(new HttpError(400, 'INVALID_BODY', 'send one file, in the field zip_file'));
       }
       next(new HttpError(400, 'INVALID_BODY', `the form could not be read: ${(error as Error).message}`));
     });
