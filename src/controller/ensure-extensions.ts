@@ -1,7 +1,10 @@
-// Step: the extensions the spec asks for (its own and its groups'), each installed once and
-// recorded in status.extensions. Installs run as an operation outside the worker (they may take
-// minutes); a spec that wants other extensions cancels the one under way, killing its installer.
+// Step: the extensions the spec asks for (its own and its groups'), compared with what really is
+// in the server's extensions folder, not with status: missing ones are installed, ones the
+// controller installed and the spec no longer names are uninstalled. Installs run as an
+// operation outside the worker (they may take minutes), also while the editor runs; a spec
+// that wants other extensions cancels the one under way, killing its installer.
 import { unknownExtensionGroups } from '../config/settings.ts';
+import { extensionName, pinnedVersion } from '../extensions/extensions-folder.ts';
 import type { EditorServerStatus, ExtensionStatus } from '../manifests/types.ts';
 import type { ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
@@ -9,74 +12,127 @@ import type { ReconcileContext } from './context.ts';
 import type { Operation } from './operations.ts';
 
 const KIND = 'extension installs';
-type Installed = Map<string, ExtensionStatus>;
 
 /**
- * 'ready' once every wanted extension has an outcome in status; 'gone' if the file vanished;
- * else the operation to wait for (status says Provisioning, InstallingExtensions, and how far).
+ * Servers whose running editor had extensions changed under it (by their live record, so it
+ * ends with the service; status' ReloadRequired condition carries it across a restart). A start
+ * of the editor clears it.
+ */
+const reloadNeeded = new WeakSet<object>();
+
+interface Work {
+  /** Install outcomes by id. */
+  outcomes: Map<string, ExtensionStatus>;
+  /** Ids whose uninstall was tried (whatever came of it: a failure is logged, not retried). */
+  removed: string[];
+  /** Something changed under a running editor: it needs a reload to see it. */
+  changedWhileRunning: boolean;
+}
+
+/**
+ * Stopped mode (before a start, or for a stopped server): 'ready' once every wanted extension
+ * has an outcome and no unwanted one is left; 'gone' if the file vanished; else the operation
+ * to wait for (status says Provisioning, InstallingExtensions, and how far).
+ * Running mode: never waits; the operation's progress goes into status' condition and the
+ * caller goes on observing the editor.
  */
 export async function ensureExtensions(
-  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, mode: 'stopped' | 'running' = 'stopped',
 ): Promise<'ready' | 'gone' | { waitFor: Promise<unknown> }> {
   const { deps, operations } = ctx;
   const name = record.name;
   const wanted = wantedExtensions(ctx, record);
   const key = JSON.stringify(wanted);
   const known = new Map((status.extensions ?? []).map((e) => [e.id, e]));
-  let op = operations.get<Installed>(name, KIND);
+  let op = operations.get<Work>(name, KIND);
   if (op && !op.settled && op.key !== key) {
     // The spec wants other extensions now: what was installed is kept, the rest starts over.
     await operations.cancel(name, 'the spec changed');
   }
   // Installs that finished count, whatever happened to the operation afterwards.
-  for (const [id, entry] of op?.data ?? []) if (wanted.includes(id)) known.set(id, entry);
-  if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op);
+  for (const [id, entry] of op?.data.outcomes ?? []) if (wanted.includes(id)) known.set(id, entry);
+  const tried = new Set(op?.data.removed ?? []);
+  const live = ctx.cache.live(name);
+  if (op?.settled && op.data.changedWhileRunning) reloadNeeded.add(live);
+  if (mode === 'stopped') reloadNeeded.delete(live);
+  if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode);
   if (op?.settled) operations.drop(name);
 
-  const missing = wanted.filter((id) => !known.has(id));
-  if (missing.length === 0) {
-    status.extensions = wanted.map((id) => known.get(id)!);
+  const target = { name, ...deps.layout.editor(name) };
+  const present = await deps.installer.installed(target);
+  const isPresent = (id: string) => present.has(extensionName(id)) && (pinnedVersion(id) === undefined || present.get(extensionName(id)) === pinnedVersion(id));
+  // A failed install is not retried until a restart; an installed one whose folder went is.
+  const missing = wanted.filter((id) => !isPresent(id) && known.get(id)?.state !== 'Failed');
+  const wantedNames = new Set(wanted.map(extensionName));
+  const unwanted = [...known.values()]
+    .filter((e) => e.state === 'Installed' && !wantedNames.has(extensionName(e.id)) && present.has(extensionName(e.id)) && !tried.has(e.id))
+    .map((e) => e.id);
+
+  if (missing.length === 0 && unwanted.length === 0) {
+    status.extensions = wanted.map((id) => (isPresent(id) && known.get(id)?.state !== 'Installed'
+      ? { id, state: 'Installed' as const, ...(present.get(extensionName(id)) ? { version: present.get(extensionName(id)) } : {}) }
+      : known.get(id)!));
     if (status.extensions.length === 0) delete status.extensions;
     if (status.reason === 'InstallingExtensions') Object.assign(status, { reason: undefined, message: undefined });
-    if (status.conditions?.some((c) => c.type === 'ExtensionsInstalled') || wanted.length > 0) {
+    const condition = status.conditions?.find((c) => c.type === 'ExtensionsInstalled');
+    if (condition || wanted.length > 0 || reloadNeeded.has(live)) {
       const failed = status.extensions?.filter((e) => e.state === 'Failed').map((e) => e.id) ?? [];
-      setCondition(status, failed.length === 0
-        ? { type: 'ExtensionsInstalled', status: 'True', reason: 'Installed' }
-        : { type: 'ExtensionsInstalled', status: 'False', reason: 'InstallFailed', message: `failed: ${failed.join(', ')} (a restart retries them)` });
+      if (mode === 'running' && condition?.reason === 'ReloadRequired') reloadNeeded.add(live);
+      const needsReload = mode === 'running' && reloadNeeded.has(live);
+      setCondition(status, failed.length > 0
+        ? { type: 'ExtensionsInstalled', status: 'False', reason: 'InstallFailed', message: `failed: ${failed.join(', ')} (a restart retries them)` }
+        : needsReload
+          ? { type: 'ExtensionsInstalled', status: 'True', reason: 'ReloadRequired', message: 'extensions changed while the editor runs: reload its window (or restart the server) to use them' }
+          : { type: 'ExtensionsInstalled', status: 'True', reason: 'Installed' });
     }
     return 'ready';
   }
-  const target = { name, ...deps.layout.editor(name) };
-  op = operations.start<Installed>(name, KIND, key, new Map(), async (done, signal, report) => {
+  const data: Work = { outcomes: new Map(), removed: [], changedWhileRunning: mode === 'running' };
+  const steps = unwanted.length + missing.length;
+  const first = unwanted.length > 0 ? `uninstalling ${unwanted[0]}` : `installing ${missing[0]}`;
+  op = operations.start<Work>(name, KIND, key, data, async (done, signal, report) => {
+    for (const [i, id] of unwanted.entries()) {
+      report(`uninstalling ${id} (${i + 1} of ${steps})`);
+      const outcome = await deps.installer.uninstall(target, id, signal);
+      if (outcome.cancelled || signal.aborted) return;
+      done.removed.push(id);
+      deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
+        ? `extension ${id} uninstalled`
+        : `extension ${id} could not be uninstalled (it is no longer managed): ${outcome.message}`);
+    }
     for (const [i, id] of missing.entries()) {
-      report(`installing ${id} (${i + 1} of ${missing.length})`);
+      report(`installing ${id} (${unwanted.length + i + 1} of ${steps})`);
       deps.logs.event(name, 'INFO', `installing extension ${id}`);
       const outcome = await deps.installer.install(target, id, signal);
       if (outcome.cancelled || signal.aborted) {
         deps.logs.event(name, 'INFO', `install of ${id} cancelled: ${(signal.reason as Error | undefined)?.message ?? 'cancelled'}`);
         return;
       }
-      done.set(id, outcome.ok
+      done.outcomes.set(id, outcome.ok
         ? { id, state: 'Installed', ...(outcome.version ? { version: outcome.version } : {}) }
         : { id, state: 'Failed', message: outcome.message });
       deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
         ? `extension ${id} installed${outcome.version ? ` (${outcome.version})` : ''}`
         : `extension ${id} failed to install: ${outcome.message}`);
     }
-  }, `installing ${missing[0]} (1 of ${missing.length})`);
-  return installing(ctx, record, uid, status, wanted, known, op);
+  }, `${first} (1 of ${steps})`);
+  return installing(ctx, record, uid, status, wanted, known, op, mode);
 }
 
-/** Records the operation's progress in status and hands it to the queue to wait for. */
+/** Records the operation's progress in status; in stopped mode hands it to the queue to wait for. */
 async function installing(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
-  wanted: string[], known: Installed, op: Operation<Installed>,
-): Promise<'gone' | { waitFor: Promise<unknown> }> {
-  const extensions = wanted.flatMap((id) => (known.has(id) ? [known.get(id)!] : []));
+  wanted: string[], known: Map<string, ExtensionStatus>, op: Operation<Work>, mode: 'stopped' | 'running',
+): Promise<'ready' | 'gone' | { waitFor: Promise<unknown> }> {
+  // Entries still to be uninstalled stay in status until they are, so a crash forgets none.
+  const wantedNames = new Set(wanted.map(extensionName));
+  const extensions = [...wanted.flatMap((id) => (known.has(id) ? [known.get(id)!] : [])),
+    ...[...known.values()].filter((e) => !wantedNames.has(extensionName(e.id)) && !op.data.removed.includes(e.id))];
   if (extensions.length > 0) status.extensions = extensions;
   else delete status.extensions;
-  Object.assign(status, { phase: 'Provisioning', reason: 'InstallingExtensions', message: op.progress });
   setCondition(status, { type: 'ExtensionsInstalled', status: 'False', reason: 'Installing', message: op.progress });
+  if (mode === 'running') return 'ready';
+  Object.assign(status, { phase: 'Provisioning', reason: 'InstallingExtensions', message: op.progress });
   if ((await ctx.commit(record, uid, status)) === 'gone') {
     await ctx.operations.cancel(record.name, 'its manifest is gone');
     return 'gone';

@@ -212,6 +212,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       // The port changed under a running editor (a new spec.port, or a replaced manifest): restart it on the new one.
       await stopProcess(this, record, uid, status, `stopped to move from port ${live.endpoint?.port ?? server.status?.port} to ${port}`);
     } else if (alive) {
+      // Extensions follow the spec while the editor runs too (installs never hold its health checks).
+      await ensureExtensions(this, record, uid, status, 'running');
       return observeRunning(this, record, uid, status, live, port);
     } else if (status.pid) {
       // We believed it was running and it is gone: it exited or crashed.

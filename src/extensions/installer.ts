@@ -1,6 +1,7 @@
 // Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { extensionName, findVsix, installedExtensions } from './extensions-folder.ts';
 import { editorEnvironment } from '../runtime/processes.ts';
 import { writeEditorConfig } from '../workspace/layout.ts';
 
@@ -24,18 +25,43 @@ export interface InstallTarget {
 export interface ExtensionInstaller {
   /** Installs one extension; aborting the signal ends the install's process. */
   install(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome>;
+  /** Uninstalls one extension (by publisher.name). */
+  uninstall(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome>;
+  /** What really is in the extensions folder: lower-case publisher.name → version. */
+  installed(target: InstallTarget): Promise<Map<string, string | undefined>>;
 }
 
 export class CodeServerExtensionInstaller implements ExtensionInstaller {
   private readonly bin: string;
   private readonly timeoutMs: number;
 
-  constructor(bin: string, timeoutMs = 180_000) {
+  private readonly vsixDir: string | undefined;
+
+  /** vsixDir (DEVBOX_VSIX_DIR): .vsix files looked at before the marketplace, for air-gapped machines. */
+  constructor(bin: string, timeoutMs = 180_000, vsixDir = process.env.DEVBOX_VSIX_DIR || undefined) {
     this.bin = bin;
     this.timeoutMs = timeoutMs;
+    this.vsixDir = vsixDir;
   }
 
   async install(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {
+    const local = this.vsixDir ? await findVsix(this.vsixDir, id) : undefined;
+    return this.run(target, ['--install-extension', local ?? id], signal, judgeInstall);
+  }
+
+  async uninstall(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {
+    return this.run(target, ['--uninstall-extension', extensionName(id)], signal, (code, output, fallback) =>
+      code === 0 && /successfully uninstalled|is not installed/i.test(output) ? { ok: true } : judgeInstall(code, output, fallback));
+  }
+
+  installed(target: InstallTarget): Promise<Map<string, string | undefined>> {
+    return installedExtensions(target.extensionsDir);
+  }
+
+  private async run(
+    target: InstallTarget, action: string[], signal: AbortSignal | undefined,
+    judge: (code: number | undefined, output: string, fallback?: string) => InstallOutcome,
+  ): Promise<InstallOutcome> {
     // Loaded on first use: most starts install nothing, and execa is not small.
     const { execa } = await import('execa');
     await mkdir(dirname(target.configPath), { recursive: true });
@@ -44,7 +70,7 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
       '--config', target.configPath,
       '--extensions-dir', target.extensionsDir,
       '--user-data-dir', target.userDataDir,
-      '--install-extension', id,
+      ...action,
     ], {
       timeout: this.timeoutMs, reject: false, all: true, stdin: 'ignore',
       // A spec change or a delete aborts the signal: SIGTERM, then SIGKILL if it lingers.
@@ -53,7 +79,7 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
       env: editorEnvironment(process.env, target.name), extendEnv: false,
     });
     if (result.isCanceled) return { ok: false, cancelled: true };
-    return judgeInstall(result.exitCode, (result.all ?? '').toString(), result.shortMessage);
+    return judge(result.exitCode, (result.all ?? '').toString(), result.shortMessage);
   }
 }
 

@@ -222,10 +222,30 @@ export class FakeLogs implements ServerLogs {
 /** Installs nothing; answers from a table of outcomes (installed, no version, by default). */
 export class FakeInstaller implements ExtensionInstaller {
   readonly calls: Array<{ extensionsDir: string; id: string }> = [];
+  readonly uninstalls: Array<{ extensionsDir: string; id: string }> = [];
   readonly outcomes = new Map<string, InstallOutcome>();
+  /** What each extensions folder holds: lower-case id → version. */
+  readonly folders = new Map<string, Map<string, string | undefined>>();
 
   async install(target: { extensionsDir: string }, id: string): Promise<InstallOutcome> {
     this.calls.push({ extensionsDir: target.extensionsDir, id });
-    return this.outcomes.get(id) ?? { ok: true };
+    const outcome = this.outcomes.get(id) ?? { ok: true };
+    if (outcome.ok) this.folder(target.extensionsDir).set(id.replace(/@.*$/, '').toLowerCase(), outcome.version);
+    return outcome;
+  }
+
+  async uninstall(target: { extensionsDir: string }, id: string): Promise<InstallOutcome> {
+    this.uninstalls.push({ extensionsDir: target.extensionsDir, id });
+    this.folder(target.extensionsDir).delete(id.toLowerCase());
+    return { ok: true };
+  }
+
+  async installed(target: { extensionsDir: string }): Promise<Map<string, string | undefined>> {
+    return new Map(this.folder(target.extensionsDir));
+  }
+
+  private folder(dir: string): Map<string, string | undefined> {
+    if (!this.folders.has(dir)) this.folders.set(dir, new Map());
+    return this.folders.get(dir)!;
   }
 }

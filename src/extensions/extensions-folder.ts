@@ -1,0 +1,60 @@
+// What is really installed in an extensions folder, and the local .vsix files that can stand in
+// for the marketplace (DEVBOX_VSIX_DIR).
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+
+/** publisher.name of an id that may carry @version, lower case (VS Code ids are case-insensitive). */
+export function extensionName(id: string): string {
+  return id.replace(/@[^@]*$/, '').toLowerCase();
+}
+
+/** The version an id pins (publisher.name@1.2.3), if any. */
+export function pinnedVersion(id: string): string | undefined {
+  return /@([^@]+)$/.exec(id)?.[1];
+}
+
+/**
+ * code-server's own list, extensions.json (what --list-extensions reads: an uninstalled
+ * extension's folder stays until the editor cleans it up, but leaves this list); without it,
+ * the folders named publisher.name-version that hold a package.json.
+ */
+export async function installedExtensions(dir: string): Promise<Map<string, string | undefined>> {
+  const found = new Map<string, string | undefined>();
+  const listed = await fs.readFile(join(dir, 'extensions.json'), 'utf8').catch(() => undefined);
+  if (listed !== undefined) {
+    try {
+      for (const entry of JSON.parse(listed) as Array<{ identifier?: { id?: string }; version?: string }>) {
+        if (typeof entry?.identifier?.id === 'string') found.set(entry.identifier.id.toLowerCase(), entry.version);
+      }
+      return found;
+    } catch {
+      // A list being rewritten or broken: fall back to the folders.
+    }
+  }
+  for (const entry of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const match = /^([a-z0-9][a-z0-9-]*\.[a-z0-9][a-z0-9._-]*?)-(\d+\.\d+\.\d+[^/]*)$/i.exec(entry.name);
+    if (!entry.isDirectory() || !match) continue;
+    if (await fs.access(join(dir, entry.name, 'package.json')).then(() => true, () => false)) found.set(match[1].toLowerCase(), match[2]);
+  }
+  return found;
+}
+
+/**
+ * A .vsix for the id in the folder: publisher.name-version.vsix (the version pinned, else the
+ * highest there) or publisher.name.vsix; case-insensitive.
+ */
+export async function findVsix(dir: string, id: string): Promise<string | undefined> {
+  const name = extensionName(id);
+  const pinned = pinnedVersion(id);
+  const candidates: Array<{ file: string; version: string }> = [];
+  for (const file of await fs.readdir(dir).catch(() => [] as string[])) {
+    const lower = file.toLowerCase();
+    if (lower === `${name}.vsix` && !pinned) candidates.push({ file, version: '' });
+    else if (lower.startsWith(`${name}-`) && lower.endsWith('.vsix')) {
+      const version = file.slice(name.length + 1, -'.vsix'.length);
+      if (/^\d/.test(version) && (!pinned || version === pinned)) candidates.push({ file, version });
+    }
+  }
+  candidates.sort((a, b) => b.version.localeCompare(a.version, undefined, { numeric: true }));
+  return candidates[0] ? join(dir, candidates[0].file) : undefined;
+}
