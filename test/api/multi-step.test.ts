@@ -83,3 +83,25 @@ describe('the multi-step creation', () => {
     expect(res.status).toBe(404);
   });
 });
+
+describe('POST /servers with extensions', () => {
+  it('answers 201 before a long install finishes; its progress shows in status and the log', async () => {
+    process.env.STUB_HANG_INSTALL_OF = 'acme.slow';
+    try {
+      const started = Date.now();
+      const created = await service.request('POST', '/servers', { name: 'Slow', extensions: ['acme.quick', 'acme.slow'] });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(Date.now() - started).toBeLessThan(8_000);
+      expect(created.body).toMatchObject({ status: 'provisioning', extensions: ['acme.quick', 'acme.slow'] });
+      const record = (await service.request('GET', `/servers/${created.body.id}`)).body;
+      expect(record).toMatchObject({ reason: 'InstallingExtensions', message: 'installing acme.slow (2 of 2)' });
+      expect(record.extension_status).toEqual([{ id: 'acme.quick', state: 'Installed', version: '1.0.0' }]);
+      const logs = (await service.request('GET', `/servers/${created.body.id}/logs?lines=20`)).body.data.logs.join('\n');
+      expect(logs).toContain('installing extension acme.slow');
+      // Deleting it ends the hanging installer.
+      expect([200, 202]).toContain((await service.request('DELETE', `/servers/${created.body.id}`)).status);
+    } finally {
+      delete process.env.STUB_HANG_INSTALL_OF;
+    }
+  }, 30_000);
+});

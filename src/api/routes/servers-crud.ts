@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Router } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
+import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError } from '../../core/errors.ts';
 import { API_VERSION, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
@@ -21,6 +22,8 @@ export interface CreateBody {
 
 /** How long POST /servers waits for the port and workspace before answering with what it has. */
 const CREATE_WAIT_MS = 10_000;
+/** How long POST /servers waits for extension installs before answering 201 while they go on. */
+const INSTALL_GRACE_MS = 2_000;
 
 const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
 
@@ -116,11 +119,16 @@ export async function createServer(deps: ServersDeps, body: CreateBody, more: Pa
     ports.release(claim);
   }
   controller.enqueue(name);
-  const record = await controller.waitFor(
-    name,
-    (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r),
-    Math.max(deps.startTimeoutMs, CREATE_WAIT_MS),
-  );
+  const settled = (r: ServerRecord | undefined) =>
+    Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r);
+  // Quick installs are waited for, so the answer says stopped; long ones are not: once they have
+  // run for INSTALL_GRACE_MS the answer says provisioning, and status and the log show how far.
+  const started = Date.now();
+  let record = await controller.waitFor(name, settled, INSTALL_GRACE_MS);
+  if (!settled(record)) {
+    const installing = (r: ServerRecord | undefined) => r?.server?.status?.reason === 'InstallingExtensions';
+    record = await controller.waitFor(name, (r) => settled(r) || installing(r), Math.max(deps.startTimeoutMs, CREATE_WAIT_MS) - (Date.now() - started));
+  }
   // Created either way: the manifest is written and the controller will provision it. A busy
   // machine only means the answer shows it still provisioning, without a port yet.
   return createdView(record?.server ? record : { name, server });
