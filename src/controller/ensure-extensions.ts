@@ -4,7 +4,7 @@
 // operation outside the worker (they may take minutes), also while the editor runs; a spec
 // that wants other extensions cancels the one under way, killing its installer.
 import { unknownExtensionGroups } from '../config/settings.ts';
-import { extensionName, pinnedVersion } from '../extensions/extensions-folder.ts';
+import { extensionName, isVsixPath, pinnedVersion, vsixIdentity } from '../extensions/extensions-folder.ts';
 import type { EditorServerStatus, ExtensionStatus } from '../manifests/types.ts';
 import type { ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
@@ -55,22 +55,27 @@ export async function ensureExtensions(
   const live = ctx.cache.live(name);
   if (op?.settled && op.data.changedWhileRunning) reloadNeeded.add(live);
   if (mode === 'stopped') reloadNeeded.delete(live);
-  if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode);
+  if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
   if (op?.settled) operations.drop(name);
 
   const target = { name, ...deps.layout.editor(name) };
   const present = await deps.installer.installed(target);
-  const isPresent = (id: string) => present.has(extensionName(id)) && (pinnedVersion(id) === undefined || present.get(extensionName(id)) === pinnedVersion(id));
+  const who = await identities([...wanted, ...known.keys()]);
+  const isPresent = (id: string) => {
+    const it = who.get(id);
+    return it !== undefined && present.has(it.name) && (it.version === undefined || present.get(it.name) === it.version);
+  };
   // A failed install is not retried until a restart; an installed one whose folder went is.
   const missing = wanted.filter((id) => !isPresent(id) && known.get(id)?.state !== 'Failed');
-  const wantedNames = new Set(wanted.map(extensionName));
-  const unwanted = [...known.values()]
-    .filter((e) => e.state === 'Installed' && !wantedNames.has(extensionName(e.id)) && present.has(extensionName(e.id)) && !tried.has(e.id))
-    .map((e) => e.id);
+  const wantedNames = new Set(wanted.flatMap((id) => who.get(id)?.name ?? []));
+  const unwanted = [...known.values()].flatMap((e) => {
+    const name = who.get(e.id)?.name;
+    return e.state === 'Installed' && name !== undefined && !wantedNames.has(name) && present.has(name) && !tried.has(e.id) ? [{ id: e.id, name }] : [];
+  });
 
   if (missing.length === 0 && unwanted.length === 0) {
     status.extensions = wanted.map((id) => (isPresent(id) && known.get(id)?.state !== 'Installed'
-      ? { id, state: 'Installed' as const, ...(present.get(extensionName(id)) ? { version: present.get(extensionName(id)) } : {}) }
+      ? { id, state: 'Installed' as const, ...(present.get(who.get(id)!.name) ? { version: present.get(who.get(id)!.name) } : {}) }
       : known.get(id)!));
     if (status.extensions.length === 0) delete status.extensions;
     if (status.reason === 'InstallingExtensions') Object.assign(status, { reason: undefined, message: undefined });
@@ -89,11 +94,11 @@ export async function ensureExtensions(
   }
   const data: Work = { outcomes: new Map(), removed: [], changedWhileRunning: mode === 'running' };
   const steps = unwanted.length + missing.length;
-  const first = unwanted.length > 0 ? `uninstalling ${unwanted[0]}` : `installing ${missing[0]}`;
+  const first = unwanted.length > 0 ? `uninstalling ${unwanted[0].id}` : `installing ${missing[0]}`;
   op = operations.start<Work>(name, KIND, key, data, async (done, signal, report) => {
-    for (const [i, id] of unwanted.entries()) {
+    for (const [i, { id, name: extension }] of unwanted.entries()) {
       report(`uninstalling ${id} (${i + 1} of ${steps})`);
-      const outcome = await deps.installer.uninstall(target, id, signal);
+      const outcome = await deps.installer.uninstall(target, extension, signal);
       if (outcome.cancelled || signal.aborted) return;
       done.removed.push(id);
       deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
@@ -116,18 +121,18 @@ export async function ensureExtensions(
         : `extension ${id} failed to install: ${outcome.message}`);
     }
   }, `${first} (1 of ${steps})`);
-  return installing(ctx, record, uid, status, wanted, known, op, mode);
+  return installing(ctx, record, uid, status, wanted, known, op, mode, who);
 }
 
 /** Records the operation's progress in status; in stopped mode hands it to the queue to wait for. */
 async function installing(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
-  wanted: string[], known: Map<string, ExtensionStatus>, op: Operation<Work>, mode: 'stopped' | 'running',
+  wanted: string[], known: Map<string, ExtensionStatus>, op: Operation<Work>, mode: 'stopped' | 'running', who: Identities,
 ): Promise<'ready' | 'gone' | { waitFor: Promise<unknown> }> {
   // Entries still to be uninstalled stay in status until they are, so a crash forgets none.
-  const wantedNames = new Set(wanted.map(extensionName));
+  const wantedNames = new Set(wanted.flatMap((id) => who.get(id)?.name ?? []));
   const extensions = [...wanted.flatMap((id) => (known.has(id) ? [known.get(id)!] : [])),
-    ...[...known.values()].filter((e) => !wantedNames.has(extensionName(e.id)) && !op.data.removed.includes(e.id))];
+    ...[...known.values()].filter((e) => !wanted.includes(e.id) && !wantedNames.has(who.get(e.id)?.name ?? '') && !op.data.removed.includes(e.id))];
   if (extensions.length > 0) status.extensions = extensions;
   else delete status.extensions;
   setCondition(status, { type: 'ExtensionsInstalled', status: 'False', reason: 'Installing', message: op.progress });
@@ -138,6 +143,20 @@ async function installing(
     return 'gone';
   }
   return { waitFor: op.done };
+}
+
+type Identities = Map<string, { name: string; version?: string } | undefined>;
+
+/**
+ * What each spec entry stands for in the extensions folder: its lower-case publisher.name and
+ * the version it pins; a .vsix path is read for them (undefined when the file is missing).
+ */
+async function identities(entries: string[]): Promise<Identities> {
+  const found: Identities = new Map();
+  for (const entry of new Set(entries)) {
+    found.set(entry, isVsixPath(entry) ? await vsixIdentity(entry) : { name: extensionName(entry), version: pinnedVersion(entry) });
+  }
+  return found;
 }
 
 /** The spec's extensions and its groups', once each; groups the config lacks are said once. */

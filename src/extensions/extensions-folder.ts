@@ -58,3 +58,34 @@ export async function findVsix(dir: string, id: string): Promise<string | undefi
   candidates.sort((a, b) => b.version.localeCompare(a.version, undefined, { numeric: true }));
   return candidates[0] ? join(dir, candidates[0].file) : undefined;
 }
+
+/** A spec entry that is a .vsix file rather than a marketplace id. */
+export function isVsixPath(entry: string): boolean {
+  return entry.startsWith('/') && entry.toLowerCase().endsWith('.vsix');
+}
+
+const vsixIds = new Map<string, { stamp: string; id?: { name: string; version?: string } }>();
+
+/**
+ * The publisher.name (lower case) and version inside a .vsix file, from its
+ * extension/package.json; undefined when the file is missing or not a .vsix. Cached per file
+ * while its size and time stay the same.
+ */
+export async function vsixIdentity(file: string): Promise<{ name: string; version?: string } | undefined> {
+  const stat = await fs.stat(file).catch(() => undefined);
+  if (!stat?.isFile()) return undefined;
+  const stamp = `${stat.size}:${stat.mtimeMs}`;
+  const cached = vsixIds.get(file);
+  if (cached?.stamp === stamp) return cached.id;
+  let id: { name: string; version?: string } | undefined;
+  try {
+    const { default: AdmZip } = await import('adm-zip');
+    const text = new AdmZip(file).readAsText('extension/package.json');
+    const pkg = JSON.parse(text) as { publisher?: string; name?: string; version?: string };
+    if (pkg.publisher && pkg.name) id = { name: `${pkg.publisher}.${pkg.name}`.toLowerCase(), version: pkg.version };
+  } catch {
+    id = undefined;
+  }
+  vsixIds.set(file, { stamp, id });
+  return id;
+}

@@ -78,3 +78,28 @@ it('installs, and uninstalls while the editor runs, what the manifest names; an 
     return s.conditions.find((c: { type: string }) => c.type === 'ExtensionsInstalled')?.reason === 'ReloadRequired';
   }, 30_000);
 }, 180_000);
+
+it('installs a .vsix the manifest names by path, and uninstalls it when the path goes', async () => {
+  const vsix = join((service as { vsixDir?: string }).vsixDir!, 'elsewhere', 'three.vsix');
+  await fs.mkdir(join(vsix, '..'), { recursive: true });
+  buildVsix(vsix, 'acme', 'three', '3.0.0');
+  const file = join(service.settings.manifestsDir, 'bypath.yaml');
+  const write = (extensions: string[]) => fs.writeFile(file, stringify({
+    apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name: 'bypath' }, spec: { running: false, extensions },
+  }));
+  const statusOf = () => {
+    try {
+      return parse(readFileSync(join(service.settings.dataDir, 'status', 'bypath.yaml'), 'utf8')).status;
+    } catch {
+      return undefined;
+    }
+  };
+  await write([vsix]);
+  await eventually(() => statusOf()?.phase === 'Stopped' && statusOf()?.extensions?.[0]?.state === 'Installed', 60_000);
+  expect(statusOf().extensions).toEqual([{ id: vsix, state: 'Installed' }]);
+  expect(await listed('bypath')).toEqual(['acme.three@3.0.0']);
+
+  await write([]);
+  await eventually(async () => (await listed('bypath')).length === 0, 60_000);
+  await eventually(() => statusOf()?.phase === 'Stopped' && statusOf()?.extensions === undefined, 30_000);
+}, 120_000);
