@@ -11,7 +11,7 @@ beforeAll(async () => {
   service = await startTestService({
     config: {
       extensionGroups: {
-        data: { name: 'data', description: 'data tools', extensions: ['acme.csv', 'acme.sql'], user_settings: {} },
+        data: { name: 'data', description: 'data tools', extensions: ['acme.csv', 'acme.sql'], user_settings: { 'csv.rows': 100 } },
       },
     },
   });
@@ -46,6 +46,8 @@ describe('the multi-step creation', () => {
     expect(group.body.results.map((r: { id: string }) => r.id)).toEqual(['acme.csv', 'acme.sql']);
     expect(installed('step-by-step', 'acme.sql')).toBe(true);
     expect(manifestOf('step-by-step').spec.extensionGroups).toEqual(['data']);
+    const settingsFile = `${service.settings.dataDir}/editors/step-by-step/user-data/User/settings.json`;
+    expect(JSON.parse(readFileSync(settingsFile, 'utf8'))).toEqual({ 'csv.rows': 100 });
     // groupName works as well, and applying a group twice lists it once.
     const again = await service.request('POST', `/servers/${id}/apply-group-settings`, { groupName: 'data' });
     expect(again.status).toBe(200);
