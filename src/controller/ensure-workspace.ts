@@ -2,6 +2,7 @@
 // before every launch, by the process step), and the spec's workspace source put into an empty
 // workspace once, as an operation (a clone may take minutes; the worker is not held).
 import { existsSync, promises as fs } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
 import { ArchiveError, extractInto } from '../workspace/archive-source.ts';
 import { archivePath } from '../workspace/archives.ts';
@@ -73,6 +74,7 @@ export async function ensureWorkspaceSource(
   }
   if (!op) {
     if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
+    await removeLeftovers(workspace);
     if (source.archive) {
       const zip = archivePath(deps.layout, source.archive.sha256);
       if (!existsSync(zip)) return terminal(ctx, record, uid, status, `the archive ${source.archive.sha256} is not in ${zip}: upload the ZIP again`);
@@ -120,6 +122,15 @@ async function populating(
     return 'gone';
   }
   return { waitFor: op.done };
+}
+
+/** A clone or extraction folder left beside the workspace by a service that died mid-way. */
+async function removeLeftovers(workspace: string): Promise<void> {
+  const prefix = `.${basename(workspace)}.`;
+  const parent = dirname(workspace);
+  for (const entry of await fs.readdir(parent)) {
+    if (entry.startsWith(prefix) && /^(clone|extract)-[0-9a-f]{8}$/.test(entry.slice(prefix.length))) await fs.rm(join(parent, entry), { recursive: true, force: true });
+  }
 }
 
 function describe(source: WorkspaceSource): string {

@@ -150,3 +150,26 @@ describe('a git scheme the config does not allow', () => {
     expect(await fs.readdir(join(service.settings.dataDir, 'workspaces', 'refused'))).toEqual([]);
   });
 });
+
+describe('after a service that died mid-clone', () => {
+  let service: TestService;
+  let repos: string;
+  afterAll(async () => {
+    await service?.stop();
+    await fs.rm(repos, { recursive: true, force: true });
+  });
+  it('removes the half-made clone folder and clones again into the empty workspace', async () => {
+    repos = await fs.mkdtemp(join(tmpdir(), 'devbox-repos-'));
+    await makeRepo(repos, 'project');
+    const root = await fs.mkdtemp(join(tmpdir(), 'devbox-test-'));
+    const leftover = join(root, 'data', 'workspaces', '.again.clone-0123abcd');
+    await fs.mkdir(join(leftover, '.git'), { recursive: true });
+    await fs.mkdir(join(root, 'data', 'workspaces', 'again'), { recursive: true });
+    service = await startTestService({ root });
+    await fs.writeFile(join(service.settings.manifestsDir, 'again.yaml'), [
+      'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata: { name: again }', 'spec:', '  running: false',
+      `  workspace: { source: { git: { url: "file://${repos}/project" } } }`, ''].join('\n'));
+    await eventually(() => existsSync(join(root, 'data', 'workspaces', 'again', 'README.md')), 20_000);
+    expect(existsSync(leftover)).toBe(false);
+  });
+});

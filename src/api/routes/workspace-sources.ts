@@ -126,7 +126,8 @@ async function populated(deps: ServersDeps, id: string, timeoutMs: number): Prom
     if (!status) return r === undefined;
     if (problemOf(r) !== undefined) return true;
     const ready = status.conditions?.find((c) => c.type === 'WorkspaceReady');
-    return ready?.status === 'True' && ready.reason !== 'Created' && status.phase !== 'Provisioning' && status.phase !== 'Pending';
+    // Populated is enough: extension installs that follow show in status, not in this wait.
+    return ready?.status === 'True' && ready.reason !== 'Created' && status.reason !== 'PopulatingWorkspace';
   }, timeoutMs);
 }
 
@@ -142,19 +143,32 @@ async function deleteServer(deps: ServersDeps, record: ServerRecord): Promise<vo
   await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
 }
 
+/** Room for the text fields (10 of at most 64 KiB) and the multipart framing, besides the file. */
+const FORM_ROOM_BYTES = 10 * 64 * 1024 + 64 * 1024;
+
 /**
  * multipart/form-data: text fields bounded in size and number, and at most one zip_file, streamed
  * to disk by multer (never held in memory) and refused with 413 while it arrives once past the
  * limit. The upload is removed after the request, whatever happened (a stored one was moved).
  */
 function formParser(dir: string, maxUploadMb: number): RequestHandler {
+  const maxBytes = Math.floor(maxUploadMb * 1024 * 1024);
+  const tooLarge = () => new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`);
   const parse = multer({
     dest: dir,
-    limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: Math.floor(maxUploadMb * 1024 * 1024) },
+    limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: maxBytes },
   }).single('zip_file');
   return async (req, res, next) => {
     if (!req.is('multipart/form-data')) {
       return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, and github_url or zip_file)'));
+    }
+    // A body declared larger than the file limit plus the fields' room is refused before it is
+    // read, and the connection closed, so the client learns at once. (multer's own limit below
+    // catches a chunked or understated body, but answers only once the rest has been drained.)
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBytes + FORM_ROOM_BYTES) {
+      res.setHeader('Connection', 'close');
+      return next(tooLarge());
     }
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     res.on('close', () => {
@@ -164,7 +178,7 @@ function formParser(dir: string, maxUploadMb: number): RequestHandler {
       if (!error) return next();
       const code = (error as { code?: string }).code;
       if (code === 'LIMIT_FILE_SIZE') {
-        return next(new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`));
+        return next(tooLarge());
       }
       if (code === 'LIMIT_UNEXPECTED_FILE' || code === 'LIMIT_FILE_COUNT') {
         return next(new HttpError(400, 'INVALID_BODY', 'send one file, in the field zip_file'));
