@@ -79,7 +79,7 @@ it('installs, and uninstalls while the editor runs, what the manifest names; an 
   }, 30_000);
 }, 180_000);
 
-it('installs a .vsix the manifest names by path, and uninstalls it when the path goes', async () => {
+it('installs a .vsix the manifest names by path, and uninstalls it when the path goes, leaving the user\'s own', async () => {
   const vsix = join((service as { vsixDir?: string }).vsixDir!, 'elsewhere', 'three.vsix');
   await fs.mkdir(join(vsix, '..'), { recursive: true });
   buildVsix(vsix, 'acme', 'three', '3.0.0');
@@ -99,7 +99,11 @@ it('installs a .vsix the manifest names by path, and uninstalls it when the path
   expect(statusOf().extensions).toEqual([{ id: vsix, state: 'Installed' }]);
   expect(await listed('bypath')).toEqual(['acme.three@3.0.0']);
 
+  // One the user installs by hand is theirs: the controller leaves it.
+  const editor = join(service.settings.dataDir, 'editors', 'bypath');
+  await execa(bin, ['--config', join(editor, 'config.yaml'), '--extensions-dir', join(editor, 'extensions'),
+    '--user-data-dir', join(editor, 'user-data'), '--install-extension', join((service as { vsixDir?: string }).vsixDir!, 'acme.two-2.0.0.vsix')]);
   await write([]);
-  await eventually(async () => (await listed('bypath')).length === 0, 60_000);
+  await eventually(async () => JSON.stringify(await listed('bypath')) === JSON.stringify(['acme.two@2.0.0']), 60_000);
   await eventually(() => statusOf()?.phase === 'Stopped' && statusOf()?.extensions === undefined, 30_000);
 }, 120_000);
