@@ -1,7 +1,7 @@
 // Installs VS Code extensions into one editor's extensions folder with code-server's own CLI.
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { extensionName, findVsix, installedExtensions } from './extensions-folder.ts';
+import { extensionName, findVsix, installedExtensions, isVsixPath, pinnedVersion } from './extensions-folder.ts';
 import { editorEnvironment } from '../runtime/processes.ts';
 import { writeEditorConfig } from '../workspace/layout.ts';
 
@@ -46,7 +46,10 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
 
   async install(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {
     const local = this.vsixDir ? await findVsix(this.vsixDir, id) : undefined;
-    return this.run(target, ['--install-extension', local ?? id], signal, judgeInstall);
+    // A version the spec pins (id@1.2.3, or a .vsix file) replaces whichever is installed:
+    // without --force code-server refuses a downgrade, exiting 0 all the same.
+    const pinned = pinnedVersion(id) !== undefined || isVsixPath(id) || local !== undefined;
+    return this.run(target, ['--install-extension', local ?? id, ...(pinned ? ['--force'] : [])], signal, judgeInstall);
   }
 
   async uninstall(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {

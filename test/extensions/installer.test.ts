@@ -57,6 +57,22 @@ describe('with the real code-server', () => {
     expect(listed.stdout.split('\n')).toContain('usernamehw.errorlens@3.16.0');
   }, 60_000);
 
+  it('installs a pinned version from DEVBOX_VSIX_DIR over a newer one', async () => {
+    const vsixDir = join(dir, 'vsix');
+    await fs.mkdir(vsixDir);
+    buildVsix(join(vsixDir, 'acme.pin-1.0.0.vsix'), 'acme', 'pin', '1.0.0');
+    buildVsix(join(vsixDir, 'acme.pin-2.0.0.vsix'), 'acme', 'pin', '2.0.0');
+    const target = targetIn(dir);
+    const installer = new CodeServerExtensionInstaller(bin, 60_000, vsixDir);
+    expect((await installer.install(target, 'acme.pin')).ok).toBe(true);
+    expect(await installer.installed(target)).toEqual(new Map([['acme.pin', '2.0.0']]));
+    const pinned = await installer.install(target, 'acme.pin@1.0.0');
+    expect(pinned.ok, pinned.message).toBe(true);
+    expect(await installer.installed(target)).toEqual(new Map([['acme.pin', '1.0.0']]));
+    expect((await installer.uninstall(target, 'acme.pin')).ok).toBe(true);
+    expect(await installer.installed(target)).toEqual(new Map());
+  }, 60_000);
+
   it('gives a marketplace id that cannot be fetched a failure that says why, quickly', async () => {
     const started = Date.now();
     const outcome = await new CodeServerExtensionInstaller(bin).install(targetIn(dir), 'nosuch.publisher-thing');
