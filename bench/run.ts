@@ -1,11 +1,12 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list, memory, proxy, logs (default: all).
+// baseline in one run. Sections: start, list, memory, proxy, logs, workspace (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchProxyThroughService } from './service-proxy.ts';
 import { benchLogsThroughService } from './service-logs.ts';
 import { STUB_EDITOR } from './harness.ts';
+import { benchClone, benchExtract } from './workspace.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 const sections = process.argv.slice(2);
@@ -35,5 +36,9 @@ if (wanted('proxy')) {
 }
 if (wanted('logs')) {
   report('log fan-out', await benchLogsThroughService(STUB_EDITOR, quick ? 5 : 30, 6));
+}
+if (wanted('workspace')) {
+  report('ZIP through create-with-workspace vs unzip', await benchExtract(STUB_EDITOR, quick ? 1 : 5, 7));
+  report('clone through create-with-workspace vs git clone', await benchClone(STUB_EDITOR, quick ? 1 : 5, 8));
 }
 console.log(`\n## summary\n${JSON.stringify(results)}`);

@@ -69,6 +69,13 @@ export async function extractInto(workspace: string, zipPath: string, signal: Ab
   const temp = join(dirname(workspace), `.${basename(workspace)}.extract-${randomBytes(4).toString('hex')}`);
   await fs.mkdir(temp, { mode: 0o700 });
   let written = 0;
+  // Each folder is made once, not once per file in it (5,000 files: half the system calls).
+  const made = new Set<string>([temp]);
+  const makeDir = async (dir: string) => {
+    if (made.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    made.add(dir);
+  };
   try {
     for (const p of planned) {
       signal.throwIfAborted();
@@ -76,10 +83,10 @@ export async function extractInto(workspace: string, zipPath: string, signal: Ab
       const inside = relative(temp, dest);
       if (inside.startsWith('..') || isAbsolute(inside)) throw new ArchiveError(`the ZIP entry "${p.entry.entryName}" would land outside the workspace`);
       if (p.dir) {
-        await fs.mkdir(dest, { recursive: true, mode: 0o700 });
+        await makeDir(dest);
         continue;
       }
-      await fs.mkdir(dirname(dest), { recursive: true, mode: 0o700 });
+      await makeDir(dirname(dest));
       const data = p.entry.getData();
       // The header's size may lie: the bytes really unpacked count.
       written += data.length;
