@@ -73,6 +73,9 @@ export async function ensureWorkspaceSource(
     return 'ready';
   }
   if (!op) {
+    // Another operation (extension installs) runs: the source waits for it, one at a time.
+    const other = operations.running(name);
+    if (other) return { waitFor: other.done };
     if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
     await removeLeftovers(workspace);
     if (source.archive) {

@@ -42,6 +42,12 @@ export class Operations {
     return op?.kind === kind ? (op as Running<T>) : undefined;
   }
 
+  /** The name's operation of any kind while it still runs (a server has one at a time). */
+  running(name: string): Operation | undefined {
+    const op = this.byName.get(name);
+    return op && !op.settled ? op : undefined;
+  }
+
   /** Starts an operation; one already there for the name must have been cancelled or dropped. */
   start<T>(name: string, kind: string, key: string, data: T, work: OperationWork<T>, progress: string): Operation<T> {
     if (this.byName.get(name)?.settled === false) throw new Error(`operation for ${name} still running`);

@@ -173,3 +173,29 @@ describe('after a service that died mid-clone', () => {
     expect(existsSync(leftover)).toBe(false);
   });
 });
+
+describe('a source added while extension installs run', () => {
+  let service: TestService;
+  let repos: string;
+  afterAll(async () => {
+    await service?.stop();
+    await fs.rm(repos, { recursive: true, force: true });
+  });
+  it('waits for the installs to end (one operation per server at a time), then clones', async () => {
+    repos = await fs.mkdtemp(join(tmpdir(), 'devbox-repos-'));
+    await makeRepo(repos, 'project');
+    service = await startTestService();
+    let finishInstalls!: () => void;
+    const installs = new Promise<void>((resolve) => { finishInstalls = resolve; });
+    service.controller.reconciler.operations.start('queued', 'extension installs', 'test', new Map(), () => installs, 'installing');
+    await fs.writeFile(join(service.settings.manifestsDir, 'queued.yaml'), [
+      'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata: { name: queued }', 'spec:', '  running: false',
+      `  workspace: { source: { git: { url: "file://${repos}/project" } } }`, ''].join('\n'));
+    const workspace = join(service.settings.dataDir, 'workspaces', 'queued');
+    await eventually(async () => (await fs.readFile(join(service.settings.dataDir, 'logs', 'queued', 'server.log'), 'utf8')).includes('created'));
+    expect(await fs.readdir(workspace)).toEqual([]);
+    finishInstalls();
+    await eventually(() => existsSync(join(workspace, 'README.md')), 20_000);
+    expect(service.lines.join('\n')).not.toMatch(/still running/);
+  });
+});
