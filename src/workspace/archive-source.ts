@@ -2,7 +2,7 @@
 // a folder beside the workspace and moved in. An archive is untrusted input: entries that would
 // land outside the workspace (`..`, absolute paths, symlinks, device files) are refused, and so
 // is a ZIP bomb (too many entries, too many bytes, or a compression ratio no real project has).
-import { constants, promises as fs } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, isAbsolute } from 'node:path';
 import AdmZip from 'adm-zip';
@@ -69,24 +69,31 @@ export async function extractInto(workspace: string, zipPath: string, signal: Ab
   const temp = join(dirname(workspace), `.${basename(workspace)}.extract-${randomBytes(4).toString('hex')}`);
   await fs.mkdir(temp, { mode: 0o700 });
   let written = 0;
-  // Each folder is made once, not once per file in it (5,000 files: half the system calls).
+  // Each folder is made once, not once per file in it. Files are written synchronously in slices
+  // of at most 20 ms, yielding to the event loop between slices: three thread-pool round trips
+  // per file (open, write, close) made extraction 4-5 times slower than unzip.
   const made = new Set<string>([temp]);
-  const makeDir = async (dir: string) => {
+  const makeDir = (dir: string) => {
     if (made.has(dir)) return;
-    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     made.add(dir);
   };
+  let sliceStart = performance.now();
   try {
     for (const p of planned) {
+      if (performance.now() - sliceStart > 20) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
       signal.throwIfAborted();
       const dest = join(temp, ...p.parts);
       const inside = relative(temp, dest);
       if (inside.startsWith('..') || isAbsolute(inside)) throw new ArchiveError(`the ZIP entry "${p.entry.entryName}" would land outside the workspace`);
       if (p.dir) {
-        await makeDir(dest);
+        makeDir(dest);
         continue;
       }
-      await makeDir(dirname(dest));
+      makeDir(dirname(dest));
       const data = p.entry.getData();
       // The header's size may lie: the bytes really unpacked count.
       written += data.length;
@@ -94,11 +101,17 @@ export async function extractInto(workspace: string, zipPath: string, signal: Ab
         throw new ArchiveError(`the ZIP entry "${p.entry.entryName}" unpacks to ${data.length} bytes, not the ${p.size} its header says: send an undamaged archive`);
       }
       // O_EXCL and O_NOFOLLOW: never through a link, never over an entry written before.
-      await fs.writeFile(dest, data, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode: p.executable ? 0o700 : 0o600 })
-        .catch((error) => {
-          if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ArchiveError(`the ZIP holds "${p.entry.entryName}" twice: send an archive with each path once`);
-          throw error;
-        });
+      try {
+        const fd = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, p.executable ? 0o700 : 0o600);
+        try {
+          for (let at = 0; at < data.length;) at += writeSync(fd, data, at);
+        } finally {
+          closeSync(fd);
+        }
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ArchiveError(`the ZIP holds "${p.entry.entryName}" twice: send an archive with each path once`);
+        throw error;
+      }
     }
     if ((await fs.readdir(workspace)).length > 0) throw new Error(`the workspace ${workspace} is not empty: nothing was extracted into it`);
     for (const entry of await fs.readdir(temp)) await fs.rename(join(temp, entry), join(workspace, entry));
