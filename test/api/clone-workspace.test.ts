@@ -70,3 +70,34 @@ describe('POST /servers/{id}/clone-workspace', () => {
     expect(unknown.status).toBe(404);
   });
 });
+
+describe('the multi-step creation as a browser client runs it', () => {
+  it('create-metadata, install-extension, apply-group-settings, clone-workspace, stop, start: a working server', async () => {
+    const created = await service.request('POST', '/servers/create-metadata', { name: 'Browser steps' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { id, workspace_path: workspace } = created.body;
+    for (const extension of ['acme.lint', 'acme.fmt']) {
+      const installed = await service.request('POST', `/servers/${id}/install-extension`, { extension });
+      expect(installed.status, JSON.stringify(installed.body)).toBe(200);
+    }
+    const group = await service.request('POST', `/servers/${id}/apply-group-settings`, { groupName: 'python' });
+    expect(group.status, JSON.stringify(group.body)).toBe(200);
+    const cloned = await postForm(`/servers/${id}/clone-workspace`, { github_url: `file://${repos}/project` });
+    expect(cloned.status, JSON.stringify(cloned.body)).toBe(200);
+    expect((await service.request('POST', `/servers/${id}/stop`)).status).toBe(200);
+    const started = await service.request('POST', `/servers/${id}/start`);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    expect(processExists(started.body.data.pid)).toBe(true);
+
+    const record = (await service.request('GET', `/servers/${id}`)).body;
+    expect(record.status).toBe('running');
+    expect(record.extensions).toEqual(['acme.lint', 'acme.fmt']);
+    expect(record.extension_status.map((e: { id: string; state: string }) => `${e.id} ${e.state}`))
+      .toEqual(expect.arrayContaining(['acme.lint Installed', 'acme.fmt Installed', 'ms-python.python Installed']));
+    expect(await fs.readFile(join(workspace, 'README.md'), 'utf8')).toBe('# project\n');
+    const page = await fetch(`${service.url}/vscode/${record.port}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('stub editor');
+    await service.request('DELETE', `/servers/${id}`);
+  });
+});
