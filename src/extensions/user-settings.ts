@@ -43,8 +43,7 @@ export function parseJsonc(text: string): SettingsObject | undefined {
     const c = text[i];
     if (c === '"') {
       // A string, escapes included, copied as it is.
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const j = closingQuote(text, i);
       out += text.slice(i, j + 1);
       i = j;
     } else if (c === '/' && text[i + 1] === '/') {
@@ -68,14 +67,20 @@ export function parseJsonc(text: string): SettingsObject | undefined {
   }
 }
 
+/** The index of the quote that closes the JSON string opening at `start` (escapes skipped), or past the end. */
+function closingQuote(text: string, start: number): number {
+  let j = start + 1;
+  while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+  return j;
+}
+
 /** Drops each comma followed only by blanks before } or ]; strings are copied untouched. */
 function withoutTrailingCommas(text: string): string {
   let out = '';
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const j = closingQuote(text, i);
       out += text.slice(i, j + 1);
       i = j;
     } else if (c === ',') {

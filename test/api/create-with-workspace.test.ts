@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { freePort, makeRepo } from '../workspace/git-fixtures.ts';
+import { postForm as submitForm } from '../helpers/form.ts';
 
 let service: TestService;
 let repos: string;
@@ -20,12 +21,7 @@ afterAll(async () => {
   await fs.rm(repos, { recursive: true, force: true });
 });
 
-async function postForm(path: string, fields: Record<string, string>) {
-  const form = new FormData();
-  for (const [key, value] of Object.entries(fields)) form.append(key, value);
-  const res = await fetch(service.url + path, { method: 'POST', body: form });
-  return { status: res.status, body: await res.json() as any };
-}
+const postForm = (path: string, fields: Record<string, string>) => submitForm(service.url + path, fields);
 
 const manifestFiles = async () => (await fs.readdir(service.settings.manifestsDir)).filter((f) => f.endsWith('.yaml'));
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
+import { postForm as submitForm } from '../helpers/form.ts';
 
 let service: TestService;
 
@@ -19,13 +20,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-async function postForm(path: string, fields: Record<string, string>, zip?: Buffer) {
-  const form = new FormData();
-  for (const [key, value] of Object.entries(fields)) form.append(key, value);
-  if (zip) form.append('zip_file', new Blob([zip]), 'project.zip');
-  const res = await fetch(service.url + path, { method: 'POST', body: form });
-  return { status: res.status, body: await res.json() as any };
-}
+const postForm = (path: string, fields: Record<string, string>, zip?: Buffer) => submitForm(service.url + path, fields, zip);
 
 const manifestFiles = async () => (await fs.readdir(service.settings.manifestsDir)).filter((f) => f.endsWith('.yaml'));
 const uploads = async () => (existsSync(join(service.settings.dataDir, 'uploads')) ? fs.readdir(join(service.settings.dataDir, 'uploads')) : []);

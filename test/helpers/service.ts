@@ -120,3 +120,10 @@ export function processExists(pid: number): boolean {
   const stat = readStat(pid);
   return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
 }
+
+/** A server created and started, to check afterwards that hostile traffic left its editor alone. */
+export async function startBystander(service: TestService): Promise<{ id: string; port: number; pid: number }> {
+  const created = await service.request('POST', '/servers', { name: 'Bystander' });
+  const started = await service.request('POST', `/servers/${created.body.id}/start`);
+  return { id: created.body.id, port: created.body.port, pid: started.body.data.pid };
+}

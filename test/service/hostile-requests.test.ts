@@ -2,7 +2,7 @@
 // a closed socket, and the editors keep running.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { startTestService, type TestService } from '../helpers/service.ts';
+import { startBystander, startTestService, type TestService } from '../helpers/service.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 
 let service: TestService;
@@ -10,9 +10,7 @@ let editor: { id: string; port: number; pid: number };
 
 beforeAll(async () => {
   service = await startTestService();
-  const created = await service.request('POST', '/servers', { name: 'Bystander' });
-  const started = await service.request('POST', `/servers/${created.body.id}/start`);
-  editor = { id: created.body.id, port: created.body.port, pid: started.body.data.pid };
+  editor = await startBystander(service);
 });
 afterAll(async () => {
   await service?.stop();

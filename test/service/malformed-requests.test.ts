@@ -5,7 +5,7 @@
 // A failure names its seed and request: FUZZ_SEED=<seed> repeats the same run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../helpers/raw-http.ts';
-import { processExists, startTestService, type TestService } from '../helpers/service.ts';
+import { processExists, startBystander, startTestService, type TestService } from '../helpers/service.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const COUNT = 3000;
@@ -16,9 +16,7 @@ let editor: { id: string; port: number; pid: number };
 
 beforeAll(async () => {
   service = await startTestService();
-  const created = await service.request('POST', '/servers', { name: 'Bystander' });
-  const started = await service.request('POST', `/servers/${created.body.id}/start`);
-  editor = { id: created.body.id, port: created.body.port, pid: started.body.data.pid };
+  editor = await startBystander(service);
 });
 afterAll(async () => {
   await service?.stop();
