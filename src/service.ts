@@ -2,7 +2,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Router } from 'express';
 import { createApp } from './api/app.ts';
 import { serversRouter } from './api/servers.ts';
 import type { Settings } from './config/settings.ts';
@@ -23,6 +22,7 @@ import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
+import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
 
 export interface Service {
   url: string;
@@ -106,16 +106,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     return name === undefined ? undefined : { name };
   });
 
-  const startedAt = Date.now();
-  const health = Router().get('/health', (_req, res) => {
-    res.json({
-      status: 'healthy',
-      uptime_seconds: (Date.now() - startedAt) / 1000,
-      servers: reconciler.records.size,
-      editor: editor.path,
-      memory_mb: serviceMemory(),
-    });
-  });
+  // Sections of GET /health, added by the parts that have something to report.
+  const healthSections = new Map<string, HealthSection>();
+  const health = serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections });
   const app = createApp({
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
@@ -256,11 +249,4 @@ async function listen(server: Server, settings: Settings): Promise<void> {
     }
     throw error;
   }
-}
-
-/** The service's own memory: resident, the JavaScript heap in use and reserved, and buffers outside it. */
-function serviceMemory(): { rss: number; heap_used: number; heap_total: number; external: number } {
-  const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
-  const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
-  return { rss: mb(rss), heap_used: mb(heapUsed), heap_total: mb(heapTotal), external: mb(external) };
 }

@@ -50,7 +50,19 @@ export interface Settings {
   requireIdentity: boolean;
   /** DEVBOX_ALLOWED_HOSTS: host names besides loopback's and the bound address that requests may carry (local mode). */
   allowedHosts?: string[];
+  /** DEVBOX_TEMPLATES_DIR: one YAML file per EditorServerTemplate (default ./templates). */
+  templatesDir: string;
+  /** Folders kept in sync with a git repository by the service itself (GitOps); unset: none. */
+  gitSync: { templates?: GitSyncSettings; manifests?: GitSyncSettings };
   config: Config;
+}
+
+/** A repository the service pulls from: DEVBOX_<KIND>_GIT_URL, _GIT_REF and _GIT_INTERVAL_SECONDS. */
+export interface GitSyncSettings {
+  url: string;
+  /** Branch, tag or commit; unset: the repository's default branch. */
+  ref?: string;
+  intervalSeconds: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -164,6 +176,20 @@ function allowedHostsFrom(value: string | undefined): string[] {
   return entries.map((entry) => entry.replace(/^\[|\]$/g, '').replace(/\.$/, ''));
 }
 
+/** DEVBOX_<KIND>_GIT_URL and its ref and interval, or undefined when the URL is not set. */
+function gitSyncFrom(env: NodeJS.ProcessEnv, kind: 'TEMPLATES' | 'MANIFESTS'): GitSyncSettings | undefined {
+  const url = env[`DEVBOX_${kind}_GIT_URL`]?.trim();
+  if (!url) return undefined;
+  const intervalName = `DEVBOX_${kind}_GIT_INTERVAL_SECONDS`;
+  const interval = env[intervalName]?.trim();
+  const intervalSeconds = interval ? Number(interval) : 60;
+  if (!Number.isFinite(intervalSeconds) || intervalSeconds < 1) {
+    throw new SettingsError(`${intervalName}="${interval}" must be a number of seconds, at least 1`);
+  }
+  const ref = env[`DEVBOX_${kind}_GIT_REF`]?.trim() || undefined;
+  return { url, ref, intervalSeconds };
+}
+
 /** Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app). */
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
@@ -178,6 +204,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     editorBin: env.DEVBOX_EDITOR_BIN || undefined,
     requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : Boolean(env.DATABRICKS_APP_PORT),
     allowedHosts: allowedHostsFrom(env.DEVBOX_ALLOWED_HOSTS),
+    templatesDir: resolve(env.DEVBOX_TEMPLATES_DIR || 'templates'),
+    gitSync: { templates: gitSyncFrom(env, 'TEMPLATES'), manifests: gitSyncFrom(env, 'MANIFESTS') },
     config: loadConfig(configFile),
   };
 }

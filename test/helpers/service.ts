@@ -45,6 +45,8 @@ export interface SettingsOverrides {
   editorBin?: string;
   requireIdentity?: boolean;
   allowedHosts?: string[];
+  templatesDir?: string;
+  gitSync?: Settings['gitSync'];
 }
 
 export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
@@ -58,6 +60,8 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     editorBin: overrides.editorBin ?? STUB_EDITOR,
     requireIdentity: overrides.requireIdentity ?? false,
     allowedHosts: overrides.allowedHosts,
+    templatesDir: overrides.templatesDir ?? join(root, 'templates'),
+    gitSync: overrides.gitSync ?? {},
     config: {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),
