@@ -13,8 +13,13 @@ function findRoot(from: string): string {
 
 const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 
+/** The absolute path of a file that ships with the project, such as `schemas/editorserver.schema.json`. */
+export function projectFile(relativePath: string): string {
+  return join(PROJECT_ROOT, relativePath);
+}
+
 export function readProjectJson<T = any>(relativePath: string): T {
-  return JSON.parse(readFileSync(join(PROJECT_ROOT, relativePath), 'utf8')) as T;
+  return JSON.parse(readFileSync(projectFile(relativePath), 'utf8')) as T;
 }
 
 /** The fields of package.json the service reads. */

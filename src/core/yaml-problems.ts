@@ -22,11 +22,13 @@ export type LocatedYaml = { value: unknown; locate: (errors: ErrorObject[] | nul
 /**
  * Parses YAML (or JSON) text. A syntax error gives its problems, each with its place; otherwise
  * `locate` turns ajv's errors for the value into problems placed at the field they name (or at
- * the nearest enclosing one that exists in the text).
+ * the nearest enclosing one that exists in the text). `uniqueKeys: false` skips the YAML
+ * library's duplicate-key check, which costs seconds on a mapping of thousands of keys: for
+ * callers that check duplicates themselves (manifests, src/manifests/unique-keys.ts).
  */
-export function parseYamlLocated(file: string, text: string): LocatedYaml {
+export function parseYamlLocated(file: string, text: string, options: { uniqueKeys?: boolean } = {}): LocatedYaml {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: options.uniqueKeys ?? true });
   if (doc.errors.length > 0) {
     return {
       problems: doc.errors.map((error) => {

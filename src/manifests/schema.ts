@@ -1,11 +1,18 @@
 // Validates manifests against schemas/editorserver.schema.json, compiled once at start-up.
 import { Ajv, type ErrorObject } from 'ajv';
-import { readProjectJson } from '../project.ts';
+import { projectFile, readProjectJson } from '../project.ts';
 import { settingsProblems } from './limits.ts';
 import type { EditorServer } from './types.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 const validate = ajv.compile<EditorServer>(readProjectJson('schemas/editorserver.schema.json'));
+
+/**
+ * The first line of every manifest the API writes: editors with yaml-language-server (VS Code's
+ * YAML extension) offer completion and validation from it. An absolute path, right wherever
+ * DEVBOX_MANIFESTS_DIR is and without a network.
+ */
+export const SCHEMA_MODELINE = `# yaml-language-server: $schema=${projectFile('schemas/editorserver.schema.json')}`;
 
 /** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
 export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {
@@ -22,15 +29,28 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): string
   });
 }
 
-/** Returns the list of problems with a parsed manifest, empty when it is valid. */
-export function validateManifest(value: unknown, fileName?: string): string[] {
-  const problems = validate(value) ? [] : describeErrors(validate.errors);
-  // Beyond what JSON Schema can say; the same limits as POST /servers, so no file carries what the API refuses.
+/**
+ * The problems of a parsed manifest, empty when it is valid: ajv's, and those JSON Schema cannot
+ * say, in ajv's shape so that each can be placed at its field in the file (parseYamlLocated).
+ */
+export function manifestErrors(value: unknown, fileName?: string): ErrorObject[] {
+  const errors = validate(value) ? [] : [...(validate.errors ?? [])];
+  // The same limits as POST /servers, so no file carries what the API refuses.
   const settings = (value as EditorServer | null)?.spec?.settings;
-  if (settings !== null && typeof settings === 'object') problems.push(...settingsProblems(settings).map((p) => `spec.settings: ${p}`));
+  if (settings !== null && typeof settings === 'object') errors.push(...settingsProblems(settings).map((p) => ownError('/spec/settings', p)));
   const name = (value as EditorServer | null)?.metadata?.name;
   if (fileName !== undefined && typeof name === 'string' && name !== fileName) {
-    problems.push(`metadata.name: "${name}" must equal the file name "${fileName}"`);
+    errors.push(ownError('/metadata/name', `"${name}" must equal the file name "${fileName}"`));
   }
-  return problems;
+  return errors;
+}
+
+/** Returns the list of problems with a parsed manifest, empty when it is valid. */
+export function validateManifest(value: unknown, fileName?: string): string[] {
+  return describeErrors(manifestErrors(value, fileName));
+}
+
+/** A problem of this project's own, described as "<field>: <message>" like ajv's. */
+function ownError(instancePath: string, message: string): ErrorObject {
+  return { keyword: 'devbox', instancePath, schemaPath: '', params: {}, message };
 }

@@ -4,10 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { Document, parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { Document, LineCounter, parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { HttpError } from '../core/errors.ts';
+import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
-import { validateManifest } from './schema.ts';
+import { manifestErrors, SCHEMA_MODELINE } from './schema.ts';
 import { duplicateKeys } from './unique-keys.ts';
 import { specHash, StatusFiles, type StatusRecord } from './status-file.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
@@ -32,32 +33,43 @@ export class ConflictError extends HttpError {
 
 const MAX_ATTEMPTS = 5;
 
-/** Parses manifest text; never throws. */
-export function parseManifest(name: string, text: string): ManifestRead {
+/**
+ * Parses manifest text; never throws. Each problem starts with its place in the file,
+ * "<file>:<line>:<column>: ", or "<file>: " when it is the whole file's.
+ */
+export function parseManifest(name: string, text: string, file = name + MANIFEST_EXT): ManifestRead {
+  const invalid = (problems: FileProblem[]): ManifestRead => ({ kind: 'invalid', name, text, errors: problems.map(formatProblem) });
+  const lineCounter = new LineCounter();
   let docs;
   try {
     // The library's duplicate-key check is quadratic; duplicateKeys() below is not.
-    docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: false });
+    docs = parseAllDocuments(text, { lineCounter, uniqueKeys: false });
   } catch (error) {
-    return { kind: 'invalid', name, text, errors: [String((error as Error).message)] };
+    return invalid([{ file, problem: String((error as Error).message) }]);
   }
-  if (!Array.isArray(docs)) return { kind: 'invalid', name, text, errors: ['the file could not be read as YAML'] };
-  if (docs.length === 0) return { kind: 'invalid', name, text, errors: ['the file is empty: write an EditorServer manifest'] };
+  if (!Array.isArray(docs)) return invalid([{ file, problem: 'the file could not be read as YAML' }]);
+  if (docs.length === 0) return invalid([{ file, problem: 'the file is empty: write an EditorServer manifest' }]);
   if (docs.length !== 1) {
-    return { kind: 'invalid', name, text, errors: [`the file holds ${docs.length} YAML documents: keep exactly one`] };
+    const at = lineCounter.linePos(docs[1].range[0]);
+    return invalid([{ file, line: at.line, column: at.col, problem: `the file holds ${docs.length} YAML documents: keep exactly one` }]);
   }
   const doc = docs[0];
-  const syntax = [...doc.errors.map((e) => e.message), ...duplicateKeys(doc, text)];
-  if (syntax.length > 0) return { kind: 'invalid', name, text, errors: syntax };
+  // Parsed again, only when broken, for the place of each problem.
+  if (doc.errors.length > 0) return invalid(parseYamlLocated(file, text, { uniqueKeys: false }).problems ?? doc.errors.map((e) => ({ file, problem: e.message })));
+  const duplicates = duplicateKeys(doc, lineCounter);
+  if (duplicates.length > 0) return invalid(duplicates.map((d) => ({ file, ...d })));
   let value: unknown;
   try {
     value = doc.toJS();
   } catch (error) {
     // For example yaml's guard against alias bombs ("Excessive alias count").
-    return { kind: 'invalid', name, text, errors: [String((error as Error).message)] };
+    return invalid([{ file, problem: String((error as Error).message) }]);
   }
-  const errors = validateManifest(value, name);
-  if (errors.length > 0) return { kind: 'invalid', name, text, errors };
+  const errors = manifestErrors(value, name);
+  if (errors.length > 0) {
+    const located = parseYamlLocated(file, text, { uniqueKeys: false });
+    return invalid(located.problems ?? located.locate(errors));
+  }
   return { kind: 'ok', name, text, server: value as EditorServer };
 }
 
@@ -119,7 +131,7 @@ export class ManifestStore {
       throw error;
     }
     if (text === undefined) return { kind: 'missing', name };
-    const read = parseManifest(name, text);
+    const read = parseManifest(name, text, this.fileOf(name));
     if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses);
     return read;
   }
@@ -146,7 +158,7 @@ export class ManifestStore {
    */
   async create(server: EditorServer, onCreated?: () => void): Promise<boolean> {
     const name = server.metadata.name;
-    const text = stringify(server, { lineWidth: 0 });
+    const text = `${SCHEMA_MODELINE}\n${stringify(server, { lineWidth: 0 })}`;
     const tmp = await this.writeTemp(name, text);
     try {
       await fs.link(tmp, this.fileOf(name)); // atomic and exclusive, unlike rename
@@ -169,9 +181,34 @@ export class ManifestStore {
   async update(name: string, mutate: (doc: Document, server: EditorServer) => boolean | void): Promise<WriteResult> {
     return this.rewrite(name, (text, server) => {
       const doc = parseDocument(text, { uniqueKeys: false });
-      if (mutate(doc, server) === false) return text;
+      if (mutate(doc, server!) === false) return text;
       return doc.toString({ lineWidth: 0 });
     });
+  }
+
+  /**
+   * Puts `text` in the file whatever the file holds now, valid or not (a GitOps repository's
+   * version of a manifest it owns): created when missing, else replaced as update() replaces,
+   * never over a write it did not see. 'invalid' when the entry cannot be a manifest (a link, a
+   * folder …): it is left as it is.
+   */
+  async replaceText(name: string, text: string): Promise<WriteResult | 'created'> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const result = await this.rewrite(name, () => text, { anyText: true });
+      if (result !== 'missing') return result;
+      const created = await this.withLock(name, async () => {
+        const tmp = await this.writeTemp(name, text);
+        try {
+          if (!(await linkUnlessTaken(tmp, this.fileOf(name)))) return false;
+          this.lastWritten.set(name, text);
+          return true;
+        } finally {
+          await fs.rm(tmp, { force: true });
+        }
+      });
+      if (created) return 'created';
+    }
+    throw new ConflictError(`${this.fileOf(name)} kept appearing and disappearing while it was being written (${MAX_ATTEMPTS} attempts)`);
   }
 
   /**
@@ -241,7 +278,7 @@ export class ManifestStore {
    * in place writes into the moved-aside file, which is compared again once ours is in place.
    * Any foreign write seen puts that text back and starts over on it.
    */
-  private async rewrite(name: string, change: (text: string, server: EditorServer) => string): Promise<WriteResult> {
+  private async rewrite(name: string, change: (text: string, server?: EditorServer) => string, options: { anyText?: boolean } = {}): Promise<WriteResult> {
     return this.withLock(name, async () => {
       const file = this.fileOf(name);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -251,9 +288,9 @@ export class ManifestStore {
         });
         if (before === undefined) return 'missing';
         if (before === null) return 'invalid';
-        const parsed = parseManifest(name, before);
-        if (parsed.kind !== 'ok') return 'invalid';
-        const after = change(before, parsed.server);
+        const parsed = parseManifest(name, before, this.fileOf(name));
+        if (parsed.kind !== 'ok' && !options.anyText) return 'invalid';
+        const after = change(before, parsed.kind === 'ok' ? parsed.server : undefined);
         if (after === before) return 'unchanged';
         const tmp = await this.writeTemp(name, after);
         const aside = this.tempPath(name, ASIDE_EXT);

@@ -145,19 +145,23 @@ describe('read', () => {
     return store.read(file);
   }
 
-  it('reports a file that is not YAML as invalid, with the parser\'s message', async () => {
+  it('reports a file that is not YAML as invalid, with the parser\'s message and where it is', async () => {
     const read = await readFrom('broken', 'apiVersion: devbox.dev/v1alpha1\nspec: [unclosed\n');
     expect(read.kind).toBe('invalid');
-    expect(read.kind === 'invalid' && read.errors.length).toBeGreaterThan(0);
+    const errors = read.kind === 'invalid' ? read.errors : [];
+    expect(errors.length).toBeGreaterThan(0);
+    for (const error of errors) expect(error).toMatch(new RegExp(`^${fileOf('broken')}:[23]:\\d+: \\S`));
+    expect(errors.join('\n')).toMatch(/flow sequence/i);
   });
 
   it('refuses a file that holds two YAML documents', async () => {
     const one = HAND_WRITTEN.replaceAll('data-pipeline', 'double');
     const read = await readFrom('double', `${one}---\n${one}`);
-    expect(read.kind === 'invalid' && read.errors).toEqual(['the file holds 2 YAML documents: keep exactly one']);
+    // Placed at the second document's start.
+    expect(read.kind === 'invalid' && read.errors).toEqual([`${fileOf('double')}:17:1: the file holds 2 YAML documents: keep exactly one`]);
   });
 
-  it('lists every schema error, each naming the field to change', async () => {
+  it('lists every schema error, each naming the field to change and the line and column it is at', async () => {
     const read = await readFrom('wrong', [
       'apiVersion: devbox.dev/v1alpha1',
       'kind: Editor',
@@ -172,19 +176,20 @@ describe('read', () => {
     ].join('\n'));
     expect(read.kind).toBe('invalid');
     const errors = read.kind === 'invalid' ? read.errors : [];
+    const at = fileOf('wrong');
     expect(errors).toEqual(expect.arrayContaining([
-      'kind: must be "EditorServer"',
-      'spec: unknown field "colour"',
-      'spec.running: must be boolean',
-      'spec.port: must be >= 1024',
-      'spec.restartPolicy: must be equal to one of the allowed values (Never, OnFailure, Always)',
+      `${at}:2:7: kind: must be "EditorServer"`,
+      `${at}:8:3: spec: unknown field "colour"`,
+      `${at}:6:12: spec.running: must be boolean`,
+      `${at}:7:9: spec.port: must be >= 1024`,
+      `${at}:9:18: spec.restartPolicy: must be equal to one of the allowed values (Never, OnFailure, Always)`,
     ]));
     expect(errors).toHaveLength(5);
   });
 
   it('refuses a manifest whose metadata.name is not its file name', async () => {
     const read = await readFrom('other-name', HAND_WRITTEN);
-    expect(read.kind === 'invalid' && read.errors).toEqual(['metadata.name: "data-pipeline" must equal the file name "other-name"']);
+    expect(read.kind === 'invalid' && read.errors).toEqual([`${fileOf('other-name')}:5:9: metadata.name: "data-pipeline" must equal the file name "other-name"`]);
   });
 
   it('reports an empty file and an alias bomb as invalid instead of throwing', async () => {
