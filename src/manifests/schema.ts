@@ -1,4 +1,5 @@
 // Validates manifests against schemas/editorserver.schema.json, compiled once at start-up.
+import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject } from 'ajv';
 import { projectFile, readProjectJson } from '../project.ts';
 import { settingsProblems } from './limits.ts';
@@ -12,7 +13,12 @@ const validate = ajv.compile<EditorServer>(readProjectJson('schemas/editorserver
  * YAML extension) offer completion and validation from it. An absolute path, right wherever
  * DEVBOX_MANIFESTS_DIR is and without a network.
  */
-export const SCHEMA_MODELINE = `# yaml-language-server: $schema=${projectFile('schemas/editorserver.schema.json')}`;
+export const SCHEMA_MODELINE = `# yaml-language-server: $schema=${schemaReference(projectFile('schemas/editorserver.schema.json'))}`;
+
+/** The path, or where a space would end the reference early, a file: URL (spaces escaped). */
+function schemaReference(path: string): string {
+  return /\s/.test(path) ? pathToFileURL(path).href : path;
+}
 
 /** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
 export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {
@@ -43,11 +49,6 @@ export function manifestErrors(value: unknown, fileName?: string): ErrorObject[]
     errors.push(ownError('/metadata/name', `"${name}" must equal the file name "${fileName}"`));
   }
   return errors;
-}
-
-/** Returns the list of problems with a parsed manifest, empty when it is valid. */
-export function validateManifest(value: unknown, fileName?: string): string[] {
-  return describeErrors(manifestErrors(value, fileName));
 }
 
 /** A problem of this project's own, described as "<field>: <message>" like ajv's. */
