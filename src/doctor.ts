@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
+import { configFileFrom, DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
 import { portIsFree } from './controller/ports.ts';
 import { PACKAGE_JSON } from './project.ts';
 import { ManifestStore } from './manifests/store.ts';
@@ -80,7 +80,7 @@ function checkNode(report: Report): void {
 async function checkSettings(env: NodeJS.ProcessEnv, report: Report): Promise<Settings | undefined> {
   let settings: Settings;
   try {
-    settings = loadSettings({ ...env, DEVBOX_CONFIG: '' });
+    settings = loadSettings(env, { readConfig: false });
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
     report.line('FAIL', `settings: ${error.message}`, 'correct or unset that variable');
@@ -113,15 +113,18 @@ function writableLevel(dir: string): Level {
 }
 
 function checkConfig(env: NodeJS.ProcessEnv, report: Report): Config | undefined {
-  const file = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
+  const file = configFileFrom(env);
   try {
     const config = loadConfig(file);
-    const where = file ? `${file} is valid` : 'built-in defaults (DEVBOX_CONFIG is not set)';
+    const where = !file ? 'built-in defaults (DEVBOX_CONFIG is not set and there is no ./devbox.config.yaml)'
+      : `${file}${env.DEVBOX_CONFIG ? '' : ' (DEVBOX_CONFIG is not set)'} is valid`;
     report.line('ok', `config: ${where}; editor ports ${config.ports.min}-${config.ports.max}`);
     return config;
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
-    report.line('FAIL', `config: ${error.message}`, 'correct the file (see schemas/config.schema.json), or unset DEVBOX_CONFIG to use the defaults');
+    report.line('FAIL', `config: ${error.message}`, env.DEVBOX_CONFIG
+      ? 'correct the file (see schemas/config.schema.json), or unset DEVBOX_CONFIG'
+      : 'correct the file (see schemas/config.schema.json); the lines above say where');
     return undefined;
   }
 }

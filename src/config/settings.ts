@@ -2,9 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { Ajv } from 'ajv';
-import { parse } from 'yaml';
-import { describeErrors } from '../manifests/schema.ts';
+import { Ajv, type ErrorObject } from 'ajv';
+import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { readProjectJson } from '../project.ts';
 
 export interface Config {
@@ -20,7 +19,9 @@ export interface Config {
   extensionGroups: Record<string, ExtensionGroup>;
   /** Workspace sources: git URL schemes (unset: defaultGitSchemes), clone timeout, ZIP upload limit. */
   workspace: { gitSchemes?: string[]; cloneTimeoutSeconds: number; maxUploadMb: number };
-  ui: Record<string, unknown>;
+  /** For clients (GET /config ui): the title to show and the groups a new server starts with. */
+  ui: { title: string; defaultExtensionGroups: string[] };
+  /** Passed to clients unchanged (GET /config packaged_assets); the service reads nothing in it. */
   packagedAssets: Record<string, unknown>;
 }
 
@@ -97,7 +98,7 @@ export const DEFAULT_CONFIG: Config = {
     },
   },
   workspace: { cloneTimeoutSeconds: 600, maxUploadMb: 100 },
-  ui: { title: 'devbox-controller' },
+  ui: { title: 'devbox-controller', defaultExtensionGroups: ['python'] },
   packagedAssets: {},
 };
 
@@ -111,36 +112,67 @@ export function unknownExtensionGroups(groups: Record<string, unknown>, names: s
 const schema = readProjectJson('schemas/config.schema.json');
 const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(schema);
 
-/** Reads a YAML or JSON config file and lays it over the defaults. */
-export function loadConfig(file: string | undefined): Config {
-  if (!file) return structuredClone(DEFAULT_CONFIG);
-  if (!existsSync(file)) throw new SettingsError(`DEVBOX_CONFIG points at ${file}, which does not exist`);
-  let raw: unknown;
-  try {
-    raw = parse(readFileSync(file, 'utf8')) ?? {};
-  } catch (error) {
-    throw new SettingsError(`${file} is not valid YAML or JSON: ${(error as Error).message}`);
-  }
-  if (!validateConfig(raw)) {
-    throw new SettingsError(`${file} is not a valid config:\n  ${describeErrors(validateConfig.errors).join('\n  ')}`);
-  }
-  const given = raw as Partial<Config>;
+/** The config file the service reads: DEVBOX_CONFIG, else ./devbox.config.yaml when it exists, else none (the defaults). */
+export function configFileFrom(env: NodeJS.ProcessEnv, cwd = process.cwd()): string | undefined {
+  if (env.DEVBOX_CONFIG) return resolve(cwd, env.DEVBOX_CONFIG);
+  const shipped = resolve(cwd, 'devbox.config.yaml');
+  return existsSync(shipped) ? shipped : undefined;
+}
+
+/**
+ * Reads a config file's text (YAML or JSON) and lays it over the defaults: the config, or every
+ * problem with its line and column (syntax, schema, and the checks JSON Schema cannot make).
+ */
+export function parseConfig(file: string, text: string): { config: Config; problems?: undefined } | { problems: FileProblem[] } {
+  const parsed = parseYamlLocated(file, text);
+  if (parsed.problems) return { problems: parsed.problems };
+  if (!validateConfig(parsed.value)) return { problems: parsed.locate(validateConfig.errors) };
+  const given = parsed.value as Partial<Config>;
   const config: Config = {
     ...structuredClone(DEFAULT_CONFIG),
     ...given,
     editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
     workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
+    ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },
   };
-  if (given.extensionGroups) config.extensionGroups = groupsFrom(file, given.extensionGroups as Record<string, unknown>);
+  // Beyond JSON Schema: each placed at the field to change.
+  const found: ErrorObject[] = [];
+  const problem = (path: (string | number)[], message: string) =>
+    found.push({ keyword: 'devbox', instancePath: path.map((p) => `/${String(p).replaceAll('~', '~0').replaceAll('/', '~1')}`).join(''), schemaPath: '', params: {}, message });
+  if (given.extensionGroups) config.extensionGroups = groupsFrom(given.extensionGroups as Record<string, unknown>, problem);
   if (config.ports.min > config.ports.max) {
-    throw new SettingsError(`${file}: ports.min (${config.ports.min}) must not exceed ports.max (${config.ports.max})`);
+    problem(['ports', 'min'], `${config.ports.min} must not exceed ports.max (${config.ports.max}): swap them, or widen the range`);
   }
-  return config;
+  // The default ones only while their groups are there (a file may replace all the groups).
+  if (!given.ui?.defaultExtensionGroups) config.ui.defaultExtensionGroups = config.ui.defaultExtensionGroups.filter((name) => Object.hasOwn(config.extensionGroups, name));
+  config.ui.defaultExtensionGroups.forEach((name, i) => {
+    if (!Object.hasOwn(config.extensionGroups, name)) {
+      problem(['ui', 'defaultExtensionGroups', i], `"${name}" is not a group of extensionGroups (${Object.keys(config.extensionGroups).join(', ') || 'none'}): name one of them, or add the group`);
+    }
+  });
+  return found.length > 0 ? { problems: parsed.locate(found) } : { config };
+}
+
+/** Reads a YAML or JSON config file and lays it over the defaults; a SettingsError lists every problem, each with its line. */
+export function loadConfig(file: string | undefined): Config {
+  if (!file) return structuredClone(DEFAULT_CONFIG);
+  if (!existsSync(file)) throw new SettingsError(`DEVBOX_CONFIG points at ${file}, which does not exist`);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SettingsError(`the config file ${file} cannot be read: ${(error as Error).message}`);
+  }
+  const read = parseConfig(file, text);
+  if (read.problems) {
+    throw new SettingsError(`the config file ${file} is not valid; fix ${read.problems.length === 1 ? 'this' : `these ${read.problems.length} problems`} and start again:\n  ${read.problems.map(formatProblem).join('\n  ')}`);
+  }
+  return read.config;
 }
 
 /** Each group as an object; a bare list of ids (the older form) becomes one without settings. */
-function groupsFrom(file: string, given: Record<string, unknown>): Record<string, ExtensionGroup> {
+function groupsFrom(given: Record<string, unknown>, problem: (path: string[], message: string) => void): Record<string, ExtensionGroup> {
   const groups: Record<string, ExtensionGroup> = {};
   for (const [key, value] of Object.entries(given)) {
     if (Array.isArray(value)) {
@@ -149,7 +181,7 @@ function groupsFrom(file: string, given: Record<string, unknown>): Record<string
     }
     const group = value as Partial<ExtensionGroup>;
     if (group.name !== undefined && group.name !== key) {
-      throw new SettingsError(`${file}: extensionGroups.${key}.name is "${group.name}": make it "${key}" or leave it out (the key names the group)`);
+      problem(['extensionGroups', key, 'name'], `is "${group.name}": make it "${key}" or leave it out (the key names the group)`);
     }
     groups[key] = { name: key, description: group.description ?? '', extensions: group.extensions ?? [], user_settings: group.user_settings ?? {} };
   }
@@ -190,9 +222,12 @@ function gitSyncFrom(env: NodeJS.ProcessEnv, kind: 'TEMPLATES' | 'MANIFESTS'): G
   return { url, ref, intervalSeconds };
 }
 
-/** Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app). */
-export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
-  const configFile = env.DEVBOX_CONFIG ? resolve(env.DEVBOX_CONFIG) : undefined;
+/**
+ * Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app) and the
+ * config file; `readConfig: false` leaves the file unread (the defaults), for checking it apart.
+ */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { readConfig?: boolean } = {}): Settings {
+  const configFile = configFileFrom(env);
   const portVariable = env.DEVBOX_PORT ? 'DEVBOX_PORT' : env.DATABRICKS_APP_PORT ? 'DATABRICKS_APP_PORT' : undefined;
   return {
     host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
@@ -206,6 +241,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     allowedHosts: allowedHostsFrom(env.DEVBOX_ALLOWED_HOSTS),
     templatesDir: resolve(env.DEVBOX_TEMPLATES_DIR || 'templates'),
     gitSync: { templates: gitSyncFrom(env, 'TEMPLATES'), manifests: gitSyncFrom(env, 'MANIFESTS') },
-    config: loadConfig(configFile),
+    config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
   };
 }
