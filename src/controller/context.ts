@@ -28,7 +28,8 @@ export interface ReconcilerDeps {
   layout: DataLayout;
   logs: ServerLogs;
   installer: ExtensionInstaller;
-  config: Config;
+  /** The config in use: it follows the config file, so read it where a value is used, never keep it. */
+  readonly config: Config;
   /** Git URL schemes a workspace source may use when the config names none (they depend on the mode). */
   gitSchemes?: string[];
   /** Puts a name back on the queue (a probe finished, a process exited). */

@@ -17,8 +17,8 @@ export const portIsFree: PortProbe = (port) =>
   });
 
 export class PortAllocator {
-  private readonly min: number;
-  private readonly max: number;
+  private min: number;
+  private max: number;
   private readonly probe: PortProbe;
   private readonly owners = new Map<number, string>();
   private readonly byName = new Map<string, number>();
@@ -26,14 +26,20 @@ export class PortAllocator {
   private readonly exclusions = new Map<number, string>();
 
   constructor(range: { min: number; max: number }, probe: PortProbe = portIsFree) {
-    this.min = Math.max(range.min, EDITOR_PORTS.min);
-    this.max = Math.min(range.max, EDITOR_PORTS.max);
+    this.min = this.max = 0;
+    this.setRange(range);
     this.probe = probe;
   }
 
   /** The range ports are handed out from. */
   get range(): { min: number; max: number } {
     return { min: this.min, max: this.max };
+  }
+
+  /** Hands out new ports from this range from now on (the config changed); ports already held stay as they are. */
+  setRange(range: { min: number; max: number }): void {
+    this.min = Math.max(range.min, EDITOR_PORTS.min);
+    this.max = Math.min(range.max, EDITOR_PORTS.max);
   }
 
   /** Never hands out or reserves this port (the service's own); `why` completes "port N is …". */

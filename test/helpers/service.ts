@@ -2,7 +2,7 @@
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, type Config, type Settings } from '../../src/config/settings.ts';
+import { DEFAULT_CONFIG, loadConfig, type Config, type Settings } from '../../src/config/settings.ts';
 import { discoverEditors, stopAllEditors } from '../../src/runtime/processes.ts';
 import { readStat } from '../../src/runtime/procfs.ts';
 import { startService, type Service } from '../../src/service.ts';
@@ -42,6 +42,8 @@ export type ConfigOverrides = Omit<Partial<Config>, 'editor' | 'controller'> & {
 export interface SettingsOverrides {
   root?: string;
   config?: ConfigOverrides;
+  /** A config file the service reads and watches (instead of `config`); write it before starting. */
+  configFile?: string;
   editorBin?: string;
   requireIdentity?: boolean;
   allowedHosts?: string[];
@@ -62,7 +64,8 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     allowedHosts: overrides.allowedHosts,
     templatesDir: overrides.templatesDir ?? join(root, 'templates'),
     gitSync: overrides.gitSync ?? {},
-    config: {
+    ...(overrides.configFile ? { configFile: overrides.configFile } : {}),
+    config: overrides.configFile ? loadConfig(overrides.configFile) : {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),
       ...given,

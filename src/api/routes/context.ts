@@ -19,12 +19,13 @@ export interface ServersDeps {
   stats: StatsSampler;
   logs: LogHub;
   layout: DataLayout;
-  /** The config's extension groups, by name. */
-  extensionGroups: Record<string, ExtensionGroup>;
+  /** The config's extension groups, by name: those in use now (they follow the config file). */
+  readonly extensionGroups: Record<string, ExtensionGroup>;
   /** Why no editor may have this port (the service's own), completing "port N is …"; else undefined. */
   excludedPort: (port: number) => string | undefined;
-  startTimeoutMs: number;
-  stopTimeoutMs: number;
+  /** The config's editor timeouts in use now. */
+  readonly startTimeoutMs: number;
+  readonly stopTimeoutMs: number;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>

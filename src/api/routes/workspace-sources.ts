@@ -30,10 +30,11 @@ function field(req: Request, key: string): string | undefined {
 
 export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   const reconciler = deps.controller.reconciler;
-  const schemes = reconciler.deps.gitSchemes ?? reconciler.deps.config.workspace?.gitSchemes ?? defaultGitSchemes(false);
-  const timeoutMs = ((reconciler.deps.config.workspace?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
-  const maxUploadMb = reconciler.deps.config.workspace?.maxUploadMb ?? 100;
-  const form = formParser(uploadsDir(deps.layout), maxUploadMb);
+  // Read per request: the config file can change while the service runs.
+  const workspace = () => reconciler.deps.config.workspace;
+  const schemes = () => workspace()?.gitSchemes ?? reconciler.deps.gitSchemes ?? defaultGitSchemes(false);
+  const timeoutMs = () => ((workspace()?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
+  const form = formParser(uploadsDir(deps.layout), () => workspace()?.maxUploadMb ?? 100);
 
   /** The source the form asks for, checked; 400 saying what to change otherwise. */
   async function sourceOf(req: Request): Promise<WorkspaceSource> {
@@ -49,7 +50,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       return { archive: { sha256: await storeArchive(deps.layout, req.file.path) } };
     }
     if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url (a git repository URL) or zip_file (a .zip archive)');
-    const problem = gitUrlProblem(url, schemes);
+    const problem = gitUrlProblem(url, schemes());
     if (problem) throw new HttpError(400, 'INVALID_GIT_URL', `github_url: ${problem}`);
     return { git: { url } };
   }
@@ -71,7 +72,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     }
     const source = await sourceOf(req);
     const created = await createServer(deps, body, { workspace: { source } });
-    const record = await populated(deps, created.id!, timeoutMs);
+    const record = await populated(deps, created.id!, timeoutMs());
     const failure = problemOf(record);
     if (failure !== undefined) {
       // No half-made server: the workspace could not be filled, so the server goes again.
@@ -90,7 +91,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       throw new HttpError(409, 'WORKSPACE_NOT_EMPTY', `the workspace of server "${record.server!.spec.displayName ?? record.name}" already holds files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}): a source fills an empty workspace only; create a new server for it`);
     }
     await updateSpec(deps, record, (_server, set) => set(['spec', 'workspace', 'source'], source));
-    const outcome = await populated(deps, record.server!.metadata.uid!, timeoutMs);
+    const outcome = await populated(deps, record.server!.metadata.uid!, timeoutMs());
     const failure = problemOf(outcome);
     if (failure !== undefined) {
       // The server stays as it was: without a source, so it is not retried behind the caller's back.
@@ -151,14 +152,20 @@ const FORM_ROOM_BYTES = 10 * 64 * 1024 + 64 * 1024;
  * to disk by multer (never held in memory) and refused with 413 while it arrives once past the
  * limit. The upload is removed after the request, whatever happened (a stored one was moved).
  */
-function formParser(dir: string, maxUploadMb: number): RequestHandler {
-  const maxBytes = Math.floor(maxUploadMb * 1024 * 1024);
-  const tooLarge = () => new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`);
-  const parse = multer({
-    dest: dir,
-    limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: maxBytes },
-  }).single('zip_file');
+function formParser(dir: string, limitMb: () => number): RequestHandler {
+  // One parser per limit, made again only when the config's limit changes.
+  let made: { maxUploadMb: number; parse: RequestHandler } | undefined;
   return async (req, res, next) => {
+    const maxUploadMb = limitMb();
+    const maxBytes = Math.floor(maxUploadMb * 1024 * 1024);
+    const tooLarge = () => new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`);
+    if (made?.maxUploadMb !== maxUploadMb) {
+      made = {
+        maxUploadMb,
+        parse: multer({ dest: dir, limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: maxBytes } }).single('zip_file'),
+      };
+    }
+    const { parse } = made;
     if (!req.is('multipart/form-data')) {
       return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, and github_url or zip_file)'));
     }
