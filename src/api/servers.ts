@@ -1,7 +1,8 @@
 // The server API, by area: CRUD, the multi-step extension routes, lifecycle, health and refresh, logs,
-// and the manifests listing
+// the manifests listing, and templates
 // (each in src/api/routes/). Routes change desired state in the manifest and read the controller's.
 import { Router } from 'express';
+import type { TemplateCatalog } from '../templates/catalog.ts';
 import type { ServersDeps } from './routes/context.ts';
 import { extensionRoutes } from './routes/extensions.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -9,14 +10,16 @@ import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { logRoutes } from './routes/logs.ts';
 import { manifestRoutes } from './routes/manifests.ts';
 import { serversCrudRoutes } from './routes/servers-crud.ts';
+import { templateRoutes } from './routes/templates.ts';
 import { workspaceSourceRoutes } from './routes/workspace-sources.ts';
 
 export type { ServersDeps };
 
-export function serversRouter(deps: ServersDeps): Router {
+export function serversRouter(deps: ServersDeps, templates?: TemplateCatalog): Router {
   const router = Router();
   manifestRoutes(deps, router);
   serversCrudRoutes(deps, router);
+  if (templates) templateRoutes(deps, templates, router);
   extensionRoutes(deps, router);
   workspaceSourceRoutes(deps, router);
   healthRoutes(deps, router);

@@ -44,22 +44,33 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
   });
 
   router.post('/servers', async (req, res) => {
-    const body = checkBody(validateCreate, req.body);
-    checkSettings(body.settings);
-    const unknownGroups = unknownExtensionGroups(deps.extensionGroups, body.extension_groups);
-    if (unknownGroups.length > 0) {
-      throw new HttpError(400, 'INVALID_BODY', `extension_groups: unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
-    }
-    res.status(201).json(await createServer(deps, body));
+    res.status(201).json(await createServer(deps, checkCreateBody(deps, req.body)));
   });
+}
+
+/** Checks a POST /servers body: its schema, the settings limits, groups the config defines; 400 or 413 saying what to change. */
+export function checkCreateBody(deps: ServersDeps, raw: unknown): CreateBody {
+  const body = checkBody(validateCreate, raw);
+  checkSettings(body.settings);
+  const problem = unknownGroupsProblem(deps, body.extension_groups);
+  if (problem !== undefined) throw new HttpError(400, 'INVALID_BODY', `extension_groups: ${problem}`);
+  return body;
+}
+
+/** Which of `names` the config (as it is now) does not define, and which it does; undefined when it defines them all. */
+export function unknownGroupsProblem(deps: ServersDeps, names: string[] | undefined): string | undefined {
+  const unknownGroups = unknownExtensionGroups(deps.extensionGroups, names);
+  if (unknownGroups.length === 0) return undefined;
+  return `unknown group ${unknownGroups.map((g) => `"${g}"`).join(', ')}; the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`;
 }
 
 /**
  * Writes a new, stopped server's manifest (its port claimed first) and waits, bounded, for the
  * controller to give it its port and workspace; answers the created record either way.
- * The body must have been checked already; `more` adds to the spec (a workspace source).
+ * The body must have been checked already; `more` adds to the spec (a workspace source), and
+ * `annotations` go into the manifest's metadata (the template it came from).
  */
-export async function createServer(deps: ServersDeps, body: CreateBody, more: Partial<EditorServerSpec> = {}) {
+export async function createServer(deps: ServersDeps, body: CreateBody, more: Partial<EditorServerSpec> = {}, annotations?: Record<string, string>) {
   const { store, controller } = deps;
   const reconciler = controller.reconciler;
   const displayName = body.name.trim();
@@ -69,7 +80,7 @@ export async function createServer(deps: ServersDeps, body: CreateBody, more: Pa
   const server: EditorServer = {
     apiVersion: API_VERSION,
     kind: KIND,
-    metadata: { name, uid },
+    metadata: { name, uid, ...(annotations ? { annotations } : {}) },
     spec: {
       displayName,
       running: false,
