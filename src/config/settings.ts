@@ -127,7 +127,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
   const parsed = parseYamlLocated(file, text);
   if (parsed.problems) return { problems: parsed.problems };
   if (!validateConfig(parsed.value)) return { problems: parsed.locate(validateConfig.errors) };
-  const given = parsed.value as Partial<Config>;
+  const { $schema: _editorsOnly, ...given } = parsed.value as Partial<Config> & { $schema?: string };
   const config: Config = {
     ...structuredClone(DEFAULT_CONFIG),
     ...given,

@@ -90,3 +90,26 @@ function configFileSync(text: string): string {
   writeFileSync(join(dir, 'config.yaml'), text);
   return join(dir, 'config.yaml');
 }
+
+describe('an invalid config file at start-up', () => {
+  it('is refused with every problem, each as file:line:column: problem', async () => {
+    const file = await configFile(['ports:', '  min: 80', '  max: 9000', 'editor:', '  stopGraceSeconds: -1', '  colour: blue', ''].join('\n'));
+    let message = '';
+    try {
+      loadConfig(file);
+    } catch (error) {
+      expect(error).toBeInstanceOf(SettingsError);
+      message = (error as Error).message;
+    }
+    expect(message.split('\n').slice(1).map((line) => line.trim())).toEqual([
+      `${file}:2:8: ports.min: must be >= 1024`,
+      `${file}:6:3: editor: unknown field "colour"`,
+      `${file}:5:21: editor.stopGraceSeconds: must be >= 0`,
+    ]);
+  });
+
+  it('may name its schema with "$schema", as JSON files do', async () => {
+    const file = await configFile('{"$schema": "./schemas/config.schema.json", "ports": {"min": 9000, "max": 9001}}');
+    expect(loadConfig(file)).toEqual({ ...loadConfig(undefined), ports: { min: 9000, max: 9001 } });
+  });
+});
