@@ -102,7 +102,7 @@ export class LiveConfig {
     });
     watcher.on('error', (error) => this.log(`watching the config file ${file} failed: ${(error as Error).message}; edits are not seen until the service restarts`));
     await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-    this.log(`config: ${file}, re-read whenever it changes`);
+    this.log(`config: ${file} (watched: a valid edit applies without a restart)`);
   }
 
   /** Reads the file now (after any read under way) and applies or reports what it holds. */

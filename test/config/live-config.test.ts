@@ -44,7 +44,7 @@ describe('LiveConfig', () => {
     expect(heard).toHaveLength(1);
     expect(heard[0][0].ports.max).toBe(9010);
     expect(heard[0][1].ports.max).toBe(9020);
-    const said = lines.filter((line) => line.includes('re-read'));
+    const said = lines.filter((line) => line.includes(' re-read: '));
     expect(said).toHaveLength(1);
     expect(said[0]).toContain('ports.max: 9010 -> 9020');
     expect(said[0]).toContain('extensionGroups: added web; removed python');

@@ -63,6 +63,7 @@ export function configHealthSection(live: LiveConfig): HealthSection {
         ...(pendingRestart.length > 0 ? { pending_restart: pendingRestart } : {}),
       };
     },
-    problems: () => live.state().errors.map((e) => `config: ${formatProblem(e)}; the last good config stays in use until the file is fixed`),
+    // Each names the file: "devbox.config.yaml:3:8: ports.min: must be >= 1024".
+    problems: () => live.state().errors.map(formatProblem),
   };
 }
