@@ -37,7 +37,7 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): string
 
 /**
  * The problems of a parsed manifest, empty when it is valid: ajv's, and those JSON Schema cannot
- * say, in ajv's shape so that each can be placed at its field in the file (parseYamlLocated).
+ * say, in ajv's shape so that each can be placed at its field in the file (locateErrors).
  */
 export function manifestErrors(value: unknown, fileName?: string): ErrorObject[] {
   const errors = validate(value) ? [] : [...(validate.errors ?? [])];

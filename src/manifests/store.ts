@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { Document, LineCounter, parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { HttpError } from '../core/errors.ts';
-import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
+import { formatProblem, locateErrors, syntaxProblems, type FileProblem } from '../core/yaml-problems.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { manifestErrors, SCHEMA_MODELINE } from './schema.ts';
 import { duplicateKeys } from './unique-keys.ts';
@@ -54,8 +54,7 @@ export function parseManifest(name: string, text: string, file = name + MANIFEST
     return invalid([{ file, line: at.line, column: at.col, problem: `the file holds ${docs.length} YAML documents: keep exactly one` }]);
   }
   const doc = docs[0];
-  // Parsed again, only when broken, for the place of each problem.
-  if (doc.errors.length > 0) return invalid(parseYamlLocated(file, text, { uniqueKeys: false }).problems ?? doc.errors.map((e) => ({ file, problem: e.message })));
+  if (doc.errors.length > 0) return invalid(syntaxProblems(file, doc, lineCounter));
   const duplicates = duplicateKeys(doc, lineCounter);
   if (duplicates.length > 0) return invalid(duplicates.map((d) => ({ file, ...d })));
   let value: unknown;
@@ -66,10 +65,7 @@ export function parseManifest(name: string, text: string, file = name + MANIFEST
     return invalid([{ file, problem: String((error as Error).message) }]);
   }
   const errors = manifestErrors(value, name);
-  if (errors.length > 0) {
-    const located = parseYamlLocated(file, text, { uniqueKeys: false });
-    return invalid(located.problems ?? located.locate(errors));
-  }
+  if (errors.length > 0) return invalid(locateErrors(file, doc, lineCounter, errors));
   return { kind: 'ok', name, text, server: value as EditorServer };
 }
 
