@@ -43,7 +43,8 @@ function run(step: string): Promise<string> {
   const env = { ...process.env, DEVBOX: service.url, DEVBOX_MANIFESTS_DIR: service.settings.manifestsDir, DEVBOX_DATA_DIR: service.settings.dataDir };
   return new Promise((done, fail) => {
     // Asynchronous: the service answering the block's requests runs in this process.
-    execFile('bash', ['-e', '-c', script], { cwd: PROJECT, env, timeout: 100_000 }, (error, stdout, stderr) => {
+    // Killed before the test's own 30 s run out, so a wait that hangs shows what the block printed.
+    execFile('bash', ['-e', '-c', script], { cwd: PROJECT, env, timeout: 25_000 }, (error, stdout, stderr) => {
       if (error) fail(new Error(`the README's step "${step}" failed (${error.code ?? error.signal}):\n${stderr}\n${stdout}`));
       else done(stdout);
     });
