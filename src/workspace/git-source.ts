@@ -49,7 +49,7 @@ export function gitUrlProblem(url: string, schemes: readonly string[]): string |
 }
 
 /** Environment for git: no prompts, only the allowed transports, nothing of the service's secrets. */
-function gitEnv(schemes: readonly string[]): Record<string, string> {
+export function gitEnv(schemes: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const key of ['PATH', 'HOME', 'LANG', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy']) {
     if (process.env[key] !== undefined) env[key] = process.env[key]!;
