@@ -64,6 +64,8 @@ export interface GitSyncSettings {
   /** Branch, tag or commit; unset: the repository's default branch. */
   ref?: string;
   intervalSeconds: number;
+  /** DEVBOX_<KIND>_GIT_PATH: the folder inside the repository to use; unset: its top level. */
+  path?: string;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -219,7 +221,15 @@ function gitSyncFrom(env: NodeJS.ProcessEnv, kind: 'TEMPLATES' | 'MANIFESTS'): G
     throw new SettingsError(`${intervalName}="${interval}" must be a number of seconds, at least 1`);
   }
   const ref = env[`DEVBOX_${kind}_GIT_REF`]?.trim() || undefined;
-  return { url, ref, intervalSeconds };
+  const path = env[`DEVBOX_${kind}_GIT_PATH`]?.trim().replace(/^(\.\/)+|\/+$/g, '') || undefined;
+  return { url, ref, intervalSeconds, ...(path ? { path } : {}) };
+}
+
+/** DEVBOX_TEMPLATES_DIR; unset, with a templates repository: the service's own checkout (never a person's folder), else ./templates. */
+function templatesDirFrom(env: NodeJS.ProcessEnv): string {
+  if (env.DEVBOX_TEMPLATES_DIR) return resolve(env.DEVBOX_TEMPLATES_DIR);
+  const git = gitSyncFrom(env, 'TEMPLATES');
+  return git ? resolve(env.DEVBOX_DATA_DIR || '.devbox', 'gitops', 'templates', git.path ?? '') : resolve('templates');
 }
 
 /**
@@ -239,7 +249,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     editorBin: env.DEVBOX_EDITOR_BIN || undefined,
     requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : Boolean(env.DATABRICKS_APP_PORT),
     allowedHosts: allowedHostsFrom(env.DEVBOX_ALLOWED_HOSTS),
-    templatesDir: resolve(env.DEVBOX_TEMPLATES_DIR || 'templates'),
+    templatesDir: templatesDirFrom(env),
     gitSync: { templates: gitSyncFrom(env, 'TEMPLATES'), manifests: gitSyncFrom(env, 'MANIFESTS') },
     config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
   };

@@ -26,6 +26,8 @@ export interface ServersDeps {
   /** The config's editor timeouts in use now. */
   readonly startTimeoutMs: number;
   readonly stopTimeoutMs: number;
+  /** The git repository and file that declare this server when a GitOps repository owns it (src/gitops/). */
+  ownerOf?: (name: string) => { repository: string; file: string } | undefined;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>
@@ -53,8 +55,12 @@ export async function updateSpec(
   const { store, controller } = deps;
   // Read-modify-write that starts over when the file changed under it (a ConflictError, 409,
   // when it keeps changing). metadata.generation is counted by the store, not written here.
+  // A repository-owned server's file follows the repository: a change that would alter it is refused.
+  const owned = ownedByRepository(deps, record, (file) => `change ${file}`);
   const result = await store.update(record.name, (doc, server) => {
+    const before = owned && doc.toString();
     change(server, (path, value) => doc.setIn(path, value));
+    if (owned && doc.toString() !== before) throw owned;
   });
   if (result === 'missing') {
     // A server paused by a missing folder is still there: say why it cannot change now.
@@ -65,6 +71,17 @@ export async function updateSpec(
     throw new HttpError(409, 'MANIFEST_INVALID', `the manifest ${store.fileOf(record.name)} is invalid; fix it by hand first: ${(record.problems ?? []).join('; ')}`);
   }
   controller.enqueue(record.name);
+}
+
+/**
+ * 409 for a change to a server a GitOps repository owns, which the next sync would set back.
+ * `instead` says what to do in the repository, given the file's path there.
+ */
+export function ownedByRepository(deps: ServersDeps, record: ServerRecord, instead: (file: string) => string): HttpError | undefined {
+  const owner = deps.ownerOf?.(record.name);
+  if (!owner) return undefined;
+  return new HttpError(409, 'MANAGED_BY_GIT',
+    `server "${record.server?.spec.displayName ?? record.name}" is declared by the git repository ${owner.repository}, which owns its manifest: ${instead(owner.file)} there and push (POST /sync applies it at once)`);
 }
 
 export function envelope(record: ServerRecord, message: string) {

@@ -7,7 +7,7 @@ import { HttpError, notFound } from '../../core/errors.ts';
 import { RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
 import { lifecycleView } from '../views.ts';
-import { envelope, findServer, folderMissing, phaseIs, updateSpec, type ServersDeps } from './context.ts';
+import { envelope, findServer, folderMissing, ownedByRepository, phaseIs, updateSpec, type ServersDeps } from './context.ts';
 
 export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
   const { store, controller } = deps;
@@ -52,6 +52,8 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
 
   router.delete('/servers/:id', async (req, res) => {
     const record = findServer(deps, req);
+    const owned = ownedByRepository(deps, record, (file) => `delete ${file}`);
+    if (owned) throw owned;
     const id = record.server!.metadata.uid!;
     const displayName = record.server!.spec.displayName;
     const result = await store.update(record.name, (doc, server) => {
