@@ -64,6 +64,8 @@ export function maskUrl(url: string): string {
   const match = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^@/]*)@/.exec(url);
   if (!match) return url;
   const [user, password] = match[2].split(':', 2);
+  // A user alone is a token over http(s) (https://TOKEN@host), and a plain name over ssh (git@host).
+  if (password === undefined && !/^https?:/i.test(url)) return url;
   const shown = password === undefined ? '***' : `${user}:***`;
   return `${match[1]}${shown}@${url.slice(match[0].length)}`;
 }

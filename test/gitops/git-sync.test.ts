@@ -17,6 +17,7 @@ describe('what a git sync may be given', () => {
     expect(maskUrl('https://bot:s3cret-token@git.example/team/fleet.git')).toBe('https://bot:***@git.example/team/fleet.git');
     expect(maskUrl('https://ghp_abcdef123456@github.com/team/fleet')).toBe('https://***@github.com/team/fleet');
     expect(maskUrl('git@github.com:team/fleet.git')).toBe('git@github.com:team/fleet.git');
+    expect(maskUrl('ssh://git@github.com/team/fleet.git')).toBe('ssh://git@github.com/team/fleet.git');
   });
 
   it.each(['main', 'release/1.2', 'v1.2.3', 'a3f9c2d1e0b4a3f9c2d1e0b4a3f9c2d1e0b4a3f9'])('follows the ref %s', (ref) => {

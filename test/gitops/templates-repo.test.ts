@@ -97,6 +97,22 @@ describe('the templates folder when a templates repository is set', () => {
     }
   });
 
+  it('starts while the repository cannot be reached, reporting it in GET /health', async () => {
+    const service = await startTestService({ gitSync: { templates: { url: 'git://127.0.0.1:9/catalog', intervalSeconds: 60 } } });
+    try {
+      const health = await eventually(async () => {
+        const body = (await service.request('GET', '/health')).body;
+        return body.git_sync.templates.last_error ? body : undefined;
+      });
+      expect(health.status).toBe('degraded');
+      expect(health.git_sync.templates).toMatchObject({ commit: null, last_sync_at: null });
+      expect(health.problems.join('\n')).toMatch(/git sync of the templates from git:\/\/127\.0\.0\.1:9\/catalog: .*(unable to connect|refused)/i);
+      expect((await service.request('GET', '/servers')).status).toBe(200);
+    } finally {
+      await service.stop();
+    }
+  });
+
   it('refuses to start with a URL or ref the rules refuse', async () => {
     const root = await fs.mkdtemp(join(tmpdir(), 'devbox-gitops-refuse-'));
     try {
