@@ -71,6 +71,18 @@ export function maskUrl(url: string): string {
 }
 
 /**
+ * The URL without its secret, as the checkout records it (origin): a password goes, and over
+ * http(s) a user name too (a token). The full URL is given to git at each fetch, never stored.
+ */
+export function publicUrl(url: string): string {
+  const match = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^@/]*)@/.exec(url);
+  if (!match) return url;
+  const rest = url.slice(match[0].length);
+  if (/^https?:/i.test(url)) return match[1] + rest;
+  return `${match[1]}${match[2].split(':', 1)[0]}@${rest}`;
+}
+
+/**
  * Why the folder may not be made a checkout of `url`, or undefined when it may: it is missing,
  * empty, or already a git checkout whose origin is that URL. Never changes the folder.
  */
@@ -81,7 +93,7 @@ export async function checkoutProblem(folder: string, url: string): Promise<stri
   });
   if (entries.length === 0) return undefined;
   const origin = await originOf(folder);
-  if (origin === url) return undefined;
+  if (origin !== undefined && publicUrl(origin) === publicUrl(url)) return undefined;
   return origin === undefined
     ? `${folder} holds files and is not a git checkout`
     : `${folder} is a git checkout of ${maskUrl(origin)}, not of ${maskUrl(url)}`;
@@ -216,13 +228,13 @@ export class GitSync {
     if (origin === undefined) return this.cloneInto(folder, signal);
     const git = this.git(folder, signal);
     // Our own checkout of an earlier URL (a person's folder of another URL is refused at start-up).
-    if (origin !== url) await git.raw(['remote', 'set-url', '--', 'origin', url]);
+    if (publicUrl(origin) !== publicUrl(url)) await git.raw(['remote', 'set-url', '--', 'origin', publicUrl(url)]);
     return this.checkout(git);
   }
 
   /** Fetches the ref alone and moves the work tree to its commit; untracked files go, ignored ones stay. */
   private async checkout(git: SimpleGit): Promise<string> {
-    await git.raw(['fetch', '--quiet', '--force', '--no-tags', '--no-recurse-submodules', '--', 'origin', this.options.ref ?? 'HEAD']);
+    await git.raw(['fetch', '--quiet', '--force', '--no-tags', '--no-recurse-submodules', '--', this.options.url, this.options.ref ?? 'HEAD']);
     const commit = (await git.raw(['rev-parse', '--verify', '--end-of-options', 'FETCH_HEAD^{commit}'])).trim();
     if (!/^[0-9a-f]{40,64}$/.test(commit)) throw new Error(`git named the fetched commit "${commit}", which is not a commit id`);
     await git.raw(['checkout', '--quiet', '--force', '--detach', commit]);
@@ -241,7 +253,7 @@ export class GitSync {
     try {
       await this.git(dirname(folder), signal).raw(['init', '--quiet', temp]);
       const git = this.git(temp, signal);
-      await git.raw(['remote', 'add', '--', 'origin', this.options.url]);
+      await git.raw(['remote', 'add', '--', 'origin', publicUrl(this.options.url)]);
       const commit = await this.checkout(git);
       const entries = await fs.readdir(folder).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') return undefined;

@@ -6,10 +6,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkoutProblem, GitSync, maskUrl, refProblem } from '../../src/gitops/git-sync.ts';
+import { checkoutProblem, GitSync, maskUrl, publicUrl, refProblem } from '../../src/gitops/git-sync.ts';
 import { defaultGitSchemes } from '../../src/workspace/git-source.ts';
 import { eventually } from '../helpers/wait.ts';
 import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { serveGitHttp, type GitHttpServer } from './http-backend.ts';
 import { commit, head, makeGitRepo } from './repos.ts';
 
 describe('what a git sync may be given', () => {
@@ -18,6 +19,12 @@ describe('what a git sync may be given', () => {
     expect(maskUrl('https://ghp_abcdef123456@github.com/team/fleet')).toBe('https://***@github.com/team/fleet');
     expect(maskUrl('git@github.com:team/fleet.git')).toBe('git@github.com:team/fleet.git');
     expect(maskUrl('ssh://git@github.com/team/fleet.git')).toBe('ssh://git@github.com/team/fleet.git');
+  });
+
+  it('keeps the URL the checkout records free of secrets', () => {
+    expect(publicUrl('https://bot:s3cret@git.example/fleet.git')).toBe('https://git.example/fleet.git');
+    expect(publicUrl('https://ghp_abcdef123456@git.example/fleet.git')).toBe('https://git.example/fleet.git');
+    expect(publicUrl('ssh://git:pw@git.example/fleet.git')).toBe('ssh://git@git.example/fleet.git');
   });
 
   it.each(['main', 'release/1.2', 'v1.2.3', 'a3f9c2d1e0b4a3f9c2d1e0b4a3f9c2d1e0b4a3f9'])('follows the ref %s', (ref) => {
@@ -158,5 +165,49 @@ describe('GitSync', () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
     }
+  });
+});
+
+describe('GitSync over HTTP with a token in the URL', () => {
+  let base: string;
+  let repo: string;
+  let http: GitHttpServer;
+  const syncs: GitSync[] = [];
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    base = await fs.mkdtemp(join(tmpdir(), 'devbox-gitsync-http-'));
+    repo = await makeGitRepo(join(base, 'repos'), 'catalog', { 'python.yaml': 'id: python\n' });
+    http = await serveGitHttp(join(base, 'repos'), 'bot:s3cret-token-42');
+  });
+  afterAll(async () => {
+    for (const sync of syncs) await sync.dispose();
+    await http?.stop();
+    await fs.rm(base, { recursive: true, force: true });
+  });
+
+  const make = (folder: string, url: string) => {
+    const sync = new GitSync({ url, intervalMs: 3_600_000, folder, schemes: defaultGitSchemes(true), timeoutMs: 20_000, what: 'test', log: (line) => lines.push(line) });
+    syncs.push(sync);
+    return sync;
+  };
+
+  it('syncs, shows the URL masked, and writes the token nowhere on disk', async () => {
+    const folder = join(base, 'with-token');
+    const state = await make(folder, http.url('catalog', 'bot:s3cret-token-42')).syncNow();
+    expect(state).toMatchObject({ commit: head(repo), last_error: null, url: http.url('catalog', 'bot:***') });
+    expect(await fs.readFile(join(folder, 'python.yaml'), 'utf8')).toBe('id: python\n');
+    expect(await fs.readFile(join(folder, '.git', 'config'), 'utf8')).not.toContain('s3cret');
+    expect(await checkoutProblem(folder, http.url('catalog', 'bot:s3cret-token-42'))).toBeUndefined();
+  });
+
+  it('fails at once with a wrong token, asking nobody, and says so without the token', async () => {
+    const started = performance.now();
+    const state = await make(join(base, 'wrong-token'), http.url('catalog', 'bot:wrong-token-99')).syncNow();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(state.last_error).toMatch(/Authentication failed|401|could not read/i);
+    expect(JSON.stringify(state) + lines.join('\n')).not.toContain('wrong-token-99');
+    const anonymous = await make(join(base, 'no-token'), http.url('catalog')).syncNow();
+    expect(anonymous.last_error).toMatch(/Authentication failed|401|could not read|terminal prompts disabled/i);
   });
 });
