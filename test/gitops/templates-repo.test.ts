@@ -77,6 +77,24 @@ describe('the templates folder when a templates repository is set', () => {
     expect(loadSettings({ DEVBOX_TEMPLATES_DIR: '/srv/mine', DEVBOX_TEMPLATES_GIT_URL: 'https://git.example/catalog.git' }, { readConfig: false }).templatesDir).toBe('/srv/mine');
   });
 
+  it('is a folder inside the repository with DEVBOX_TEMPLATES_GIT_PATH', async () => {
+    const root = await fs.mkdtemp(join(tmpdir(), 'devbox-gitops-path-'));
+    const repos = join(root, 'repos');
+    await makeGitRepo(repos, 'platform', { 'README.md': '# platform\n', 'devbox/templates/go.yaml': template('go') });
+    const daemon = await serveGitDaemon(repos);
+    const service = await startTestService({
+      root, templatesDir: join(root, 'data', 'gitops', 'templates', 'devbox', 'templates'),
+      gitSync: { templates: { url: daemon.url('platform'), path: 'devbox/templates', intervalSeconds: 60 } },
+    });
+    try {
+      await eventually(async () => JSON.stringify(await listedIds(service)) === '["go"]', 15_000);
+      expect((await service.request('GET', '/health')).body.git_sync.templates.folder).toBe(join(root, 'data', 'gitops', 'templates'));
+    } finally {
+      await service.stop();
+      await daemon.stop();
+    }
+  });
+
   it('refuses to start over a folder of other files, saying what to change, and leaves the files alone', async () => {
     const root = await fs.mkdtemp(join(tmpdir(), 'devbox-gitops-refuse-'));
     try {
