@@ -88,6 +88,6 @@ describe('a hand-written manifest', () => {
     await fs.writeFile(join(service.settings.manifestsDir, 'by-hand.yaml'), stringify(manifest));
     const entry = await eventually(async () => (await service.request('GET', '/manifests')).body.find((m: { name: string }) => m.name === 'by-hand'));
     expect(entry.valid).toBe(false);
-    expect(entry.errors).toEqual(['spec.settings: holds more than 1000 keys and array items: keep only the settings that differ from the defaults']);
+    expect(entry.errors).toEqual([`${join(service.settings.manifestsDir, 'by-hand.yaml')}:8:5: spec.settings: holds more than 1000 keys and array items: keep only the settings that differ from the defaults`]);
   });
 });

@@ -407,7 +407,8 @@ describe('reconcile', () => {
 
     expect(await reconciler.reconcile('typo')).toBeUndefined();
     const record = reconciler.records.get('typo')!;
-    expect(record.problems).toEqual(['spec: unknown field "colour"', 'spec.running: must be boolean']);
+    // Each problem says where: file:line:column.
+    expect(record.problems).toEqual([`${store.fileOf('typo')}:9:3: spec: unknown field "colour"`, `${store.fileOf('typo')}:8:12: spec.running: must be boolean`]);
     expect(record.server?.status?.phase).toBe('Running'); // the last valid state stays visible
     expect(runtime.alive('typo')).toHaveLength(1);
     expect(runtime.stops).toEqual([]);
@@ -424,7 +425,7 @@ describe('reconcile', () => {
   it('records the problems of a manifest that was never valid, and launches nothing', async () => {
     await writeFile(store.fileOf('never'), 'apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: not-never\nspec:\n  running: true\n');
     await reconciler.reconcile('never');
-    expect(reconciler.records.get('never')).toEqual({ name: 'never', problems: ['metadata.name: "not-never" must equal the file name "never"'] });
+    expect(reconciler.records.get('never')).toEqual({ name: 'never', problems: [`${store.fileOf('never')}:4:9: metadata.name: "not-never" must equal the file name "never"`] });
     expect(runtime.launches).toEqual([]);
   });
 
