@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './api/app.ts';
 import { serversRouter } from './api/servers.ts';
+import { LiveConfig } from './config/live-config.ts';
 import type { Settings } from './config/settings.ts';
 import { Controller } from './controller/controller.ts';
 import { PortAllocator, portIsFree } from './controller/ports.ts';
@@ -23,6 +24,11 @@ import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from 
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
+import { templatesHealth } from './api/routes/templates.ts';
+import { TemplateCatalog } from './templates/catalog.ts';
+import { configHealthSection, configRouter } from './api/routes/config.ts';
+import { syncRouter } from './api/routes/sync.ts';
+import { GitOps, gitOpsProblem } from './gitops/gitops.ts';
 
 export interface Service {
   url: string;
@@ -70,7 +76,13 @@ export async function startService(settings: Settings, log: (message: string) =>
 }
 
 async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () => Promise<void>, log: (message: string) => void): Promise<Service> {
+  // `config` is what the service started with (for what only a restart changes); `live` follows the file.
   const { config } = settings;
+  // Git sync settings (a URL, a ref, a person's templates folder) that cannot work refuse the start.
+  const gitSchemes = config.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity);
+  const gitopsRefusal = await gitOpsProblem(settings, gitSchemes);
+  if (gitopsRefusal) throw new StartupError(gitopsRefusal);
+  const live = new LiveConfig({ file: settings.configFile, initial: config, log });
   const layout = new DataLayout(settings.dataDir);
   const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
   const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
@@ -79,8 +91,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const ports = new PortAllocator(config.ports);
   let controller: Controller | undefined;
   const reconciler = new Reconciler({
-    store, runtime, ports, layout, logs, config,
-    gitSchemes: config.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity),
+    store, runtime, ports, layout, logs,
+    get config() {
+      return live.current;
+    },
+    gitSchemes: defaultGitSchemes(!settings.requireIdentity),
     portIsFree,
     installer: new CodeServerExtensionInstaller(editor.path),
     enqueue: (name) => controller?.enqueue(name),
@@ -90,7 +105,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     store, runtime, reconciler,
     workers: config.controller.workers,
     resyncMs: config.controller.resyncSeconds * 1000,
-    stopGraceMs: config.editor.stopGraceSeconds * 1000,
+    get stopGraceMs() {
+      return live.current.editor.stopGraceSeconds * 1000;
+    },
     log,
   });
   const stats = new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000);
@@ -108,18 +125,46 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
 
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
+  // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
+  const templates = new TemplateCatalog({
+    dir: settings.templatesDir,
+    // Read at each check: the config file can change while the service runs.
+    get gitSchemes() {
+      return live.current.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity);
+    },
+    get maxArchiveBytes() {
+      return live.current.workspace.maxUploadMb * 1024 * 1024;
+    },
+    log,
+  });
+  healthSections.set('templates', templatesHealth(templates));
+  healthSections.set('config', configHealthSection(live));
+  const gitops = new GitOps({
+    settings, store, schemes: gitSchemes, timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
+    enqueue: (name) => controller?.enqueue(name), requestDeletion: (name) => reconciler.requestDeletion(name), log,
+  });
+  healthSections.set('git_sync', gitops.healthSection());
   const health = serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections });
   const app = createApp({
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
+      configRouter(live, defaultGitSchemes(!settings.requireIdentity)),
+      syncRouter(gitops),
       serversRouter({
         store, controller, stats, logs, layout,
-        extensionGroups: config.extensionGroups,
+        get extensionGroups() {
+          return live.current.extensionGroups;
+        },
         excludedPort: (port) => ports.excluded(port),
-        startTimeoutMs: config.editor.startTimeoutSeconds * 1000,
-        stopTimeoutMs: (config.editor.stopGraceSeconds + 10) * 1000,
-      }),
+        ownerOf: (name) => gitops.ownerOf(name),
+        get startTimeoutMs() {
+          return live.current.editor.startTimeoutSeconds * 1000;
+        },
+        get stopTimeoutMs() {
+          return (live.current.editor.stopGraceSeconds + 10) * 1000;
+        },
+      }, templates),
     ],
     log,
   });
@@ -187,6 +232,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
 
   const shutDown = async (stopEditors: boolean) => {
+    await gitops.dispose();
+    await live.dispose();
     await logStreams.close();
     proxy.close();
     for (const socket of upgraded) socket.destroy();
@@ -194,8 +241,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
     await controller.stop({ stopEditors });
     stats.dispose();
+    await templates.dispose();
     // Also any editor of this data folder the controller does not track (an invalid manifest's).
-    if (stopEditors) await stopAllEditors(layout.editorsDir, config.editor.stopGraceSeconds * 1000);
+    if (stopEditors) await stopAllEditors(layout.editorsDir, live.current.editor.stopGraceSeconds * 1000);
     await logs.close();
     await releaseLocks();
   };
@@ -209,6 +257,16 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     ports.exclude(port, 'the port of this service itself (devbox-controller listens on it)');
     await controller.start();
     stats.start();
+    await gitops.start();
+    await templates.start();
+    // A valid edit of the config file: new servers get the new port range; servers follow their groups' new extensions and settings.
+    live.onChange((before, after) => {
+      if (before.ports.min !== after.ports.min || before.ports.max !== after.ports.max) ports.setRange(after.ports);
+      if (JSON.stringify(before.extensionGroups) !== JSON.stringify(after.extensionGroups)) {
+        controller.resync().catch((error) => log(`looking at every server after a config edit failed: ${(error as Error).message}`));
+      }
+    });
+    await live.watch();
   } catch (error) {
     markFailed(error);
     await shutDown(false);
