@@ -4,19 +4,35 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { HttpError } from '../core/errors.ts';
 
-const IDENTITY_HEADERS = ['x-forwarded-email', 'x-forwarded-user', 'x-forwarded-preferred-username'];
+/**
+ * The front proxy sends both on every request it lets through. X-Forwarded-Preferred-Username
+ * alone does not count: the proxy never sends it without them, so it names nobody it signed in.
+ */
+const IDENTITY_HEADERS = ['x-forwarded-email', 'x-forwarded-user'] as const;
+
+/** Who the front proxy says sent the request: the email, else the user id; undefined when neither is there. */
+export function forwardedUser(req: IncomingMessage): string | undefined {
+  for (const name of IDENTITY_HEADERS) {
+    const value = req.headers[name];
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
+  }
+  return undefined;
+}
 
 export function hasForwardedIdentity(req: IncomingMessage): boolean {
-  return IDENTITY_HEADERS.some((h) => typeof req.headers[h] === 'string' && req.headers[h] !== '');
+  return forwardedUser(req) !== undefined;
 }
 
 export const unauthenticated = (): HttpError =>
-  new HttpError(401, 'UNAUTHENTICATED', 'this service is reached through the Databricks Apps front door, which signs you in; open the app URL instead');
+  new HttpError(401, 'UNAUTHENTICATED', 'this service is reached through the Databricks Apps front door, which signs you in and sends X-Forwarded-Email: open the app URL instead');
 
-/** Express middleware: 401 for requests without a forwarded identity. Preflights pass. */
+/**
+ * Express middleware: 401 for every request without a forwarded identity, GET /health included.
+ * (A CORS preflight is answered before it, by the CORS middleware: 204 and headers, no data.)
+ */
 export function requireForwardedIdentity(): RequestHandler {
   return (req, _res, next) => {
-    if (req.method === 'OPTIONS' || req.path === '/health' || hasForwardedIdentity(req)) return next();
+    if (hasForwardedIdentity(req)) return next();
     next(unauthenticated());
   };
 }
