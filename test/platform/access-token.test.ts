@@ -2,11 +2,14 @@
 // at start-up and written to the router's configuration, failures reported and retried without
 // stopping the service, rotated before it expires, and revoked once replaced and at shutdown.
 import { promises as fs } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TokenWritten } from '../../src/platform/token-keeper.ts';
 import { eventually, startBystander, startTestService, type TestService } from '../helpers/service.ts';
 import { startFakeWorkspace, type FakeWorkspace } from './fake-workspace.ts';
 import { fakeWorkspaceSettings, tempHome } from './platform-settings.ts';
+import { loadSettings, platformSettings } from '../../src/config/settings.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -150,6 +153,47 @@ describe('a token that cannot be created', () => {
     workspace.setReachable(true);
     const token = await eventually(() => workspace.tokens[0]);
     expect((await eventually(() => readJson(routerConfigOf(home)))).Providers[0].api_key).toBe(token.value);
+  });
+});
+
+describe('a workspace that does not answer', () => {
+  it('is given up on after the call bound, reported, and tried again', async () => {
+    // Accepts connections and never answers, as a black-holed workspace would.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => { silent.closeAllConnections(); silent.close(resolve); }));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const home = await tempHome();
+    cleanups.push(() => fs.rm(home, { recursive: true, force: true }));
+    const started = performance.now();
+    const service = await startTestService({
+      platform: fakeWorkspaceSettings({ url, clientId: 'id', clientSecret: 'secret' } as FakeWorkspace, home, {}, { callTimeoutMs: 500 }),
+    });
+    cleanups.push(() => service.stop());
+    // The service serves at once.
+    expect((await service.request('GET', '/servers')).status).toBe(200);
+    const health = await eventually(async () => {
+      const answer = await service.request('GET', '/health');
+      return answer.body.assistant?.last_error ? answer : undefined;
+    });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(health.body.assistant.last_error).toContain(`the workspace at ${url} cannot be reached`);
+    expect(health.body.assistant.next_attempt_at).not.toBeNull();
+  });
+});
+
+describe('a deployed app without credentials', () => {
+  it('serves, and says in GET /health which variables to set', async () => {
+    const home = await tempHome();
+    cleanups.push(() => fs.rm(home, { recursive: true, force: true }));
+    const platform = loadSettings({ DATABRICKS_APP_NAME: 'devbox', DATABRICKS_HOST: 'adb-1.azuredatabricks.net' }, { readConfig: false }).platform!;
+    const service = await startTestService({ platform: platformSettings({ ...platform, homeDir: home }) });
+    cleanups.push(() => service.stop());
+    const health = await service.request('GET', '/health');
+    expect(health.body.status).toBe('degraded');
+    expect(health.body.assistant).toMatchObject({ configured: false, token: null });
+    expect(health.body.assistant.last_error).toContain('DATABRICKS_CLIENT_ID, DATABRICKS_CLIENT_SECRET are not set');
+    expect(await fs.readdir(home)).toEqual([]);
   });
 });
 
