@@ -2,6 +2,7 @@
 import type { ServerRecord } from '../controller/reconciler.ts';
 import type { EditorServer, Phase } from '../manifests/types.ts';
 import type { ProcessStats } from '../runtime/stats.ts';
+import { ownerOf } from './access.ts';
 
 /** The interface's status word for each phase: `running` and `stopped` once settled. */
 const STATUS: Record<Phase, string> = {
@@ -42,6 +43,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     cpu_percent: stats?.cpuPercent ?? 0,
     memory_mb: stats?.memoryMb ?? 0,
     manifest: server.metadata.name,
+    // Who created it (the annotation devbox.dev/owner), null when nobody signed in did.
+    owner: ownerOf(server) ?? null,
     phase: status?.phase ?? 'Pending',
     reason: status?.reason ?? null,
     message: status?.message ?? null,

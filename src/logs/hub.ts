@@ -201,10 +201,10 @@ export class LogHub {
     if (options.remove) await fs.promises.rm(this.rawPaths(name).dir, { recursive: true, force: true });
   }
 
-  /** The newest `lines` entries, newest last; name null merges all servers by time. */
-  tail(name: string | null, lines: number): LogEntry[] {
+  /** The newest `lines` entries, newest last; name null merges all servers by time (those `include` accepts, when given). */
+  tail(name: string | null, lines: number, include?: (name: string) => boolean): LogEntry[] {
     if (name !== null) return this.#servers.get(name)?.ring.last(lines) ?? [];
-    const all = [...this.#servers.values()].flatMap((tracked) => tracked.ring.last(lines));
+    const all = [...this.#servers].flatMap(([each, tracked]) => (!include || include(each) ? tracked.ring.last(lines) : []));
     // ISO timestamps sort as strings; the stable sort keeps each server's own order on ties.
     all.sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0));
     return lines <= 0 ? [] : all.slice(-lines);

@@ -13,12 +13,19 @@ export interface LogStreamOptions {
   maxBufferedBytes?: number;
   /** Ping period; a client that has not answered the previous ping is dropped. Default 30 s. */
   pingIntervalMs?: number;
+  /**
+   * Which servers' entries the client of `req` may receive, by manifest name, asked again for
+   * every entry (the answer may change while the stream is open). Default: every server's.
+   */
+  visibleTo?: (req: IncomingMessage) => (name: string) => boolean;
 }
 
 interface Client {
   ws: WebSocket;
   /** The manifest name it follows, or null for all servers. */
   name: string | null;
+  /** Whether it may receive a server's entries; undefined: every server's. */
+  sees?: (name: string) => boolean;
   alive: boolean;
 }
 
@@ -40,20 +47,23 @@ function frame(entry: LogEntry): string {
 /** Serves the log streams from a LogHub; the HTTP server hands it its 'upgrade' events. */
 export class LogStreamServer {
   readonly #hub: LogHub;
-  readonly #resolve: (id: string) => { name: string } | undefined;
+  readonly #resolve: (id: string, req: IncomingMessage) => { name: string } | undefined;
+  readonly #visibleTo: LogStreamOptions['visibleTo'];
   readonly #maxBufferedBytes: number;
   readonly #wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: 4096 });
   readonly #clients = new Set<Client>();
   readonly #unsubscribe: () => void;
   readonly #pingTimer: NodeJS.Timeout;
 
+  /** `resolve`: the server behind an id for this request, or undefined (unknown, or not the requester's to see). */
   constructor(
     hub: LogHub,
-    resolve: (id: string) => { name: string } | undefined,
+    resolve: (id: string, req: IncomingMessage) => { name: string } | undefined,
     options: LogStreamOptions = {},
   ) {
     this.#hub = hub;
     this.#resolve = resolve;
+    this.#visibleTo = options.visibleTo;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024;
     // One subscription for all clients, so each entry is serialised once however many listen.
     this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
@@ -83,7 +93,7 @@ export class LogStreamServer {
       tail = parseTailParam(params.get('tail') ?? undefined);
       if (match[1] !== undefined) {
         const id = decodeURIComponent(match[1]);
-        const server = this.#resolve(id);
+        const server = this.#resolve(id, req);
         if (!server) throw notFound(id);
         name = server.name;
       }
@@ -92,7 +102,8 @@ export class LogStreamServer {
       writeRawError(socket, error.status, error.code, error.message);
       return true;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail));
+    const sees = this.#visibleTo?.(req);
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail, sees));
     return true;
   }
 
@@ -113,15 +124,16 @@ export class LogStreamServer {
     this.#wss.close();
   }
 
-  #connect(ws: WebSocket, name: string | null, tail: number): void {
-    const client: Client = { ws, name, alive: true };
+  #connect(ws: WebSocket, name: string | null, tail: number, sees: Client['sees']): void {
+    const client: Client = { ws, name, sees, alive: true };
     ws.on('pong', () => {
       client.alive = true;
     });
     ws.on('close', () => this.#clients.delete(client));
     ws.on('error', () => ws.terminate()); // a broken connection; 'close' follows
     // Replay and joining happen in one turn of the event loop: nothing in between is missed or doubled.
-    for (const entry of this.#hub.tail(name, tail)) this.#send(client, frame(entry));
+    const replay = name !== null && sees && !sees(name) ? [] : this.#hub.tail(name, tail, sees);
+    for (const entry of replay) this.#send(client, frame(entry));
     this.#clients.add(client);
   }
 
@@ -129,6 +141,7 @@ export class LogStreamServer {
     let data: string | undefined;
     for (const client of this.#clients) {
       if (client.name !== null && client.name !== entry.name) continue;
+      if (client.sees && !client.sees(entry.name)) continue;
       data ??= frame(entry);
       this.#send(client, data);
     }

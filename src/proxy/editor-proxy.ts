@@ -22,8 +22,11 @@ const CREDENTIAL_COOKIE = new RegExp(`^(__host-|__secure-)?(${SERVICE_COOKIE_PRE
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded-access-token'];
 
 export interface EditorProxyOptions {
-  /** Where the managed editor running on the port answers; undefined for any other port, which is never contacted. */
-  route: (port: number) => EditorEndpoint | undefined;
+  /**
+   * Where the managed editor running on the port answers for this request; undefined for any
+   * other port, and for an editor the requester may not reach, which is never contacted.
+   */
+  route: (port: number, req: IncomingMessage) => EditorEndpoint | undefined;
   /** Connections kept open to one editor, in use and idle together. Default 64. */
   maxSocketsPerEditor?: number;
   /** An editor silent this long on a request gets the request a 502. Default 60 s; WebSockets are exempt. */
@@ -52,7 +55,7 @@ const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT',
 
 /** Streams HTTP requests and WebSocket upgrades to editors over a bounded keep-alive pool. */
 export class EditorProxy {
-  readonly #route: (port: number) => EditorEndpoint | undefined;
+  readonly #route: EditorProxyOptions['route'];
   readonly #log: (message: string) => void;
   readonly #agent: http.Agent;
   readonly #proxy: httpProxy;
@@ -96,7 +99,7 @@ export class EditorProxy {
         next();
         return;
       }
-      route.target = this.#route(route.port);
+      route.target = this.#route(route.port, req);
       if (!route.target) {
         writeError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
         return;
@@ -123,7 +126,7 @@ export class EditorProxy {
     if (!route) return false;
     // Until http-proxy pipes the socket nothing else listens for its errors (a client that left).
     socket.on('error', () => socket.destroy());
-    route.target = this.#route(route.port);
+    route.target = this.#route(route.port, req);
     if (!route.target) {
       writeRawError(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
       return true;

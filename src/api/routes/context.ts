@@ -11,6 +11,7 @@ import type { ManifestStore } from '../../manifests/store.ts';
 import type { EditorServer, Phase } from '../../manifests/types.ts';
 import type { StatsSampler } from '../../runtime/stats.ts';
 import type { DataLayout } from '../../workspace/layout.ts';
+import type { ServerAccess } from '../access.ts';
 import { lifecycleView } from '../views.ts';
 
 export interface ServersDeps {
@@ -28,6 +29,8 @@ export interface ServersDeps {
   readonly stopTimeoutMs: number;
   /** The git repository and file that declare this server when a GitOps repository owns it (src/gitops/). */
   ownerOf?: (name: string) => { repository: string; file: string } | undefined;
+  /** Who may see and drive which server (the config's `access` policy). */
+  access: ServerAccess;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>
@@ -38,13 +41,13 @@ export function folderMissing(store: ManifestStore): HttpError {
     `the manifests folder ${store.dir} is missing: bring it back (the service waits for it), then try again`);
 }
 
-/** The record behind an :id, or 404. */
+/** The record behind an :id, or 404: also when the requester may not see it, which answers as an unknown id does. */
 export function findServer(deps: ServersDeps, req: Request): ServerRecord {
   const reconciler = deps.controller.reconciler;
   const id = String(req.params.id);
   const name = reconciler.nameOfUid(id);
   const record = name === undefined ? undefined : reconciler.records.get(name);
-  if (!record?.server) throw notFound(id);
+  if (!record?.server || !deps.access.sees(req, record.server)) throw notFound(id);
   return record;
 }
 

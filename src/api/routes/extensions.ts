@@ -21,7 +21,7 @@ const validateGroup = compileBodySchema<{ groupName?: string; group_name?: strin
 export function extensionRoutes(deps: ServersDeps, router: Router): void {
   router.post('/servers/create-metadata', async (req, res) => {
     const { name } = checkBody(validateMetadata, req.body);
-    res.status(201).json(await createServer(deps, { name, extensions: [] }));
+    res.status(201).json(await createServer(deps, req, { name, extensions: [] }));
   });
 
   router.post('/servers/:id/install-extensions', async (req, res) => {

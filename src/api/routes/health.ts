@@ -10,8 +10,10 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
   const { controller, stats } = deps;
   const reconciler = controller.reconciler;
 
-  router.post('/servers/refresh-all', async (_req, res) => {
-    const records = [...reconciler.records.values()].filter((r) => r.server?.metadata.uid);
+  router.post('/servers/refresh-all', async (req, res) => {
+    // Only the servers the requester may see: another user's are neither refreshed nor counted.
+    const sees = deps.access.filterFor(req);
+    const records = [...reconciler.records.values()].filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)));
     const servers = await Promise.all(records.map((r) => refresh(r)));
     const updated = servers.filter((s) => s.updated).length;
     res.json({

@@ -5,8 +5,11 @@ import type { ServersDeps } from './context.ts';
 
 export function manifestRoutes(deps: ServersDeps, router: Router): void {
   const { store, controller } = deps;
-  router.get('/manifests', (_req, res) => {
-    res.json([...controller.reconciler.records.values()].map((r) => ({
+  router.get('/manifests', (req, res) => {
+    // Only the files of servers the requester may see (a file never valid has no owner: admins only).
+    const sees = deps.access.filterFor(req);
+    const records = [...controller.reconciler.records.values()].filter((r) => !sees || sees(r.server));
+    res.json(records.map((r) => ({
       name: r.name,
       file: store.fileOf(r.name),
       id: r.server?.metadata.uid ?? null,

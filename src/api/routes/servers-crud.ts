@@ -1,7 +1,7 @@
 // GET /servers, GET /servers/{id} and POST /servers: list, read and create servers.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError } from '../../core/errors.ts';
@@ -31,9 +31,11 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
   const { controller, stats } = deps;
   const reconciler = controller.reconciler;
 
-  router.get('/servers', (_req, res) => {
+  router.get('/servers', (req, res) => {
+    // Undefined while the requester may see every server: the listing costs nothing more then.
+    const sees = deps.access.filterFor(req);
     const list = [...reconciler.records.values()]
-      .filter((r) => r.server?.metadata.uid)
+      .filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)))
       .map((r) => serverView(r, r.server!.status?.pid ? stats.get(r.name) : undefined));
     res.json(list);
   });
@@ -44,7 +46,7 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
   });
 
   router.post('/servers', async (req, res) => {
-    res.status(201).json(await createServer(deps, checkCreateBody(deps, req.body)));
+    res.status(201).json(await createServer(deps, req, checkCreateBody(deps, req.body)));
   });
 }
 
@@ -68,11 +70,13 @@ export function unknownGroupsProblem(deps: ServersDeps, names: string[] | undefi
  * Writes a new, stopped server's manifest (its port claimed first) and waits, bounded, for the
  * controller to give it its port and workspace; answers the created record either way.
  * The body must have been checked already; `more` adds to the spec (a workspace source), and
- * `annotations` go into the manifest's metadata (the template it came from).
+ * `annotations` go into the manifest's metadata (the template it came from), with the owner:
+ * the user `req` comes from.
  */
-export async function createServer(deps: ServersDeps, body: CreateBody, more: Partial<EditorServerSpec> = {}, annotations?: Record<string, string>) {
+export async function createServer(deps: ServersDeps, req: Request, body: CreateBody, more: Partial<EditorServerSpec> = {}, annotations: Record<string, string> = {}) {
   const { store, controller } = deps;
   const reconciler = controller.reconciler;
+  const owned = { ...annotations, ...deps.access.ownerAnnotations(req) };
   const displayName = body.name.trim();
   const uid = randomUUID();
   const base = slugify(displayName);
@@ -80,7 +84,7 @@ export async function createServer(deps: ServersDeps, body: CreateBody, more: Pa
   const server: EditorServer = {
     apiVersion: API_VERSION,
     kind: KIND,
-    metadata: { name, uid, ...(annotations ? { annotations } : {}) },
+    metadata: { name, uid, ...(Object.keys(owned).length > 0 ? { annotations: owned } : {}) },
     spec: {
       displayName,
       running: false,
@@ -100,13 +104,18 @@ export async function createServer(deps: ServersDeps, body: CreateBody, more: Pa
   if (body.port !== undefined) {
     const excluded = deps.excludedPort(body.port);
     if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
-    const owner = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
-    if (owner) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} belongs to server "${owner.server!.spec.displayName ?? owner.name}": choose another port or leave it out`);
+    // A server the requester may not see is not named.
+    const holder = (name: string) => {
+      const held = reconciler.records.get(name)?.server;
+      return deps.access.sees(req, held) ? `belongs to server "${held?.spec.displayName ?? name}"` : 'is taken by another server';
+    };
+    const holding = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
+    if (holding) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} ${holder(holding.name)}: choose another port or leave it out`);
     if (!ports.reserve(claim, body.port)) {
-      const holder = ports.owner(body.port);
-      throw new HttpError(409, 'PORT_TAKEN', holder?.startsWith('create:')
+      const held = ports.owner(body.port);
+      throw new HttpError(409, 'PORT_TAKEN', held?.startsWith('create:')
         ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
-        : `port ${body.port} belongs to server "${holder}": choose another port or leave it out`);
+        : `port ${body.port} ${holder(held ?? '')}: choose another port or leave it out`);
     }
   } else if ((await ports.allocate(claim)) === undefined) {
     const { min, max } = ports.range;

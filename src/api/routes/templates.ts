@@ -60,7 +60,7 @@ export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, rout
       ...(spec.settings ? { settings: spec.settings } : {}),
     });
     const source = await sourceOf(found, where);
-    const created = await createServer(deps, createBody, source ? { workspace: { source } } : {}, {
+    const created = await createServer(deps, req, createBody, source ? { workspace: { source } } : {}, {
       [TEMPLATE_ANNOTATION]: found.id,
       [TEMPLATE_VERSION_ANNOTATION]: found.version,
     });

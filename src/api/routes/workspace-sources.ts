@@ -71,7 +71,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
     }
     const source = await sourceOf(req);
-    const created = await createServer(deps, body, { workspace: { source } });
+    const created = await createServer(deps, req, body, { workspace: { source } });
     const record = await populated(deps, created.id!, timeoutMs());
     const failure = problemOf(record);
     if (failure !== undefined) {
