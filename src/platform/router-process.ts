@@ -69,6 +69,8 @@ export interface RouterState {
   next_start_at: string | null;
   /** No config file yet: the router starts once the access token is written to it. */
   waiting_for_config: boolean;
+  /** A live claude-code-router the service did not start holds the pid file, so the service's cannot start. */
+  blocked_by_pid: number | null;
   config_file: string;
   log_file: string;
   /** Put on the PATH of editors: `ccr code` in an editor terminal uses this router. */
@@ -102,7 +104,8 @@ export class RouterProcess {
   private disposed = false;
   /** One start or stop at a time. */
   private chain: Promise<void> = Promise.resolve();
-  private foreignReported: number | undefined;
+  /** The pid of a router the service did not start that held the pid file at the last launch. */
+  private foreign: number | undefined;
 
   constructor(options: RouterProcessOptions) {
     this.options = {
@@ -176,6 +179,7 @@ export class RouterProcess {
       last_exit: this.lastExit ?? null,
       next_start_at: this.nextStartAt === undefined ? null : new Date(this.nextStartAt).toISOString(),
       waiting_for_config: !current && !this.hasConfig(),
+      blocked_by_pid: !current && this.foreign !== undefined && isRouterProcess(this.foreign, this.options.cliPath) ? this.foreign : null,
       config_file: this.configFile,
       log_file: this.logFile,
       command: join(this.binDir, 'ccr'),
@@ -188,6 +192,9 @@ export class RouterProcess {
       read: () => ({ ...this.state() }),
       problems: () => {
         const state = this.state();
+        if (state.blocked_by_pid !== null) {
+          return [`assistant_router: a claude-code-router the service did not start (pid ${state.blocked_by_pid}) holds ${this.pidFile}, so the service's cannot start and that one keeps the token it started with: run \`ccr stop\` in an editor terminal`];
+        }
         if (state.running || !state.next_start_at || !state.last_exit) return [];
         const exit = state.last_exit.signal ? `signal ${state.last_exit.signal}` : `code ${state.last_exit.code}`;
         return [`assistant_router: claude-code-router exited (${exit}) and starts again at ${state.next_start_at}: its output is in ${state.log_file}`];
@@ -327,15 +334,17 @@ export class RouterProcess {
     try {
       pid = Number.parseInt(readFileSync(this.pidFile, 'utf8'), 10);
     } catch {
+      this.foreign = undefined;
       return;
     }
     if (Number.isInteger(pid) && pid > 0 && isRouterProcess(pid, this.options.cliPath)) {
-      if (this.foreignReported !== pid) {
-        this.foreignReported = pid;
+      if (this.foreign !== pid) {
+        this.foreign = pid;
         this.options.log(`assistant router: a claude-code-router this service did not start (pid ${pid}, in ${this.pidFile}) is running, so the service's cannot: stop it (ccr stop) and the service starts its own`);
       }
       return;
     }
+    this.foreign = undefined;
     rmSync(this.pidFile, { force: true });
   }
 
