@@ -1,7 +1,8 @@
 // Runs claude-code-router (ccr), the local proxy that editors' coding assistants send model
 // requests to: launched with the service's own Node.js once its config file exists, started again
 // when it exits (with a capped backoff) and after a token rotation, stopped with the service.
-// Only a router this service launched is ever signalled.
+// Only a router this service launched, in this run or an earlier one on the same data folder, is
+// ever signalled.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -315,7 +316,12 @@ export class RouterProcess {
     // Marks the exit as asked for: no restart is scheduled for it.
     running.child.kill('SIGTERM');
     await stopProcessGroup(running.identity, this.options.stopGraceMs);
-    await running.exited;
+    // Node reports the exit once it has reaped the process; a process that SIGKILL did not end
+    // (stuck in the kernel) must not hold up the shutdown.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([running.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]);
+    clearTimeout(timer);
+    if (this.current === running) this.afterExit(running, { code: null, signal: 'SIGKILL' }, running.startedAt);
   }
 
   private clearRestartTimer(): void {
