@@ -33,9 +33,11 @@ function writeManifest(name: string, extensions: string[]): Promise<void> {
 const byManifest = async (name: string) =>
   (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
 
-/** The pid of the stub installer hanging for this server, once it runs. */
-const hangingInstaller = (name: string) => eventually(async () =>
-  Number(await fs.readFile(`${service.settings.dataDir}/editors/${name}/extensions/hanging-install.pid`, 'utf8')));
+/** The pid of the stub installer hanging for this server, once it runs (the file may be read before its pid is written in). */
+const hangingInstaller = (name: string) => eventually(async () => {
+  const pid = Number(await fs.readFile(`${service.settings.dataDir}/editors/${name}/extensions/hanging-install.pid`, 'utf8'));
+  return pid > 0 ? pid : undefined;
+});
 
 describe('a long extension install', () => {
   it('leaves the worker free, and a spec change cancels it and ends its process', async () => {
