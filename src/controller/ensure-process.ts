@@ -22,6 +22,23 @@ export function adoptEditor(ctx: ReconcileContext, name: string, identity: Edito
  * Whether the server's editor is alive, after adopting the one its status names when /proc
  * says it is ours; or a result to return when its exit is about to be reported.
  */
+/**
+ * A pid in a status read from disk, before this service has seen its editor: kept when it is this
+ * server's editor ('owned'), or dead (its exit is handled as a crash); a live process that is not
+ * is cleared from the status, with a warning, and never signalled. Run before the status is shown,
+ * so no answer ever names a process the service did not launch.
+ */
+export function distrustForeignPid(ctx: ReconcileContext, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
+  const { runtime } = ctx.deps;
+  const recorded = status.pid && status.pidStartTicks !== undefined ? { pid: status.pid, startTicks: status.pidStartTicks } : undefined;
+  if (recorded && runtime.owns(name, recorded)) return 'owned';
+  if (recorded && !runtime.isAlive(recorded)) return 'dead';
+  ctx.warn(name, `status.pid ${status.pid} is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
+  clearProcess(status);
+  if (status.phase === 'Running' || status.phase === 'Starting' || status.phase === 'Stopping') status.phase = 'Pending';
+  return 'cleared';
+}
+
 export async function observeProcess(
   ctx: ReconcileContext, name: string, status: EditorServerStatus, port: number,
 ): Promise<{ alive: boolean; wait?: ReconcileResult }> {
@@ -29,15 +46,12 @@ export async function observeProcess(
   const live = ctx.cache.live(name);
   if (status.pid && status.pid === ctx.cache.stoppedWhileMissing.get(name)) clearProcess(status);
   ctx.cache.stoppedWhileMissing.delete(name);
-  if (!live.identity && status.pid) {
-    const recorded = status.pidStartTicks === undefined ? undefined : { pid: status.pid, startTicks: status.pidStartTicks };
-    const owned = recorded && runtime.owns(name, recorded);
-    if (recorded && owned) {
+  if (!live.identity && status.pid && distrustForeignPid(ctx, name, status) === 'owned') {
+    const recorded = { pid: status.pid, startTicks: status.pidStartTicks! };
+    const owned = runtime.owns(name, recorded);
+    if (owned) {
       adoptEditor(ctx, name, recorded, owned.endpoint);
       live.healthy = (await checkHealth(owned.endpoint ?? runtime.endpointOf(port))).ok;
-    } else if (!recorded || runtime.isAlive(recorded)) {
-      ctx.warn(name, `status.pid ${status.pid} is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
-      clearProcess(status);
     }
   }
   const alive = live.identity !== undefined && runtime.isAlive(live.identity);

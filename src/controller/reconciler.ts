@@ -13,7 +13,7 @@ import { ensureExtensions } from './ensure-extensions.ts';
 import { observeRunning, recordHealth } from './ensure-health.ts';
 import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
-import { adoptEditor, observeProcess } from './ensure-process.ts';
+import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';
 import { ServerIdentities } from './identity.ts';
@@ -149,6 +149,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const server = read.server;
     const { uid, warning } = ensureIdentity(this.identities, deps.layout, name, server);
     const record = cache.setRecord({ name, server });
+    // In the same tick as the record is shown: no answer names a process the service did not launch.
+    if (server.status?.pid && !live.identity) distrustForeignPid(this, name, server.status);
     record.absence = undefined;
     const displayName = server.spec.displayName ?? name;
     deps.logs.track({ name, id: uid, displayName });
