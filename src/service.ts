@@ -1,5 +1,6 @@
 // Puts the pieces together: manifests, controller, runtime, logs, proxy and the HTTP server.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { homedir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './api/app.ts';
@@ -21,6 +22,7 @@ import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
 import { writeError, writeRawError } from './core/errors.ts';
 import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
+import { ServerAccess } from './api/access.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
@@ -29,6 +31,8 @@ import { TemplateCatalog } from './templates/catalog.ts';
 import { configHealthSection, configRouter } from './api/routes/config.ts';
 import { syncRouter } from './api/routes/sync.ts';
 import { GitOps, gitOpsProblem } from './gitops/gitops.ts';
+import { TokenKeeper } from './platform/token-keeper.ts';
+import { RouterProcess } from './platform/router-process.ts';
 
 export interface Service {
   url: string;
@@ -37,6 +41,8 @@ export interface Service {
   controller: Controller;
   logs: LogHub;
   proxy: EditorProxy;
+  /** The router's access token (deployed, or given Databricks credentials); else undefined. */
+  assistant?: TokenKeeper;
   close(options?: { stopEditors?: boolean }): Promise<void>;
 }
 
@@ -85,7 +91,12 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const live = new LiveConfig({ file: settings.configFile, initial: config, log });
   const layout = new DataLayout(settings.dataDir);
   const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
-  const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir });
+  // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
+  const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
+  const runtime = new ProcessRuntime({
+    bin: editor.path, editorsDir: layout.editorsDir,
+    ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
+  });
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
   const ports = new PortAllocator(config.ports);
@@ -112,15 +123,26 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
   const stats = new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000);
 
+  // Who may see and drive which server: the config's `access` policy, read at every check.
+  const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
+  const serverNamed = (name: string | undefined) => (name === undefined ? undefined : reconciler.records.get(name)?.server);
   let servicePort = settings.port;
   const proxy = new EditorProxy({
-    // Only a running editor this service manages; never the service itself.
-    route: (port) => (port === servicePort ? undefined : reconciler.routeTo(port)),
+    // Only a running editor this service manages, and the requester may reach; never the service itself.
+    route: (port, req) => {
+      const endpoint = port === servicePort ? undefined : reconciler.routeTo(port);
+      return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
+    },
     log,
   });
-  const logStreams = new LogStreamServer(logs, (id) => {
+  const logStreams = new LogStreamServer(logs, (id, req) => {
     const name = reconciler.nameOfUid(id);
-    return name === undefined ? undefined : { name };
+    return name !== undefined && access.sees(req, serverNamed(name)) ? { name } : undefined;
+  }, {
+    visibleTo: (req) => {
+      const who = access.requester(req.headers);
+      return (name) => access.allows(who, serverNamed(name));
+    },
   });
 
   // Sections of GET /health, added by the parts that have something to report.
@@ -144,6 +166,15 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     enqueue: (name) => controller?.enqueue(name), requestDeletion: (name) => reconciler.requestDeletion(name), log,
   });
   healthSections.set('git_sync', gitops.healthSection());
+  // The model-serving access token for the router: created in the background once the service
+  // serves, so a slow or refusing workspace never holds up the editors.
+  const assistant = settings.platform ? new TokenKeeper({ settings: settings.platform, log }) : undefined;
+  if (assistant) healthSections.set('assistant', assistant);
+  if (router) {
+    healthSections.set('assistant_router', router.healthSection());
+    // The router reads its config at start only: a new token takes effect with a new router.
+    assistant?.onTokenWritten(() => router.restart('a new access token was written to its config'));
+  }
   const health = serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections });
   const app = createApp({
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
@@ -158,6 +189,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         },
         excludedPort: (port) => ports.excluded(port),
         ownerOf: (name) => gitops.ownerOf(name),
+        access,
         get startTimeoutMs() {
           return live.current.editor.startTimeoutSeconds * 1000;
         },
@@ -232,6 +264,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
 
   const shutDown = async (stopEditors: boolean) => {
+    await router?.dispose();
+    // Revokes the token it created (bounded): a clean shutdown leaves no live token behind.
+    await assistant?.dispose();
     await gitops.dispose();
     await live.dispose();
     await logStreams.close();
@@ -259,8 +294,15 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     stats.start();
     await gitops.start();
     await templates.start();
+    // `access: owner` where no one signs in protects nothing: said at start and after an edit that sets it.
+    const warnAccess = () => {
+      const warning = access.localWarning();
+      if (warning) log(warning);
+    };
+    warnAccess();
     // A valid edit of the config file: new servers get the new port range; servers follow their groups' new extensions and settings.
     live.onChange((before, after) => {
+      if (before.access !== after.access) warnAccess();
       if (before.ports.min !== after.ports.min || before.ports.max !== after.ports.max) ports.setRange(after.ports);
       if (JSON.stringify(before.extensionGroups) !== JSON.stringify(after.extensionGroups)) {
         controller.resync().catch((error) => log(`looking at every server after a config edit failed: ${(error as Error).message}`));
@@ -274,10 +316,13 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   }
   ready = true;
   markReady();
+  // In the background: it waits for its config file, and the service serves meanwhile.
+  router?.start().catch((error) => log(`assistant router: could not be started: ${(error as Error).message}`));
+  assistant?.start();
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
-    url, port, server, controller, logs, proxy,
+    url, port, server, controller, logs, proxy, assistant,
     close: (options = {}) => shutDown(options.stopEditors === true),
   };
 }

@@ -1,10 +1,13 @@
 // The service's settings: environment variables for where things live, a config file for policy.
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { homedir } from 'node:os';
 import { resolve } from 'node:path';
+import { inspect } from 'node:util';
 import { Ajv, type ErrorObject } from 'ajv';
 import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { readProjectJson } from '../project.ts';
+import { workspaceUrl } from '../platform/host.ts';
 
 export interface Config {
   ports: { min: number; max: number };
@@ -23,6 +26,10 @@ export interface Config {
   ui: { title: string; defaultExtensionGroups: string[] };
   /** Passed to clients unchanged (GET /config packaged_assets); the service reads nothing in it. */
   packagedAssets: Record<string, unknown>;
+  /** Who sees and drives which server (src/api/access.ts): everyone (`shared`), or each user their own (`owner`). */
+  access: 'shared' | 'owner';
+  /** Users (emails or user ids, any case) who see and drive every server under `access: owner`. */
+  admins: string[];
 }
 
 /**
@@ -55,7 +62,39 @@ export interface Settings {
   templatesDir: string;
   /** Folders kept in sync with a git repository by the service itself (GitOps); unset: none. */
   gitSync: { templates?: GitSyncSettings; manifests?: GitSyncSettings };
+  /** Databricks (the model-serving access token, the router's files); unset when not deployed and not given credentials. */
+  platform?: PlatformSettings;
+  /** DEVBOX_ROUTER: the service runs claude-code-router for the editors (default: when deployed as an app). */
+  runRouter: boolean;
   config: Config;
+}
+
+/**
+ * The service principal and what the service does with it: a model-serving access token written to
+ * the router's configuration, rotated and revoked. JSON.stringify and util.inspect show the client
+ * secret as "***" (see platformSettings).
+ */
+export interface PlatformSettings {
+  /** DATABRICKS_HOST, DATABRICKS_CLIENT_ID, DATABRICKS_CLIENT_SECRET; a missing one is reported in GET /health. */
+  host?: string;
+  clientId?: string;
+  clientSecret?: string;
+  /** CLAUDE_CODE_TOKEN_EXPIRY_SECONDS: the token's lifetime_seconds (default 3600). */
+  tokenLifetimeSeconds: number;
+  /** DEVBOX_SERVING_ENDPOINT: the model serving endpoint the router sends to (default databricks-claude-sonnet-4). */
+  servingEndpoint: string;
+  /** DEVBOX_TOKEN_ROTATION: a new token at this fraction of the lifetime (default 0.8), or 'off'. */
+  rotation: number | 'off';
+  /** DEVBOX_TOKEN_REVOKE_GRACE_SECONDS: how long a replaced token stays valid (default 60). */
+  revokeGraceSeconds: number;
+  /** DEVBOX_ROUTER_PORT: where claude-code-router listens on 127.0.0.1 (default 3456). */
+  routerPort: number;
+  /** Where ~/.claude-code-router and ~/.databrickscfg go (default: the user's home folder). */
+  homeDir: string;
+  /** First and longest wait between failed platform calls, and the bound on each call (tests shorten them). */
+  retryInitialMs: number;
+  retryMaxMs: number;
+  callTimeoutMs: number;
 }
 
 /** A repository the service pulls from: DEVBOX_<KIND>_GIT_URL, _GIT_REF and _GIT_INTERVAL_SECONDS. */
@@ -102,7 +141,12 @@ export const DEFAULT_CONFIG: Config = {
   workspace: { cloneTimeoutSeconds: 600, maxUploadMb: 100 },
   ui: { title: 'devbox-controller', defaultExtensionGroups: ['python'] },
   packagedAssets: {},
+  access: 'shared',
+  admins: [],
 };
+
+/** What a user is, in `admins` and in the identity headers: an email address or user id, in lower case. */
+export const USER_SHAPE = /^[\p{L}\p{N}._%+'@-]{1,254}$/u;
 
 export class SettingsError extends Error {}
 
@@ -146,6 +190,11 @@ export function parseConfig(file: string, text: string): { config: Config; probl
   if (config.ports.min > config.ports.max) {
     problem(['ports', 'min'], `${config.ports.min} must not exceed ports.max (${config.ports.max}): swap them, or widen the range`);
   }
+  config.admins.forEach((admin, i) => {
+    if (!USER_SHAPE.test(admin.trim().toLowerCase())) {
+      problem(['admins', i], `"${admin}" is not an email address or user id (letters, digits and . _ % + - ' @): write it as the platform forwards it, for example ada@example.com`);
+    }
+  });
   // The default ones only while their groups are there (a file may replace all the groups).
   if (!given.ui?.defaultExtensionGroups) config.ui.defaultExtensionGroups = config.ui.defaultExtensionGroups.filter((name) => Object.hasOwn(config.extensionGroups, name));
   config.ui.defaultExtensionGroups.forEach((name, i) => {
@@ -210,6 +259,66 @@ function allowedHostsFrom(value: string | undefined): string[] {
   return entries.map((entry) => entry.replace(/^\[|\]$/g, '').replace(/\.$/, ''));
 }
 
+export const DEFAULT_SERVING_ENDPOINT = 'databricks-claude-sonnet-4';
+
+/** Platform settings whose client secret shows as "***" when logged or serialised. */
+export function platformSettings(fields: PlatformSettings): PlatformSettings {
+  const masked = () => ({ ...fields, clientSecret: fields.clientSecret === undefined ? undefined : '***' });
+  return Object.defineProperties({ ...fields }, {
+    toJSON: { value: masked, enumerable: false },
+    [inspect.custom]: { value: (_depth: number, options: object) => inspect(masked(), options), enumerable: false },
+  });
+}
+
+/**
+ * The platform block: when deployed as an app (DATABRICKS_APP_PORT or DATABRICKS_APP_NAME), or
+ * when DATABRICKS_HOST, DATABRICKS_CLIENT_ID and DATABRICKS_CLIENT_SECRET are all set.
+ */
+function platformFrom(env: NodeJS.ProcessEnv): PlatformSettings | undefined {
+  const given = (name: string) => env[name]?.trim() || undefined;
+  const host = given('DATABRICKS_HOST');
+  const clientId = given('DATABRICKS_CLIENT_ID');
+  const clientSecret = given('DATABRICKS_CLIENT_SECRET');
+  const deployed = Boolean(given('DATABRICKS_APP_PORT') || given('DATABRICKS_APP_NAME'));
+  if (!deployed && !(host && clientId && clientSecret)) return undefined;
+  if (host) {
+    try {
+      workspaceUrl(host);
+    } catch (error) {
+      throw new SettingsError(`DATABRICKS_HOST: ${(error as Error).message}`);
+    }
+  }
+  const lifetime = given('CLAUDE_CODE_TOKEN_EXPIRY_SECONDS');
+  const lifetimeSeconds = lifetime === undefined ? 3600 : /^[0-9]+$/.test(lifetime) ? Number(lifetime) : NaN;
+  if (!Number.isSafeInteger(lifetimeSeconds) || lifetimeSeconds < 1) {
+    throw new SettingsError(`CLAUDE_CODE_TOKEN_EXPIRY_SECONDS="${lifetime}" must be a whole number of seconds, at least 1: set it to the access token's lifetime (such as 3600), or leave it unset for 3600`);
+  }
+  const rotation = given('DEVBOX_TOKEN_ROTATION')?.toLowerCase();
+  const fraction = rotation === undefined || rotation === 'on' ? 0.8 : rotation === 'off' ? 'off' : Number(rotation);
+  if (fraction !== 'off' && !(fraction > 0 && fraction < 1)) {
+    throw new SettingsError(`DEVBOX_TOKEN_ROTATION="${rotation}" must be the fraction of the token's lifetime after which a new one replaces it, above 0 and below 1 (such as 0.8), or "off"`);
+  }
+  const grace = given('DEVBOX_TOKEN_REVOKE_GRACE_SECONDS');
+  const revokeGraceSeconds = grace === undefined ? 60 : Number(grace);
+  if (!Number.isFinite(revokeGraceSeconds) || revokeGraceSeconds < 0) {
+    throw new SettingsError(`DEVBOX_TOKEN_REVOKE_GRACE_SECONDS="${grace}" must be a number of seconds, 0 or more (default 60)`);
+  }
+  const routerPort = portFrom(given('DEVBOX_ROUTER_PORT'), 'DEVBOX_ROUTER_PORT', 3456);
+  if (routerPort === 0) throw new SettingsError('DEVBOX_ROUTER_PORT="0" must be a port number between 1 and 65535 (default 3456)');
+  return platformSettings({
+    host, clientId, clientSecret,
+    tokenLifetimeSeconds: lifetimeSeconds,
+    servingEndpoint: given('DEVBOX_SERVING_ENDPOINT') ?? DEFAULT_SERVING_ENDPOINT,
+    rotation: fraction,
+    revokeGraceSeconds,
+    routerPort,
+    homeDir: homedir(),
+    retryInitialMs: 1000,
+    retryMaxMs: 60_000,
+    callTimeoutMs: 30_000,
+  });
+}
+
 /** DEVBOX_<KIND>_GIT_URL and its ref and interval, or undefined when the URL is not set. */
 function gitSyncFrom(env: NodeJS.ProcessEnv, kind: 'TEMPLATES' | 'MANIFESTS'): GitSyncSettings | undefined {
   const url = env[`DEVBOX_${kind}_GIT_URL`]?.trim();
@@ -232,6 +341,19 @@ function templatesDirFrom(env: NodeJS.ProcessEnv): string {
   return git ? resolve(env.DEVBOX_DATA_DIR || '.devbox', 'gitops', 'templates', git.path ?? '') : resolve('templates');
 }
 
+/** A variable that turns something on (`1`) or off (`0`); unset or empty: the default. */
+function switchFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const value = env[name]?.trim();
+  if (value === undefined || value === '') return fallback;
+  if (value === '1' || value === '0') return value === '1';
+  throw new SettingsError(`${name}="${value}" must be 1 (on) or 0 (off), or unset for the default (${fallback ? 'on' : 'off'} here)`);
+}
+
+/** Deployed as a Databricks app: the platform sets DATABRICKS_APP_PORT and DATABRICKS_APP_NAME; either one says so. */
+export function isDeployed(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.DATABRICKS_APP_PORT || env.DATABRICKS_APP_NAME);
+}
+
 /**
  * Settings from the environment (DEVBOX_*; DATABRICKS_APP_PORT when deployed as an app) and the
  * config file; `readConfig: false` leaves the file unread (the defaults), for checking it apart.
@@ -247,10 +369,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     dataDir: resolve(env.DEVBOX_DATA_DIR || '.devbox'),
     configFile,
     editorBin: env.DEVBOX_EDITOR_BIN || undefined,
-    requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : Boolean(env.DATABRICKS_APP_PORT),
+    requireIdentity: env.DEVBOX_REQUIRE_IDENTITY ? env.DEVBOX_REQUIRE_IDENTITY === '1' : isDeployed(env),
     allowedHosts: allowedHostsFrom(env.DEVBOX_ALLOWED_HOSTS),
     templatesDir: templatesDirFrom(env),
     gitSync: { templates: gitSyncFrom(env, 'TEMPLATES'), manifests: gitSyncFrom(env, 'MANIFESTS') },
+    platform: platformFrom(env),
+    runRouter: switchFrom(env, 'DEVBOX_ROUTER', isDeployed(env)),
     config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
   };
 }

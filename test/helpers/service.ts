@@ -49,6 +49,10 @@ export interface SettingsOverrides {
   allowedHosts?: string[];
   templatesDir?: string;
   gitSync?: Settings['gitSync'];
+  /** Databricks settings (test/platform/platform-settings.ts makes them for the fake workspace). */
+  platform?: Settings['platform'];
+  /** The service runs claude-code-router (DEVBOX_ROUTER; off by default in tests). */
+  runRouter?: boolean;
 }
 
 export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
@@ -64,6 +68,8 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     allowedHosts: overrides.allowedHosts,
     templatesDir: overrides.templatesDir ?? join(root, 'templates'),
     gitSync: overrides.gitSync ?? {},
+    ...(overrides.platform ? { platform: overrides.platform } : {}),
+    runRouter: overrides.runRouter ?? false,
     ...(overrides.configFile ? { configFile: overrides.configFile } : {}),
     config: overrides.configFile ? loadConfig(overrides.configFile) : {
       ...structuredClone(DEFAULT_CONFIG),
