@@ -72,7 +72,8 @@ function refusal(code: string | undefined): string {
   }
 }
 
-function kindOf(stats: BigIntStats): string {
+/** What a folder entry that is not a regular file is, in words ("a FIFO (named pipe)"). */
+export function kindOf(stats: BigIntStats): string {
   if (stats.isDirectory()) return 'a folder';
   if (stats.isFIFO()) return 'a FIFO (named pipe)';
   if (stats.isSocket()) return 'a socket';

@@ -2,8 +2,9 @@
 // manifests: never through a link at the last step, never blocking on a FIFO or device, never
 // more than a limit, never a half-written file; and, since an archive path has folders in it,
 // never a file whose real path (through links in those folders) is outside the templates folder.
-import { constants, promises as fs, type BigIntStats } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
 import { sep } from 'node:path';
+import { kindOf } from '../manifests/read-entry.ts';
 
 /** A file that may not be read; the message completes "<file> …" and says what to change. */
 export class UnsafeFileError extends Error {}
@@ -117,13 +118,4 @@ function refusal(code: string | undefined, rule: string): string {
     case 'EPERM': return `cannot be read by the service (permission denied): make it readable; ${rule}`;
     default: return `cannot be opened (${code ?? 'unknown error'}): ${rule}`;
   }
-}
-
-function kindOf(stats: BigIntStats): string {
-  if (stats.isDirectory()) return 'a folder';
-  if (stats.isFIFO()) return 'a FIFO (named pipe)';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  return 'not a regular file';
 }
