@@ -1,0 +1,58 @@
+// The API's shapes, as the service answers them (src/api/views.ts and the routes).
+
+export type StatusWord = 'provisioning' | 'stopped' | 'starting' | 'running' | 'stopping' | 'failed';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface ExtensionState {
+  id: string;
+  state?: string;
+  version?: string;
+  error?: string;
+  [key: string]: unknown;
+}
+
+/** One server, as GET /servers and the watch stream give it. */
+export interface ServerRecord {
+  id: string;
+  name: string;
+  port: number | null;
+  workspace_path: string | null;
+  extensions: string[];
+  status: StatusWord;
+  pid: number | null;
+  start_time: string | null;
+  uptime: number;
+  cpu_percent: number;
+  memory_mb: number;
+  manifest: string;
+  owner: string | null;
+  phase: string;
+  reason: string | null;
+  message: string | null;
+  restart_policy: string;
+  extension_status: ExtensionState[];
+  generation: number | null;
+  observed_generation: number | null;
+  manifest_errors?: string[];
+  conditions?: Condition[];
+}
+
+/** One message of GET /servers?watch=1. */
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'SYNCED';
+  object: ServerRecord | null;
+}
+
+export interface ServerEvent {
+  time: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
