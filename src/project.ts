@@ -24,6 +24,8 @@ export function readProjectJson<T = any>(relativePath: string): T {
 
 /** The fields of package.json the service reads. */
 export interface PackageJson {
+  /** The service's own version, shown by GET /health and the dashboard. */
+  version: string;
   engines: { node: string };
   /** The code-server release the project pins, and the Node.js that release bundles. */
   devbox: { codeServer: string; codeServerNode: string };

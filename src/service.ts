@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './api/app.ts';
+import { dashboardRouter } from './api/dashboard.ts';
 import { serversRouter } from './api/servers.ts';
 import { LiveConfig } from './config/live-config.ts';
 import type { Settings } from './config/settings.ts';
@@ -197,6 +198,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
           return (live.current.editor.stopGraceSeconds + 10) * 1000;
         },
       }, templates),
+      // The web dashboard at `/`, behind the same host and identity checks as the API.
+      dashboardRouter(),
     ],
     log,
   });

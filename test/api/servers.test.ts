@@ -236,6 +236,7 @@ describe('errors and CORS', () => {
     const res = await service.request('GET', '/health');
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('healthy');
+    expect(res.body.version).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
     expect(res.body.servers).toBe((await service.request('GET', '/servers')).body.length);
     // The service's own memory, as process.memoryUsage() sees this very process.
     const { rss, heap_used, heap_total } = res.body.memory_mb;

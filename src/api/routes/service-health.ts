@@ -1,6 +1,7 @@
 // GET /health: the service's own health. Parts of the service that can be degraded without
 // stopping it (the config file, templates, git sync, the assistant's token) each add a section.
 import { Router } from 'express';
+import { PACKAGE_JSON } from '../../project.ts';
 
 /** A section of GET /health: its figures, and problems that make the service "degraded". */
 export interface HealthSection {
@@ -28,6 +29,7 @@ export function serviceHealthRouter(deps: ServiceHealthDeps): Router {
     }
     res.json({
       status: problems.length === 0 ? 'healthy' : 'degraded',
+      version: PACKAGE_JSON.version,
       uptime_seconds: (Date.now() - deps.startedAt) / 1000,
       servers: deps.servers(),
       editor: deps.editor,
