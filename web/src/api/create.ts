@@ -1,6 +1,7 @@
 // Creating servers: plain (POST /servers), and with a workspace from a git URL or an uploaded ZIP,
 // sent with XMLHttpRequest so the upload's progress can be shown (fetch reports none).
 import { ApiError, apiUrl, readAnswer, request } from './http.ts';
+import { deleteServer } from './servers.ts';
 import type { StatusWord } from './types.ts';
 
 /** What the create routes answer. */
@@ -35,10 +36,6 @@ export function createServer(body: CreateBody): Promise<CreatedServer> {
   return request<CreatedServer>('POST', 'servers', body);
 }
 
-export function startServer(id: string): Promise<{ status: string; message: string; data: { id: string; status: StatusWord; pid: number | null } }> {
-  return request('POST', `servers/${encodeURIComponent(id)}/start`);
-}
-
 /**
  * Creates a server whose workspace is filled from a git URL or a ZIP. The service's one-step
  * route (create-with-workspace) takes only the name and extension ids; with extension groups or
@@ -67,7 +64,7 @@ export async function createWithWorkspace(
     const cloned = await sendForm<{ workspace_path?: string }>(`servers/${encodeURIComponent(created.id)}/clone-workspace`, form({}), onProgress, signal);
     return { ...created, workspace_path: cloned.workspace_path ?? created.workspace_path };
   } catch (error) {
-    await request('DELETE', `servers/${encodeURIComponent(created.id)}`).catch(() => undefined);
+    await deleteServer(created.id).catch(() => undefined);
     if (error instanceof ApiError) throw new ApiError(error.status, error.code, `${error.message} (server "${created.name}" was not kept)`);
     throw error;
   }
