@@ -24,6 +24,8 @@ import { writeError, writeRawError } from './core/errors.ts';
 import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
 import { ServerAccess } from './api/access.ts';
+import { ServerFeed } from './api/server-feed.ts';
+import { WatchStreams } from './api/routes/watch.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
@@ -148,6 +150,10 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
 
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
+  // GET /servers?watch=1: records serialised once per change, shared by every stream.
+  const feed = new ServerFeed(reconciler, stats);
+  const watch = new WatchStreams({ feed, access, log });
+  healthSections.set('watch', { read: () => watch.state });
   // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
   const templates = new TemplateCatalog({
     dir: settings.templatesDir,
@@ -191,6 +197,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         excludedPort: (port) => ports.excluded(port),
         ownerOf: (name) => gitops.ownerOf(name),
         access,
+        watch,
         get startTimeoutMs() {
           return live.current.editor.startTimeoutSeconds * 1000;
         },
@@ -273,6 +280,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     await gitops.dispose();
     await live.dispose();
     await logStreams.close();
+    watch.close();
+    feed.dispose();
     proxy.close();
     for (const socket of upgraded) socket.destroy();
     server.closeAllConnections();

@@ -1,5 +1,5 @@
-// The server API, by area: CRUD, the multi-step extension routes, lifecycle, health and refresh, logs,
-// the manifests listing, and templates
+// The server API, by area: CRUD and the watch stream, the multi-step extension routes, lifecycle,
+// health and refresh, logs, the manifests listing, and templates
 // (each in src/api/routes/). Routes change desired state in the manifest and read the controller's.
 import { Router } from 'express';
 import type { TemplateCatalog } from '../templates/catalog.ts';
@@ -11,6 +11,7 @@ import { logRoutes } from './routes/logs.ts';
 import { manifestRoutes } from './routes/manifests.ts';
 import { serversCrudRoutes } from './routes/servers-crud.ts';
 import { templateRoutes } from './routes/templates.ts';
+import { watchRoutes } from './routes/watch.ts';
 import { workspaceSourceRoutes } from './routes/workspace-sources.ts';
 
 export type { ServersDeps };
@@ -18,6 +19,8 @@ export type { ServersDeps };
 export function serversRouter(deps: ServersDeps, templates?: TemplateCatalog): Router {
   const router = Router();
   manifestRoutes(deps, router);
+  // Ahead of the listing: GET /servers?watch=1 streams, the plain GET /servers goes on to it.
+  if (deps.watch) watchRoutes(deps.watch, router);
   serversCrudRoutes(deps, router);
   if (templates) templateRoutes(deps, templates, router);
   extensionRoutes(deps, router);

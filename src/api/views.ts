@@ -24,6 +24,11 @@ export function pidOf(server: EditorServer): number | null {
   return server.status?.pid ?? null;
 }
 
+/** Seconds since the editor started (a record's `uptime`); 0 when none runs. */
+export function uptimeOf(startTime: string | null): number {
+  return startTime ? Math.max(0, (Date.now() - Date.parse(startTime)) / 1000) : 0;
+}
+
 /** The full server record (2.1), with the manifest's own words alongside. */
 export function serverView(record: ServerRecord, stats: ProcessStats | undefined) {
   const server = record.server!;
@@ -39,7 +44,7 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     status: statusOf(server),
     pid,
     start_time: startTime,
-    uptime: startTime ? Math.max(0, (Date.now() - Date.parse(startTime)) / 1000) : 0,
+    uptime: uptimeOf(startTime),
     cpu_percent: stats?.cpuPercent ?? 0,
     memory_mb: stats?.memoryMb ?? 0,
     manifest: server.metadata.name,

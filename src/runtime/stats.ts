@@ -12,6 +12,7 @@ export class StatsSampler {
   private latest = new Map<string, ProcessStats>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
+  private readonly listeners = new Set<() => void>();
 
   /** editors(): the handle of each server's running editor, by server name; usage: the runtime's. */
   constructor(
@@ -36,6 +37,12 @@ export class StatsSampler {
     return this.latest.get(name);
   }
 
+  /** Calls `listener` after each sample (the watch stream sends what changed); returns its removal. */
+  onSample(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   async sample(): Promise<void> {
     if (this.running) return;
     this.running = true;
@@ -51,11 +58,13 @@ export class StatsSampler {
     } finally {
       this.running = false;
     }
+    for (const listener of this.listeners) listener();
   }
 
   dispose(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.listeners.clear();
     clearUsageHistory();
   }
 }

@@ -13,6 +13,7 @@ import type { StatsSampler } from '../../runtime/stats.ts';
 import type { DataLayout } from '../../workspace/layout.ts';
 import type { ServerAccess } from '../access.ts';
 import { lifecycleView } from '../views.ts';
+import type { WatchStreams } from './watch.ts';
 
 export interface ServersDeps {
   store: ManifestStore;
@@ -31,6 +32,8 @@ export interface ServersDeps {
   ownerOf?: (name: string) => { repository: string; file: string } | undefined;
   /** Who may see and drive which server (the config's `access` policy). */
   access: ServerAccess;
+  /** The watch streams of GET /servers?watch=1; without them the route answers only the list. */
+  watch?: WatchStreams;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>

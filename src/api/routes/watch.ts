@@ -1,0 +1,142 @@
+// GET /servers?watch=1: the server list, then its changes, as server-sent events, the way a
+// Kubernetes list-then-watch works: one ADDED per server, SYNCED, then ADDED, MODIFIED and
+// DELETED as they happen. Records come serialised from the ServerFeed, once per change for all
+// streams. Each stream sees only the servers its requester may (the access policy); a client that
+// stops reading is dropped rather than buffered without end.
+import type { Request, Response, Router } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
+import { HttpError } from '../../core/errors.ts';
+import type { Requester, ServerAccess } from '../access.ts';
+import { ServerFeed, type FeedChange } from '../server-feed.ts';
+
+export interface WatchLimits {
+  /** Streams open at once; one more is answered 503. */
+  maxWatchers: number;
+  /** Bytes a stream may have waiting to be sent (beyond what the kernel holds) before it is dropped. */
+  maxBufferedBytes: number;
+  /** How often a `: ping` comment keeps proxies from closing an idle stream. */
+  pingMs: number;
+}
+
+export const WATCH_LIMITS: WatchLimits = { maxWatchers: 200, maxBufferedBytes: 1024 * 1024, pingMs: 15_000 };
+
+interface Watcher {
+  res: Response;
+  who: Requester;
+  /** Ids of the records this stream has been sent, by server name: what it believes exists. */
+  sent: Map<string, string>;
+  lastId: number;
+}
+
+/** Every open watch stream: fed by the ServerFeed, pinged, bounded, and ended when the service closes. */
+export class WatchStreams {
+  readonly #feed: ServerFeed;
+  readonly #access: ServerAccess;
+  readonly #limits: WatchLimits;
+  readonly #log: (message: string) => void;
+  readonly #watchers = new Set<Watcher>();
+  readonly #unsubscribe: () => void;
+  readonly #ping: NodeJS.Timeout;
+  #dropped = 0;
+  #closed = false;
+
+  constructor(options: { feed: ServerFeed; access: ServerAccess; limits?: Partial<WatchLimits>; log: (message: string) => void }) {
+    this.#feed = options.feed;
+    this.#access = options.access;
+    this.#limits = { ...WATCH_LIMITS, ...options.limits };
+    this.#log = options.log;
+    this.#unsubscribe = this.#feed.subscribe((change) => {
+      for (const watcher of this.#watchers) this.#deliver(watcher, change);
+    });
+    // One timer for every stream.
+    this.#ping = setInterval(() => {
+      for (const watcher of this.#watchers) this.#write(watcher, ': ping\n\n');
+    }, this.#limits.pingMs);
+    this.#ping.unref();
+  }
+
+  /** For GET /health: streams open now, and those dropped for not reading. */
+  get state(): { watchers: number; max_watchers: number; dropped_slow: number } {
+    return { watchers: this.#watchers.size, max_watchers: this.#limits.maxWatchers, dropped_slow: this.#dropped };
+  }
+
+  /** Answers a watch request: the event-stream headers, the list, SYNCED, then changes until either side ends it. */
+  open(req: { headers: IncomingHttpHeaders; socket: { remoteAddress?: string } }, res: Response): void {
+    if (this.#closed) throw new HttpError(503, 'SHUTTING_DOWN', 'the service is shutting down: connect again once it is back');
+    if (this.#watchers.size >= this.#limits.maxWatchers) {
+      throw new HttpError(503, 'TOO_MANY_WATCHERS',
+        `${this.#limits.maxWatchers} watch streams are open already: close unused dashboard tabs, or poll GET /servers instead, and try again`);
+    }
+    const watcher: Watcher = { res, who: this.#access.requester(req.headers), sent: new Map(), lastId: 0 };
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    res.socket?.setNoDelay(true);
+    // The list and SYNCED in the same tick as the subscription: no change falls in between.
+    for (const entry of this.#feed.snapshot()) {
+      if (!this.#access.allows(watcher.who, entry.server)) continue;
+      watcher.sent.set(entry.name, entry.id);
+      this.#send(watcher, 'ADDED', ServerFeed.current(entry));
+    }
+    this.#send(watcher, 'SYNCED', 'null');
+    if (res.destroyed) return;
+    this.#watchers.add(watcher);
+    res.on('close', () => this.#watchers.delete(watcher));
+  }
+
+  /** Ends every stream (the service is closing); later requests get 503. */
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#ping);
+    this.#unsubscribe();
+    for (const watcher of this.#watchers) watcher.res.end();
+    this.#watchers.clear();
+  }
+
+  /** One change as this stream sees it: a server it may no longer see (or whose id changed) is DELETED for it. */
+  #deliver(watcher: Watcher, { name, before, after }: FeedChange): void {
+    const visible = after !== undefined && this.#access.allows(watcher.who, after.server);
+    const sentId = watcher.sent.get(name);
+    if (sentId !== undefined && (!visible || sentId !== after!.id)) {
+      watcher.sent.delete(name);
+      if (before) this.#send(watcher, 'DELETED', before.json);
+    }
+    if (!visible) return;
+    const type = watcher.sent.has(name) ? 'MODIFIED' : 'ADDED';
+    watcher.sent.set(name, after.id);
+    this.#send(watcher, type, after.json);
+  }
+
+  #send(watcher: Watcher, type: string, object: string): void {
+    this.#write(watcher, `id: ${++watcher.lastId}\ndata: {"type":"${type}","object":${object}}\n\n`);
+  }
+
+  #write(watcher: Watcher, text: string): void {
+    const { res } = watcher;
+    if (res.destroyed || res.writableEnded) return;
+    // Node buffers whatever the socket does not take: a client that stops reading would hold it all.
+    if (res.writableLength > this.#limits.maxBufferedBytes) {
+      this.#dropped++;
+      this.#watchers.delete(watcher);
+      this.#log(`watch stream of ${res.req.socket.remoteAddress ?? 'a client'} dropped: it read nothing while ${Math.round(res.writableLength / 1024)} KiB waited (more than ${Math.round(this.#limits.maxBufferedBytes / 1024)} KiB); it may connect again`);
+      res.destroy();
+      return;
+    }
+    res.write(text);
+  }
+}
+
+/** GET /servers?watch=1, ahead of the plain listing (watch absent or 0), which it hands on to. */
+export function watchRoutes(streams: WatchStreams, router: Router): void {
+  router.get('/servers', (req: Request, res: Response, next) => {
+    const watch = req.query.watch;
+    if (watch === undefined || watch === '0') return next();
+    if (watch !== '1') {
+      throw new HttpError(400, 'INVALID_QUERY',
+        `watch=${Array.isArray(watch) ? watch.join(',') : String(watch)} is not a watch value: use watch=1 for the event stream, or leave watch out for the list`);
+    }
+    streams.open(req, res);
+  });
+}

@@ -1,0 +1,78 @@
+// The ServerFeed behind the watch stream, with a stand-in reconciler and a real StatsSampler fed
+// fake usage: a record is serialised once per change, a stats sample that moves CPU or memory is
+// a change, one that moves only uptime is not, and a record gone is reported with its last state.
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ServerFeed, type FeedChange } from '../../src/api/server-feed.ts';
+import type { ServerRecord } from '../../src/controller/reconciler.ts';
+import { API_VERSION, KIND, type EditorServer } from '../../src/manifests/types.ts';
+import { StatsSampler } from '../../src/runtime/stats.ts';
+import type { EditorUsage } from '../../src/runtime/usage.ts';
+
+function setUp() {
+  const reconciler = Object.assign(new EventEmitter(), { records: new Map<string, ServerRecord>() });
+  const handle = { pid: 4242, startTicks: 1 };
+  let usage: EditorUsage = { cpuPercent: 1, memoryMb: 100, uptime: 1 };
+  const stats = new StatsSampler(() => new Map([['alpha', handle]]), async () => new Map([[handle, usage]]), 60_000);
+  const feed = new ServerFeed(reconciler, stats);
+  const changes: FeedChange[] = [];
+  feed.subscribe((change) => changes.push(change));
+  const server: EditorServer = {
+    apiVersion: API_VERSION, kind: KIND,
+    metadata: { name: 'alpha', uid: '5f0c0000-0000-4000-8000-000000000001' },
+    spec: { displayName: 'Alpha', running: true },
+    status: { phase: 'Running', pid: 4242, port: 8010, startTime: new Date(Date.now() - 5000).toISOString() },
+  };
+  reconciler.records.set('alpha', { name: 'alpha', server });
+  return { reconciler, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
+}
+
+describe('ServerFeed', () => {
+  it('sends a record once per change, and a stats sample that moves memory or CPU as a change', async () => {
+    const { reconciler, stats, changes, server, setUsage } = setUp();
+    reconciler.emit('changed', 'alpha');
+    expect(changes).toHaveLength(1);
+    expect(changes[0].before).toBeUndefined();
+    expect(JSON.parse(changes[0].after!.json)).toMatchObject({ id: server.metadata.uid, status: 'running', pid: 4242, memory_mb: 0 });
+
+    // The same facts again (a resync, a status rewritten unchanged): nothing is sent.
+    reconciler.emit('reconciled', 'alpha', 2, false);
+    reconciler.emit('changed', 'alpha');
+    expect(changes).toHaveLength(1);
+
+    await stats.sample();
+    expect(changes).toHaveLength(2);
+    expect(JSON.parse(changes[1].after!.json)).toMatchObject({ cpu_percent: 1, memory_mb: 100 });
+    expect(changes[1].before).toBe(changes[0].after);
+
+    // Only uptime moved: no change.
+    setUsage({ cpuPercent: 1, memoryMb: 100, uptime: 99 });
+    await stats.sample();
+    expect(changes).toHaveLength(2);
+
+    setUsage({ cpuPercent: 7.5, memoryMb: 100, uptime: 100 });
+    await stats.sample();
+    expect(changes).toHaveLength(3);
+    expect(JSON.parse(changes[2].after!.json).cpu_percent).toBe(7.5);
+  });
+
+  it('reports a record that went with its last state, and lists only records with a uid', () => {
+    const { reconciler, feed, changes } = setUp();
+    reconciler.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
+    expect(feed.snapshot().map((e) => e.name)).toEqual(['alpha']);
+    const last = changes.at(-1)!.after!;
+    reconciler.records.delete('alpha');
+    reconciler.emit('deleted', 'alpha');
+    expect(changes.at(-1)).toEqual({ name: 'alpha', before: last });
+    expect(feed.snapshot()).toEqual([]);
+  });
+
+  it('stops listening once disposed', async () => {
+    const { reconciler, stats, feed, changes } = setUp();
+    feed.dispose();
+    reconciler.emit('changed', 'alpha');
+    await stats.sample();
+    expect(changes).toEqual([]);
+    expect(reconciler.listenerCount('changed')).toBe(0);
+  });
+});
