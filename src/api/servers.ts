@@ -1,9 +1,10 @@
 // The server API, by area: CRUD and the watch stream, the multi-step extension routes, lifecycle,
-// health and refresh, logs, the manifests listing, and templates
+// health and refresh, logs and events, the manifests listing, and templates
 // (each in src/api/routes/). Routes change desired state in the manifest and read the controller's.
 import { Router } from 'express';
 import type { TemplateCatalog } from '../templates/catalog.ts';
 import type { ServersDeps } from './routes/context.ts';
+import { eventRoutes } from './routes/events.ts';
 import { extensionRoutes } from './routes/extensions.ts';
 import { healthRoutes } from './routes/health.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
@@ -28,5 +29,6 @@ export function serversRouter(deps: ServersDeps, templates?: TemplateCatalog): R
   healthRoutes(deps, router);
   lifecycleRoutes(deps, router);
   logRoutes(deps, router);
+  eventRoutes(deps, router);
   return router;
 }

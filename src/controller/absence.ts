@@ -33,6 +33,7 @@ export async function deleteServer(ctx: ReconcileContext, name: string): Promise
 export function forget(ctx: ReconcileContext, name: string): ReconcileResult {
   void ctx.operations.cancel(name, 'the server is no longer managed');
   ctx.cache.drop(name);
+  ctx.events.forget(name);
   ctx.deps.ports.release(name);
   ctx.emit('deleted', name);
   ctx.emit('changed', name);
@@ -48,6 +49,7 @@ export function markInvalid(ctx: ReconcileContext, name: string, errors: string[
   if (changed) {
     ctx.log(`manifest ${ctx.deps.store.fileOf(name)} is invalid; its editor is left as it is:\n  ${errors.join('\n  ')}`);
     if (record.server) ctx.deps.logs.event(name, 'ERROR', `manifest is invalid: ${errors.join('; ')}`);
+    ctx.events.recordInvalid(name, errors);
   }
   ctx.emit('changed', name);
 }

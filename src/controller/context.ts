@@ -8,6 +8,7 @@ import type { EditorServerStatus } from '../manifests/types.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
+import type { ServerEvents } from './events.ts';
 import type { ServerIdentities } from './identity.ts';
 import type { Operations } from './operations.ts';
 import type { PortAllocator, PortProbe } from './ports.ts';
@@ -47,6 +48,8 @@ export interface ReconcileContext {
   /** Tells listeners (API waits, the proxy) that the server's record changed, or that it is deleted. */
   emit(event: 'changed' | 'deleted', name: string): boolean;
   readonly identities: ServerIdentities;
+  /** The recent events of each server (GET /servers/{id}/events). */
+  readonly events: ServerEvents;
   /** Long work per server, run outside the queue's workers. */
   readonly operations: Operations;
   log(message: string): void;

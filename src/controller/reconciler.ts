@@ -16,6 +16,7 @@ import { ensurePort } from './ensure-port.ts';
 import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';
+import { ServerEvents } from './events.ts';
 import { ServerIdentities } from './identity.ts';
 import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
@@ -36,6 +37,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   readonly identities: ServerIdentities;
   readonly deps: ReconcilerDeps;
   readonly operations: Operations;
+  /** What changed in each server's status, recently (GET /servers/{id}/events). */
+  readonly events = new ServerEvents();
 
   constructor(deps: ReconcilerDeps) {
     super();

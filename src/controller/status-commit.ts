@@ -22,6 +22,7 @@ export async function commitStatus(
   const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
   const result = await ctx.deps.store.writeStatus(record.name, clean, uid);
   if (result === 'missing' || result === 'invalid') return 'gone';
+  ctx.events.recordStatus(record.name, server.status, clean);
   server.metadata.uid = uid;
   server.status = clean;
   ctx.cache.setRecord(record);

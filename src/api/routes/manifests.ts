@@ -1,7 +1,10 @@
 // GET /manifests: every manifest file with its problems, so a broken hand edit is visible
 // without the log, and what the controller noticed (a copied uid or status, a missing file).
+// GET /servers/{id}/manifest: one server's file as it is on disk, read as the controller reads it.
 import type { Router } from 'express';
-import type { ServersDeps } from './context.ts';
+import { HttpError } from '../../core/errors.ts';
+import { readManifestEntry, UnreadableEntryError } from '../../manifests/read-entry.ts';
+import { findServer, type ServersDeps } from './context.ts';
 
 export function manifestRoutes(deps: ServersDeps, router: Router): void {
   const { store, controller } = deps;
@@ -17,5 +20,22 @@ export function manifestRoutes(deps: ServersDeps, router: Router): void {
       errors: r.problems ?? [],
       warnings: [...(r.warnings ?? []), ...(r.absence ? [r.absence] : [])],
     })));
+  });
+
+  router.get('/servers/:id/manifest', async (req, res) => {
+    const record = findServer(deps, req);
+    const file = store.fileOf(record.name);
+    let yaml: string | undefined;
+    try {
+      // The folder is untrusted: never through a link, never a FIFO, at most the manifest size limit.
+      yaml = await readManifestEntry(file);
+    } catch (error) {
+      if (!(error instanceof UnreadableEntryError)) throw error;
+      throw new HttpError(409, 'MANIFEST_UNREADABLE', `${file} ${error.message}`);
+    }
+    if (yaml === undefined) {
+      throw new HttpError(404, 'MANIFEST_NOT_FOUND', `${file} is missing: put the file back, or DELETE /servers/${req.params.id} to delete the server`);
+    }
+    res.json({ status: 'success', data: { file, yaml } });
   });
 }
