@@ -55,6 +55,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     message: status?.message ?? null,
     restart_policy: server.spec.restartPolicy ?? 'Never',
     extension_status: status?.extensions ?? [],
+    // What the controller has checked on the way to running: WorkspaceReady, ExtensionsInstalled, Ready…
+    conditions: status?.conditions ?? [],
     // Spec changes counted, and the last one the controller has finished acting on.
     generation: server.metadata.generation ?? null,
     observed_generation: status?.observedGeneration ?? null,

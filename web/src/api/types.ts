@@ -15,6 +15,8 @@ export interface ExtensionState {
   state?: string;
   version?: string;
   error?: string;
+  /** Why it failed (code-server's words), as the service records it. */
+  message?: string;
   [key: string]: unknown;
 }
 
