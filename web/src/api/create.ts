@@ -65,7 +65,11 @@ export async function createWithWorkspace(
     return { ...created, workspace_path: cloned.workspace_path ?? created.workspace_path };
   } catch (error) {
     await deleteServer(created.id).catch(() => undefined);
-    if (error instanceof ApiError) throw new ApiError(error.status, error.code, `${error.message} (server "${created.name}" was not kept)`);
+    if (error instanceof ApiError && error.code !== 'ABORTED') {
+      // The service keeps the server without a source; this create deletes it, so say that instead.
+      const message = error.message.replace(/;\s*the server is kept without a source: fix the source and try again$/, '');
+      throw new ApiError(error.status, error.code, `${message}; the server "${created.name}" was not kept: fix the source and create it again`);
+    }
     throw error;
   }
 }

@@ -46,6 +46,13 @@ export function messageOf(error: unknown): string {
   return error instanceof ApiError || error instanceof Error ? error.message : String(error);
 }
 
+/** The dialog's error, by its buttons where the reader is, scrolled into view. */
+export function FormError({ id, message }: { id: string; message: string }) {
+  const ref = useRef<HTMLParagraphElement>(null);
+  useEffect(() => ref.current?.scrollIntoView({ block: 'nearest' }), [message]);
+  return <p id={id} ref={ref} role="alert" class="form-error">{message}</p>;
+}
+
 export function CreateServerDialog(props: { open: boolean; onClose: () => void }) {
   return (
     <Dialog title="New server" open={props.open} onClose={props.onClose}>
@@ -180,14 +187,13 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
 
   return (
     <form class="create-form" onSubmit={submit} noValidate>
-      {error && <p id={`${id}-error`} role="alert" class="form-error">{error.message}</p>}
       <div class="field">
         <label for={`${id}-name`}>Name</label>
         <input id={`${id}-name`} ref={ref('name')} type="text" autoFocus autoComplete="off" maxLength={100} aria-required="true"
           value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalid('name')} />
       </div>
 
-      <fieldset class="field groups">
+      <fieldset class="groups">
         <legend>Extension groups</legend>
         {configError && <p class="hint warn">{configError}</p>}
         {!config && !configError && <p class="hint">Loading the extension groups…</p>}
@@ -200,7 +206,8 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
                 onChange={(e) => toggleGroup(group, e.currentTarget.checked)} />
               <label for={`${id}-g-${group}`}>{group}</label>
               <span id={`${id}-gd-${group}`} class="hint">
-                {info.description ? `${info.description}. ` : ''}{info.extensions.length ? info.extensions.join(', ') : 'no extensions'}
+                {info.description && <>{info.description}<br /></>}
+                <span class="ids">{info.extensions.length ? info.extensions.join(', ') : 'no extensions'}</span>
               </span>
             </div>
           );
@@ -268,6 +275,7 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
         <label for={`${id}-start`}>Start when created</label>
       </div>
 
+      {error && <FormError id={`${id}-error`} message={error.message} />}
       <div class="actions">
         <button type="button" onClick={cancel}>Cancel</button>
         <button type="submit" class="primary" disabled={busy !== undefined} aria-busy={busy !== undefined}>

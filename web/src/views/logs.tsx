@@ -112,7 +112,7 @@ export function LogsView(props: { serverId?: string }) {
 
   return (
     <section class="logs-view">
-      <h1>Logs</h1>
+      <h1 tabIndex={-1}>Logs</h1>
       <div class="logs-toolbar">
         <div class="lv-field">
           <label for={`${id}-server`}>Server</label>
@@ -170,7 +170,7 @@ export function LogsView(props: { serverId?: string }) {
           {shown.map((line) => <LogRow key={line.seq} line={line} query={query} withServer={!serverId} />)}
         </div>
         {!following && shown.length > 0 && (
-          <button type="button" class="lv-jump" onClick={jumpToLatest}>Jump to latest</button>
+          <button type="button" class="lv-jump primary" onClick={jumpToLatest}>Jump to latest</button>
         )}
       </div>
     </section>

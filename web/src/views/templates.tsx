@@ -4,7 +4,7 @@ import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { Dialog } from '../components/dialog.tsx';
 import { createFromTemplate, listTemplates, type TemplateGallery, type TemplateItem } from '../api/templates.ts';
 import { useServers } from '../store.ts';
-import { announceCreated, busyLabel, messageOf, type Busy } from './create-dialog.tsx';
+import { announceCreated, busyLabel, FormError, messageOf, type Busy } from './create-dialog.tsx';
 import './create-dialog.css';
 import './templates.css';
 
@@ -27,7 +27,7 @@ export function TemplatesView() {
   return (
     <section class="templates-view" aria-busy={loading}>
       <div class="view-head">
-        <h1>Templates</h1>
+        <h1 tabIndex={-1}>Templates</h1>
         <button type="button" onClick={load} disabled={loading}>{loading ? 'Loading…' : 'Reload templates'}</button>
       </div>
       {error && <p role="alert" class="tpl-error">The templates could not be read (GET /templates): {error}</p>}
@@ -43,8 +43,8 @@ export function TemplatesView() {
         </section>
       )}
       {gallery && count === 0 && (
-        <div class="tpl-empty">
-          <p><strong>No templates yet.</strong></p>
+        <div class="empty">
+          <p class="empty-title">No templates yet</p>
           <p>
             A template is one <code>EditorServerTemplate</code> YAML file in the service's templates folder
             (<code>./templates</code>, or the folder <code>DEVBOX_TEMPLATES_DIR</code> names; see templates/README.md
@@ -121,17 +121,17 @@ function TemplateCard({ item, onUse }: { item: TemplateItem; onUse: (t: Template
         <h2 id={`${id}-h`}>{item.name}</h2>
         {item.description ? <p class="tpl-desc">{item.description}</p> : <p class="tpl-desc muted">No description.</p>}
         <dl class="tpl-facts">
-          <dt>Extension groups</dt>
-          <dd>{item.extension_groups.length ? item.extension_groups.join(', ') : 'none'}</dd>
-          {item.extensions.length > 0 && (<><dt>Extensions</dt><dd>{item.extensions.join(', ')}</dd></>)}
-          <dt>Workspace</dt>
-          <dd class="tpl-source">
-            {source === null ? 'empty'
-              : source.type === 'git' ? `git ${source.url}${source.ref ? ` (${source.ref})` : ''}`
-              : `archive ${source.path}`}
-          </dd>
-          <dt>Version</dt>
-          <dd><code>{item.version}</code></dd>
+          <div><dt>Extension groups</dt> <dd>{item.extension_groups.length ? item.extension_groups.join(', ') : 'none'}</dd></div>
+          {item.extensions.length > 0 && <div><dt>Extensions</dt> <dd>{item.extensions.join(', ')}</dd></div>}
+          <div>
+            <dt>Workspace</dt>{' '}
+            <dd class="tpl-source">
+              {source === null ? 'empty'
+                : source.type === 'git' ? `git ${source.url}${source.ref ? ` (${source.ref})` : ''}`
+                : `archive ${source.path}`}
+            </dd>
+          </div>
+          <div><dt>Version</dt> <dd><code>{item.version}</code></dd></div>
         </dl>
         <div class="tpl-actions">
           <button type="button" class="primary" onClick={() => onUse(item)}>Use {item.name}</button>
@@ -187,7 +187,6 @@ function FromTemplateForm({ template, onClose }: { template: TemplateItem; onClo
 
   return (
     <form class="create-form" onSubmit={submit} noValidate>
-      {error && <p id={`${id}-error`} role="alert" class="form-error">{error}</p>}
       <p class="hint">{template.description}</p>
       <div class="field">
         <label for={`${id}-name`}>Name</label>
@@ -200,6 +199,7 @@ function FromTemplateForm({ template, onClose }: { template: TemplateItem; onClo
         <input type="checkbox" id={`${id}-start`} checked={start} onChange={(e) => setStart(e.currentTarget.checked)} />
         <label for={`${id}-start`}>Start when created</label>
       </div>
+      {error && <FormError id={`${id}-error`} message={error} />}
       <div class="actions">
         <button type="button" onClick={onClose}>Cancel</button>
         <button type="submit" class="primary" disabled={busy !== undefined} aria-busy={busy !== undefined}>
