@@ -223,7 +223,7 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
 
       <div class="field">
         <label for={`${id}-settings`}>Settings (JSON)</label>
-        <textarea id={`${id}-settings`} ref={ref('settings')} rows={3} spellcheck={false} class="mono" placeholder='{"editor.fontSize": 14}'
+        <textarea id={`${id}-settings`} ref={ref('settings')} rows={2} spellcheck={false} class="mono" placeholder='{"editor.fontSize": 14}'
           aria-describedby={`${id}-settings-hint`} value={settings} onInput={(e) => setSettings(e.currentTarget.value)} {...invalid('settings')} />
         <span id={`${id}-settings-hint`} class="hint">Editor user settings as a JSON object; leave empty for none.</span>
       </div>

@@ -184,7 +184,7 @@ const LogRow = memo(function LogRow({ line, query, withServer }: { line: Entry; 
     <div class={`lv-line lv-${line.level.toLowerCase()}`}>
       {valid ? <time dateTime={line.timestamp} title={formatExact(date)}>{clock.format(date)}</time> : <span class="lv-time">{line.timestamp}</span>}
       {' '}<span class="lv-level">{line.level}</span>
-      {withServer && <>{' '}<span class="lv-server">{line.server_name}</span></>}
+      {withServer && <>{' '}<span class="lv-server">{highlight(line.server_name, query)}</span></>}
       {' '}<span class="lv-source">{line.source}</span>
       {' '}<span class="lv-msg">{highlight(line.message, query)}</span>
     </div>

@@ -110,12 +110,13 @@ function sameOrigin(url: string | null): string | undefined {
 
 function TemplateCard({ item, onUse }: { item: TemplateItem; onUse: (t: TemplateItem) => void }) {
   const id = useId();
-  const thumbnail = sameOrigin(item.thumbnail_url);
+  const [broken, setBroken] = useState(false);
+  const thumbnail = broken ? undefined : sameOrigin(item.thumbnail_url);
   const source = item.workspace_source;
   return (
     <article class="tpl-card" aria-labelledby={`${id}-h`}>
       {thumbnail
-        ? <img class="tpl-thumb" src={thumbnail} alt="" loading="lazy" />
+        ? <img class="tpl-thumb" src={thumbnail} alt="" loading="lazy" onError={() => setBroken(true)} />
         : <div class="tpl-thumb placeholder" aria-hidden="true">{item.name.slice(0, 1).toUpperCase()}</div>}
       <div class="tpl-body">
         <h2 id={`${id}-h`}>{item.name}</h2>
