@@ -58,6 +58,35 @@ describe('POST /servers/create-with-workspace', () => {
     expect(existsSync(join(service.settings.dataDir, 'workspaces', 'hostile'))).toBe(false);
   });
 
+  it('takes git_ref, extension_groups and settings as the JSON body of POST /servers would, and refuses bad ones saying which field', async () => {
+    const { status, body } = await postForm('/servers/create-with-workspace', {
+      name: 'On feature', github_url: `file://${repos}/project`, git_ref: 'feature',
+      extension_groups: '["git"]', settings: '{"editor.fontSize": 15}',
+    });
+    expect(status).toBe(201);
+    // The branch was cloned, not the default one.
+    expect(await fs.readFile(join(body.workspace_path, 'notes.txt'), 'utf8')).toBe('on feature\n');
+    const manifest = await fs.readFile(join(service.settings.manifestsDir, 'on-feature.yaml'), 'utf8');
+    expect(manifest).toMatch(/ref: feature/);
+    expect(manifest).toMatch(/extensionGroups:\s*\n\s*- git/);
+    expect(manifest).toMatch(/editor\.fontSize: 15/);
+
+    const before = await manifestFiles();
+    for (const [fields, problem] of [
+      [{ git_ref: '--upload-pack=x' }, /git_ref: .* is not a branch or tag name/],
+      [{ extension_groups: '["no-such-group"]' }, /extension_groups: unknown group "no-such-group"/],
+      [{ extension_groups: 'git' }, /extension_groups must be a JSON array of group names/],
+      [{ settings: '{"a":' }, /settings must be a JSON object of editor settings/],
+    ] as const) {
+      const refused = await postForm('/servers/create-with-workspace', { name: 'Refused', github_url: `file://${repos}/project`, ...fields });
+      expect(refused.status, JSON.stringify(fields)).toBe(400);
+      expect(refused.body.error.message).toMatch(problem);
+    }
+    const refRef = await postForm('/servers/create-with-workspace', { name: 'Refused', git_ref: 'main' });
+    expect(refRef.body.error.message).toMatch(/git_ref goes with github_url/);
+    expect(await manifestFiles()).toEqual(before);
+  });
+
   it('refuses a form without a source, a bad extensions field or a blank name with 400', async () => {
     expect((await postForm('/servers/create-with-workspace', { name: 'No source' })).body.error.message).toMatch(/give github_url/);
     const badExtensions = await postForm('/servers/create-with-workspace', { name: 'x', extensions: 'python', github_url: `file://${repos}/project` });

@@ -16,7 +16,8 @@ import { storeArchive, uploadsDir } from '../../workspace/archives.ts';
 import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
 import { createdView } from '../views.ts';
 import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts';
-import { createServer, type CreateBody } from './servers-crud.ts';
+import { createServer, unknownGroupsProblem, type CreateBody } from './servers-crud.ts';
+import { checkSettings } from '../validation.ts';
 
 // Its own compiler: the shared one holds create-server's schema under its $id already.
 const validateCreate = new Ajv({ allErrors: true, strict: true }).compile<CreateBody>(readProjectJson('schemas/api/create-server.schema.json'));
@@ -27,6 +28,20 @@ function field(req: Request, key: string): string | undefined {
   if (Array.isArray(value)) throw new HttpError(400, 'INVALID_BODY', `the form field ${key} is given more than once: send it once`);
   return typeof value === 'string' ? value : undefined;
 }
+
+/** A form field holding JSON (blank = absent); 400 naming the field and an example otherwise. */
+function jsonField(req: Request, key: string, what: string, example: string): unknown {
+  const raw = field(req, key);
+  if (raw === undefined || raw.trim() === '') return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new HttpError(400, 'INVALID_BODY', `${key} must be ${what} in a string, for example ${example}`);
+  }
+}
+
+/** A branch or tag: the manifest schema's pattern, so what the form accepts a manifest accepts too. */
+const GIT_REF = /^[A-Za-z0-9._/][A-Za-z0-9._/-]{0,199}$/;
 
 export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   const reconciler = deps.controller.reconciler;
@@ -39,7 +54,12 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   /** The source the form asks for, checked; 400 saying what to change otherwise. */
   async function sourceOf(req: Request): Promise<WorkspaceSource> {
     const url = field(req, 'github_url')?.trim();
+    const ref = field(req, 'git_ref')?.trim() || undefined;
     if (req.file && url) throw new HttpError(400, 'INVALID_BODY', 'give either github_url or zip_file, not both');
+    if (ref !== undefined && !url) throw new HttpError(400, 'INVALID_BODY', 'git_ref goes with github_url: give the repository URL too, or leave git_ref out');
+    if (ref !== undefined && !GIT_REF.test(ref)) {
+      throw new HttpError(400, 'INVALID_BODY', `git_ref: "${ref.slice(0, 80)}" is not a branch or tag name: use letters, digits, ".", "_", "/" and "-", not starting with "-" (at most 200 characters)`);
+    }
     if (req.file) {
       try {
         planArchive(req.file.path);
@@ -52,24 +72,25 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url (a git repository URL) or zip_file (a .zip archive)');
     const problem = gitUrlProblem(url, schemes());
     if (problem) throw new HttpError(400, 'INVALID_GIT_URL', `github_url: ${problem}`);
-    return { git: { url } };
+    return { git: { url, ...(ref !== undefined ? { ref } : {}) } };
   }
 
   router.post('/servers/create-with-workspace', form, async (req, res) => {
-    const rawExtensions = field(req, 'extensions');
-    let extensions: unknown = [];
-    if (rawExtensions !== undefined && rawExtensions.trim() !== '') {
-      try {
-        extensions = JSON.parse(rawExtensions);
-      } catch {
-        throw new HttpError(400, 'INVALID_BODY', 'extensions must be a JSON array of extension ids in a string, for example ["ms-python.python"]');
-      }
-    }
-    const body = { name: field(req, 'name') ?? '', extensions };
+    const extensions = jsonField(req, 'extensions', 'a JSON array of extension ids', '["ms-python.python"]') ?? [];
+    const groups = jsonField(req, 'extension_groups', 'a JSON array of group names', '["python", "git"]');
+    const settings = jsonField(req, 'settings', 'a JSON object of editor settings', '{"editor.fontSize": 14}');
+    const body = {
+      name: field(req, 'name') ?? '', extensions,
+      ...(groups !== undefined ? { extension_groups: groups } : {}),
+      ...(settings !== undefined ? { settings } : {}),
+    };
     if (!validateCreate(body)) {
       const problems = describeErrors(validateCreate.errors).map((p) => p.replace('(top level)', 'form'));
       throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
     }
+    checkSettings(body.settings);
+    const unknownGroups = unknownGroupsProblem(deps, body.extension_groups);
+    if (unknownGroups !== undefined) throw new HttpError(400, 'INVALID_BODY', `extension_groups: ${unknownGroups}`);
     const source = await sourceOf(req);
     const created = await createServer(deps, req, body, { workspace: { source } });
     const record = await populated(deps, created.id!, timeoutMs());
