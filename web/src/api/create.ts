@@ -1,7 +1,6 @@
 // Creating servers: plain (POST /servers), and with a workspace from a git URL or an uploaded ZIP,
 // sent with XMLHttpRequest so the upload's progress can be shown (fetch reports none).
 import { ApiError, apiUrl, readAnswer, request } from './http.ts';
-import { deleteServer } from './servers.ts';
 import type { StatusWord } from './types.ts';
 
 /** What the create routes answer. */
@@ -24,11 +23,10 @@ export interface CreateBody {
   settings?: Record<string, unknown>;
 }
 
-export type WorkspaceSource = { git: string } | { zip: File };
+export type WorkspaceSource = { git: string; ref?: string } | { zip: File };
 
 /** How far a create with a workspace is: the upload's bytes, then the service's work. */
 export type CreateProgress =
-  | { step: 'creating' }
   | { step: 'uploading'; loaded: number; total: number }
   | { step: 'preparing' };
 
@@ -37,41 +35,25 @@ export function createServer(body: CreateBody): Promise<CreatedServer> {
 }
 
 /**
- * Creates a server whose workspace is filled from a git URL or a ZIP. The service's one-step
- * route (create-with-workspace) takes only the name and extension ids; with extension groups or
- * settings the server is created by POST /servers and then given the source by clone-workspace,
- * and deleted again if that fails, so no half-made server is left either way.
+ * Creates a server whose workspace is filled from a git URL (and branch or tag) or a ZIP, in one
+ * request (create-with-workspace): the service answers once the workspace is filled, and keeps
+ * no half-made server when the source fails.
  */
-export async function createWithWorkspace(
+export function createWithWorkspace(
   body: CreateBody, source: WorkspaceSource, onProgress?: (progress: CreateProgress) => void, signal?: AbortSignal,
 ): Promise<CreatedServer> {
-  const form = (fields: Record<string, string>) => {
-    const data = new FormData();
-    for (const [key, value] of Object.entries(fields)) data.append(key, value);
-    if ('git' in source) data.append('github_url', source.git);
-    else data.append('zip_file', source.zip, source.zip.name);
-    return data;
-  };
-  const simple = !body.extension_groups?.length && (!body.settings || Object.keys(body.settings).length === 0) && !body.restart_policy;
-  if (simple) {
-    const fields: Record<string, string> = { name: body.name };
-    if (body.extensions?.length) fields.extensions = JSON.stringify(body.extensions);
-    return sendForm<CreatedServer>('servers/create-with-workspace', form(fields), onProgress, signal);
+  const data = new FormData();
+  data.append('name', body.name);
+  if (body.extensions?.length) data.append('extensions', JSON.stringify(body.extensions));
+  if (body.extension_groups?.length) data.append('extension_groups', JSON.stringify(body.extension_groups));
+  if (body.settings && Object.keys(body.settings).length > 0) data.append('settings', JSON.stringify(body.settings));
+  if ('git' in source) {
+    data.append('github_url', source.git);
+    if (source.ref) data.append('git_ref', source.ref);
+  } else {
+    data.append('zip_file', source.zip, source.zip.name);
   }
-  onProgress?.({ step: 'creating' });
-  const created = await createServer(body);
-  try {
-    const cloned = await sendForm<{ workspace_path?: string }>(`servers/${encodeURIComponent(created.id)}/clone-workspace`, form({}), onProgress, signal);
-    return { ...created, workspace_path: cloned.workspace_path ?? created.workspace_path };
-  } catch (error) {
-    await deleteServer(created.id).catch(() => undefined);
-    if (error instanceof ApiError && error.code !== 'ABORTED') {
-      // The service keeps the server without a source; this create deletes it, so say that instead.
-      const message = error.message.replace(/;\s*the server is kept without a source: fix the source and try again$/, '');
-      throw new ApiError(error.status, error.code, `${message}; the server "${created.name}" was not kept: fix the source and create it again`);
-    }
-    throw error;
-  }
+  return sendForm<CreatedServer>('servers/create-with-workspace', data, onProgress, signal);
 }
 
 /** POSTs a multipart form, reporting upload progress; the answer read as request() reads it. */

@@ -5,7 +5,7 @@ import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { Dialog } from '../components/dialog.tsx';
 import { getConfig, type ServiceConfig } from '../api/config.ts';
 import { startServer } from '../api/servers.ts';
-import { createServer, createWithWorkspace, type CreateBody, type CreatedServer, type CreateProgress } from '../api/create.ts';
+import { createServer, createWithWorkspace, type CreateBody, type CreatedServer, type CreateProgress, type WorkspaceSource } from '../api/create.ts';
 import { ApiError } from '../api/http.ts';
 import { notify, notifyError } from '../notify.ts';
 import './create-dialog.css';
@@ -102,7 +102,7 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
   }
 
   /** The request, checked here first so the message can say which field to fix. */
-  function build(): { body: CreateBody; source?: { git: string } | { zip: File } } | { message: string; field: Field } {
+  function build(): { body: CreateBody; source?: WorkspaceSource } | { message: string; field: Field } {
     const trimmed = name.trim();
     if (!trimmed) return { field: 'name', message: 'Name: give the server a name.' };
     const ids = [...new Set(extensions.split(/[\s,]+/).filter(Boolean))];
@@ -129,10 +129,7 @@ function CreateServerForm({ onClose }: { onClose: () => void }) {
     };
     if (workspace === 'git') {
       if (!gitUrl.trim()) return { field: 'gitUrl', message: 'Git URL: give the repository to clone, such as https://github.com/owner/repo.git.' };
-      if (gitRef.trim()) {
-        return { field: 'gitRef', message: 'Git ref: the service clones a repository\'s default branch only (its create routes take no branch or tag yet): leave Git ref empty, or use a template that names the ref.' };
-      }
-      return { body, source: { git: gitUrl.trim() } };
+      return { body, source: { git: gitUrl.trim(), ...(gitRef.trim() ? { ref: gitRef.trim() } : {}) } };
     }
     if (workspace === 'zip') {
       if (!zip) return { field: 'zip', message: 'ZIP file: choose a .zip archive to upload.' };
