@@ -1,8 +1,9 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list, memory, proxy, logs, workspace (default: all).
+// baseline in one run. Sections: start, list, memory, proxy, logs, workspace, dashboard (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
+import { benchDashboard } from './dashboard.ts';
 import { benchProxyThroughService } from './service-proxy.ts';
 import { benchLogsThroughService } from './service-logs.ts';
 import { STUB_EDITOR } from './harness.ts';
@@ -40,5 +41,8 @@ if (wanted('logs')) {
 if (wanted('workspace')) {
   report('ZIP through create-with-workspace vs unzip', await benchExtract(STUB_EDITOR, quick ? 1 : 5, 7));
   report('clone through create-with-workspace vs git clone', await benchClone(STUB_EDITOR, quick ? 1 : 5, 8));
+}
+if (wanted('dashboard')) {
+  report('dashboard in Chromium, 30 running editors', await benchDashboard(STUB_EDITOR, quick, 9));
 }
 console.log(`\n## summary\n${JSON.stringify(results)}`);
