@@ -21,6 +21,21 @@ const CREDENTIAL_COOKIE = new RegExp(`^(__host-|__secure-)?(${SERVICE_COOKIE_PRE
 /** Credentials meant for the service or a proxy in front of it. */
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded-access-token'];
 
+/**
+ * What the proxy tells about the traffic to each editor (idle tracking, metrics). Called on the
+ * request path, synchronously: each call must be cheap and must not throw.
+ */
+export interface ProxyObserver {
+  /** A proxied HTTP request ended: the status sent (502 when the editor did not answer), the request body's bytes and the response's, headers included. */
+  request(port: number, status: number, bytesIn: number, bytesOut: number): void;
+  /** A WebSocket to the editor opened (the 101 went out). */
+  socketOpened(port: number): void;
+  /** Bytes passed over an open WebSocket: `fromClient` toward the editor, else toward the browser. Called per chunk. */
+  socketData(port: number, bytes: number, fromClient: boolean): void;
+  /** That WebSocket closed. */
+  socketClosed(port: number): void;
+}
+
 export interface EditorProxyOptions {
   /**
    * Where the managed editor running on the port answers for this request; undefined for any
@@ -33,6 +48,13 @@ export interface EditorProxyOptions {
   timeoutMs?: number;
   /** Where proxy errors are reported. Default console.error. */
   log?: (message: string) => void;
+  /** Told about every proxied request and WebSocket. */
+  observer?: ProxyObserver;
+  /**
+   * Asked before a request for a port with no route gets its 404: answers it itself (such as a
+   * page saying the editor is starting) and returns true, or returns false for the 404.
+   */
+  unroutable?: (port: number, req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 interface Route {
@@ -60,9 +82,13 @@ export class EditorProxy {
   readonly #agent: http.Agent;
   readonly #proxy: httpProxy;
   readonly #routes = new WeakMap<IncomingMessage, Route>();
+  readonly #observer: ProxyObserver | undefined;
+  readonly #unroutable: EditorProxyOptions['unroutable'];
 
   constructor(options: EditorProxyOptions) {
     this.#route = options.route;
+    this.#observer = options.observer;
+    this.#unroutable = options.unroutable;
     this.#log = options.log ?? ((message) => console.error(message));
     const maxSockets = options.maxSocketsPerEditor ?? 64;
     // Reusing connections is what keeps throughput near direct access; the bound keeps a burst
@@ -83,6 +109,21 @@ export class EditorProxy {
       const location = proxyRes.headers.location;
       if (route && location) proxyRes.headers.location = rewriteLocation(location, route);
     });
+    const observer = this.#observer;
+    if (observer) {
+      // Registered before http-proxy's own 'upgrade' listener (it adds it after this event), so
+      // both data listeners are on before any byte flows through the pipes it sets up next.
+      this.#proxy.on('proxyReqWs', (proxyReq, req, socket) => {
+        const port = this.#routes.get(req)?.port;
+        if (port === undefined) return;
+        proxyReq.once('upgrade', (_res, proxySocket: Duplex) => {
+          observer.socketOpened(port);
+          socket.on('data', (chunk: Buffer) => observer.socketData(port, chunk.length, true));
+          proxySocket.on('data', (chunk: Buffer) => observer.socketData(port, chunk.length, false));
+          socket.once('close', () => observer.socketClosed(port));
+        });
+      });
+    }
     // Every call passes its own error callback; this only guards against an unhandled 'error'.
     this.#proxy.on('error', (err) => this.#log(`proxy: ${err.stack ?? err}`));
   }
@@ -101,6 +142,7 @@ export class EditorProxy {
       }
       route.target = this.#route(route.port, req);
       if (!route.target) {
+        if (this.#unroutable?.(route.port, req, res)) return;
         writeError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
         return;
       }
@@ -110,6 +152,7 @@ export class EditorProxy {
         return;
       }
       this.#prepare(req, route);
+      if (this.#observer) this.#observe(req, res, route.port);
       this.#proxy.web(
         req,
         res,
@@ -156,6 +199,21 @@ export class EditorProxy {
   close(): void {
     this.#agent.destroy();
     this.#proxy.close();
+  }
+
+  /**
+   * Reports the request once its response is done, with bytes counted on the client's connection
+   * so that no stream is touched: in, the body's Content-Length (what arrived with the headers
+   * was read already), else what was read meanwhile; out, what was written meanwhile.
+   */
+  #observe(req: IncomingMessage, res: ServerResponse, port: number): void {
+    const socket = req.socket;
+    const read = socket.bytesRead;
+    const written = socket.bytesWritten;
+    const declared = Number(req.headers['content-length']);
+    res.once('close', () => this.#observer!.request(
+      port, res.statusCode, declared > 0 ? declared : socket.bytesRead - read, socket.bytesWritten - written,
+    ));
   }
 
   /** Strips the prefix and every credential meant for the service, and says where the request came from. */
