@@ -17,7 +17,16 @@ export interface Config {
     stopGraceSeconds: number;
     maxRestartBackoffSeconds: number;
     crashLoopRestarts: number;
+    /** An editor with no activity (proxy traffic, code-server's heartbeat) this long is stopped (IdleTimeout); 0: never. spec.idleTimeoutSeconds overrides it. */
+    idleTimeoutSeconds: number;
   };
+  /**
+   * How many editors may run at once, and how much memory they may use together; a start beyond
+   * either is refused (409), or with whenFull `stopIdlest` the least recently active idle editor
+   * is stopped first. maxRunning 0: no limit; maxMemoryMb `auto`: this machine's memory less room
+   * for the service, 0: no limit.
+   */
+  capacity: { maxRunning: number; maxMemoryMb: number | 'auto'; whenFull: 'refuse' | 'stopIdlest' };
   controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
   extensionGroups: Record<string, ExtensionGroup>;
   /** Workspace sources: git URL schemes (unset: defaultGitSchemes), clone timeout, ZIP upload limit. */
@@ -109,7 +118,8 @@ export interface GitSyncSettings {
 
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
-  editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5 },
+  editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5, idleTimeoutSeconds: 3600 },
+  capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse' },
   controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
     python: {
@@ -178,6 +188,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     ...structuredClone(DEFAULT_CONFIG),
     ...given,
     editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
+    capacity: { ...DEFAULT_CONFIG.capacity, ...given.capacity },
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
     workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
     ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },

@@ -28,6 +28,8 @@ export interface EditorServerSpec {
   running: boolean;
   port?: number;
   restartPolicy?: RestartPolicy;
+  /** Stop after this long without activity (IdleTimeout); 0: never; unset: the config's editor.idleTimeoutSeconds. */
+  idleTimeoutSeconds?: number;
   workspace?: { source?: WorkspaceSource };
   extensionGroups?: string[];
   extensions?: string[];
