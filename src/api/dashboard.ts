@@ -32,6 +32,14 @@ const COMPRESSIBLE = new Set(['.html', '.js', '.mjs', '.css', '.json', '.map', '
 const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 const INDEX_CACHE = 'no-cache';
+/**
+ * The page may load and connect to its own origin only (the API, the watch and log streams,
+ * same-origin thumbnails): nothing from a CDN, nothing a template's URL could pull in; inline
+ * style attributes only (the views set widths). Editors are opened in their own tabs, so the
+ * page needs no frames, and no other site may frame it.
+ */
+const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; "
+  + "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'";
 const ASSET_CACHE = 'public, max-age=31536000, immutable';
 
 interface Variant {
@@ -107,6 +115,10 @@ export function dashboardRouter(options: DashboardOptions = {}): Router {
     res.setHeader('Content-Type', file.type);
     res.setHeader('Cache-Control', cacheControl);
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (file.type.startsWith('text/html')) {
+      res.setHeader('Content-Security-Policy', PAGE_POLICY);
+      res.setHeader('Referrer-Policy', 'same-origin');
+    }
     res.setHeader('ETag', variant.etag);
     if (file.gzip) res.setHeader('Vary', 'Accept-Encoding');
     if (encoding) res.setHeader('Content-Encoding', encoding);

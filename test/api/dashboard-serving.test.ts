@@ -62,6 +62,11 @@ describe('the dashboard at /', () => {
       expect(res.headers.get('cache-control')).toBe('no-cache');
       expect(res.headers.get('vary')).toBe('Accept-Encoding');
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      // Only its own origin: no CDN, no script or connection elsewhere (the browser tests check it holds).
+      const policy = res.headers.get('content-security-policy') ?? '';
+      expect(policy).toContain("default-src 'self'");
+      expect(policy).toContain("connect-src 'self'");
+      expect(policy).not.toMatch(/script-src|unsafe-eval|\*/);
       expect(res.body.equals(file)).toBe(true);
       expect(res.body.toString()).toContain('<title>devbox-controller</title>');
       // Relative asset URLs: the page works under any path prefix.
