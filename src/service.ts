@@ -28,6 +28,8 @@ import { ServerFeed } from './api/server-feed.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
+import { activityObserver, fanOut } from './proxy/observers.ts';
+import { ActivityTracker } from './controller/activity.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
 import { templatesHealth } from './api/routes/templates.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
@@ -44,6 +46,8 @@ export interface Service {
   controller: Controller;
   logs: LogHub;
   proxy: EditorProxy;
+  /** When each server was last used (proxy traffic, heartbeats). */
+  activity: ActivityTracker;
   /** The router's access token (deployed, or given Databricks credentials); else undefined. */
   assistant?: TokenKeeper;
   close(options?: { stopEditors?: boolean }): Promise<void>;
@@ -130,7 +134,15 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : reconciler.records.get(name)?.server);
   let servicePort = settings.port;
+  // When each server was last used: proxy traffic here, code-server's heartbeat where it is probed.
+  const activity = new ActivityTracker();
+  reconciler.on('deleted', (name: string) => activity.forget(name));
+  const touchPort = (port: number) => {
+    const name = ports.owner(port);
+    if (name !== undefined) activity.touch(name);
+  };
   const proxy = new EditorProxy({
+    observer: fanOut([activityObserver(touchPort)]),
     // Only a running editor this service manages, and the requester may reach; never the service itself.
     route: (port, req) => {
       const endpoint = port === servicePort ? undefined : reconciler.routeTo(port);
@@ -334,7 +346,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
-    url, port, server, controller, logs, proxy, assistant,
+    url, port, server, controller, logs, proxy, activity, assistant,
     close: (options = {}) => shutDown(options.stopEditors === true),
   };
 }
