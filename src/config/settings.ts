@@ -26,7 +26,13 @@ export interface Config {
    * is stopped first. maxRunning 0: no limit; maxMemoryMb `auto`: this machine's memory less room
    * for the service, 0: no limit.
    */
-  capacity: { maxRunning: number; maxMemoryMb: number | 'auto'; whenFull: 'refuse' | 'stopIdlest' };
+  capacity: {
+    maxRunning: number;
+    maxMemoryMb: number | 'auto';
+    whenFull: 'refuse' | 'stopIdlest';
+    /** An editor with no activity this long counts as idle, so whenFull `stopIdlest` may stop it. */
+    idleAfterSeconds: number;
+  };
   controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
   extensionGroups: Record<string, ExtensionGroup>;
   /** Workspace sources: git URL schemes (unset: defaultGitSchemes), clone timeout, ZIP upload limit. */
@@ -119,7 +125,7 @@ export interface GitSyncSettings {
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5, idleTimeoutSeconds: 3600 },
-  capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse' },
+  capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse', idleAfterSeconds: 60 },
   controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
     python: {
