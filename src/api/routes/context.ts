@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import type { Request } from 'express';
 import type { ExtensionGroup } from '../../config/settings.ts';
+import type { Capacity } from '../../controller/capacity.ts';
 import type { Controller } from '../../controller/controller.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
@@ -32,6 +33,8 @@ export interface ServersDeps {
   ownerOf?: (name: string) => { repository: string; file: string } | undefined;
   /** Who may see and drive which server (the config's `access` policy). */
   access: ServerAccess;
+  /** The capacity limits a start passes (409 CAPACITY_EXCEEDED before anything is written); without it, none. */
+  capacity?: Capacity;
   /** The watch streams of GET /servers?watch=1; without them the route answers only the list. */
   watch?: WatchStreams;
 }

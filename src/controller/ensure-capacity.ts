@@ -1,0 +1,53 @@
+// Step: room for the editor before it is spawned (capacity.ts decides, for the API too), and
+// stopping an idle editor whose room another start needs (whenFull stopIdlest).
+import type { EditorServerStatus, Phase } from '../manifests/types.ts';
+import type { ServerRecord } from './cache.ts';
+import type { ReconcileContext } from './context.ts';
+import type { ReconcileResult } from './queue.ts';
+import { clearProcess } from './status-commit.ts';
+import { stopProcess } from './supervision.ts';
+
+/**
+ * 'admitted' when the editor may start now (its slot is held until it runs or the start gives
+ * up: release it after the launch). Otherwise status says why (Pending, CapacityExceeded or
+ * MakingRoom) and the server waits, without polling, for room: an editor stopping, memory given
+ * back, or the config's limits changing queue it again.
+ */
+export async function ensureCapacity(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
+): Promise<'admitted' | ReconcileResult | undefined> {
+  const capacity = ctx.deps.capacity;
+  if (!capacity) return 'admitted';
+  const name = record.name;
+  const admission = capacity.admit(name);
+  if (admission.kind === 'admitted') return 'admitted';
+  const reason = admission.kind === 'refused' ? 'CapacityExceeded' : 'MakingRoom';
+  const message = admission.kind === 'refused' ? `${admission.message}; it starts by itself when room frees` : admission.message;
+  if (admission.kind === 'refused') capacity.wait(name);
+  // Said once per new situation, not at every look.
+  if (record.server?.status?.message !== message) ctx.deps.logs.event(name, admission.kind === 'refused' ? 'WARN' : 'INFO', `not started: ${message}`);
+  await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Pending', reason, message });
+  return undefined;
+}
+
+/** Stops the editor, through the normal stop with its grace, to make room for `starter`. */
+export async function stopForCapacity(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, starter: string,
+): Promise<ReconcileResult | undefined> {
+  const name = record.name;
+  const wanted = ctx.cache.records.get(starter)?.server?.spec.displayName ?? starter;
+  await stopProcess(ctx, record, uid, status, `stopped to make room for server "${wanted}"`);
+  Object.assign(status, {
+    phase: 'Stopped' as Phase,
+    reason: 'StoppedForCapacity',
+    message: `stopped to make room for server "${wanted}" (${starter}): capacity was full and this was the least recently active idle editor; start it again when you need it`,
+  });
+  await ctx.commit(record, uid, status);
+  ctx.log(`server ${name} stopped to make room for ${starter} (capacity full, whenFull stopIdlest)`);
+  return undefined;
+}
+
+/** Stopped to make room: it stays stopped, although its spec says running, until it is started again. */
+export function heldForCapacity(status: EditorServerStatus): boolean {
+  return status.phase === 'Stopped' && status.reason === 'StoppedForCapacity';
+}
