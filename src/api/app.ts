@@ -44,6 +44,8 @@ export function errorHandler(log: (message: string) => void): ErrorRequestHandle
 }
 
 export interface AppParts {
+  /** Mounted before everything else, so they see every request, preflights and refusals included (the API's timing). */
+  first?: RequestHandler[];
   /** Mounted before the JSON body parser, so proxied bodies stream untouched. */
   before?: RequestHandler[];
   routers: Router[];
@@ -54,6 +56,7 @@ export function createApp(parts: AppParts): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  for (const handler of parts.first ?? []) app.use(handler);
   app.use(cors);
   for (const handler of parts.before ?? []) app.use(handler);
   app.use(express.json({ limit: BODY_LIMITS.maxBytes }), boundBodyCost);

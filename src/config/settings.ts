@@ -81,6 +81,10 @@ export interface Settings {
   platform?: PlatformSettings;
   /** DEVBOX_ROUTER: the service runs claude-code-router for the editors (default: when deployed as an app). */
   runRouter: boolean;
+  /** DEVBOX_METRICS: GET /metrics and the counting behind it (default on). */
+  metrics?: boolean;
+  /** DEVBOX_ACTIVITY_TRACKING: proxy traffic marks servers as used (default on; off only to measure what it costs). */
+  activityTracking?: boolean;
   config: Config;
 }
 
@@ -392,6 +396,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     gitSync: { templates: gitSyncFrom(env, 'TEMPLATES'), manifests: gitSyncFrom(env, 'MANIFESTS') },
     platform: platformFrom(env),
     runRouter: switchFrom(env, 'DEVBOX_ROUTER', isDeployed(env)),
+    metrics: switchFrom(env, 'DEVBOX_METRICS', true),
+    activityTracking: switchFrom(env, 'DEVBOX_ACTIVITY_TRACKING', true),
     config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
   };
 }

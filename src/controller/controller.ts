@@ -43,12 +43,18 @@ export class Controller {
       const run = (this.runs.get(name) ?? 0) + 1;
       this.runs.set(name, run);
       let waiting = false;
+      let failure: unknown;
+      const began = performance.now();
       try {
         const result = await options.reconciler.reconcile(name);
         waiting = result?.waiting === true;
         return result;
+      } catch (error) {
+        failure = error;
+        throw error;
       } finally {
-        options.reconciler.emit('reconciled', name, run, waiting);
+        // The seconds it took and what it threw (undefined when it did not) are for metrics.
+        options.reconciler.emit('reconciled', name, run, waiting, (performance.now() - began) / 1000, failure);
         if (!options.reconciler.records.has(name)) this.runs.delete(name);
       }
     }, {

@@ -54,6 +54,8 @@ export class LogStreamServer {
   readonly #clients = new Set<Client>();
   readonly #unsubscribe: () => void;
   readonly #pingTimer: NodeJS.Timeout;
+  /** Clients closed for falling behind (1013) or for not answering a ping, since the start. */
+  #dropped = 0;
 
   /** `resolve`: the server behind an id for this request, or undefined (unknown, or not the requester's to see). */
   constructor(
@@ -107,6 +109,11 @@ export class LogStreamServer {
     return true;
   }
 
+  /** Streams open now, and those dropped for falling behind or not answering (metrics). */
+  get state(): { clients: number; dropped: number } {
+    return { clients: this.#clients.size, dropped: this.#dropped };
+  }
+
   /** Closes every stream (1001) and stops the ping timer. */
   async close(): Promise<void> {
     clearInterval(this.#pingTimer);
@@ -153,6 +160,7 @@ export class LogStreamServer {
     if (ws.bufferedAmount > this.#maxBufferedBytes) {
       // Too far behind: stop queueing for it. The close frame waits behind its unsent data; if it
       // never reads again, the ping check terminates it, so its buffer cannot grow further.
+      this.#dropped++;
       ws.close(1013, 'too slow: the log stream fell behind, reconnect with ?tail=');
       return;
     }
@@ -162,6 +170,8 @@ export class LogStreamServer {
   #ping(): void {
     for (const client of this.#clients) {
       if (!client.alive) {
+        // One closed for falling behind already counts.
+        if (client.ws.readyState === WebSocket.OPEN) this.#dropped++;
         client.ws.terminate();
         continue;
       }

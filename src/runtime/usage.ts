@@ -8,12 +8,16 @@ export interface EditorUsage {
   memoryMb: number;
   /** Seconds the editor has been running. */
   uptime: number;
+  /** CPU time (user and system) of the group's live processes, in seconds; what exited children used is not in it. */
+  cpuSeconds?: number;
+  /** Resident memory of the group, in bytes (memoryMb unrounded). */
+  memoryBytes?: number;
 }
 
 /** Usage per editor (group leader); one that vanished meanwhile is left out. */
 export async function processGroupUsage(leaders: ProcessIdentity[]): Promise<Map<ProcessIdentity, EditorUsage>> {
   const byPid = new Map(leaders.map((l) => [l.pid, l]));
-  const next = new Map<ProcessIdentity, EditorUsage>();
+  const next = new Map<ProcessIdentity, Required<EditorUsage>>();
   if (byPid.size === 0) return next;
   const members = groupMembers(new Set(byPid.keys()));
   const usage = await pidusage([...members.keys()]).catch(() => sampleOneByOne([...members.keys()]));
@@ -21,9 +25,11 @@ export async function processGroupUsage(leaders: ProcessIdentity[]): Promise<Map
     const leader = members.get(Number(pid));
     if (!stat || leader === undefined) continue;
     const handle = byPid.get(leader)!;
-    const total = next.get(handle) ?? { cpuPercent: 0, memoryMb: 0, uptime: 0 };
+    const total = next.get(handle) ?? { cpuPercent: 0, memoryMb: 0, uptime: 0, cpuSeconds: 0, memoryBytes: 0 };
     total.cpuPercent = round(total.cpuPercent + stat.cpu);
     total.memoryMb = round(total.memoryMb + stat.memory / (1024 * 1024));
+    total.cpuSeconds += stat.ctime / 1000;
+    total.memoryBytes += stat.memory;
     if (Number(pid) === leader) total.uptime = stat.elapsed / 1000;
     next.set(handle, total);
   }

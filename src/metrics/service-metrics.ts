@@ -1,0 +1,267 @@
+// GET /metrics: the fleet and the service in the Prometheus text format, in a registry of this
+// service's own (several services may run in one process). Per-server series are labelled by
+// name and uid, exist only for servers that exist, and are read from the controller's records,
+// the stats sampler, the activity tracker and plain counters at scrape time: nothing on the
+// request path calls prom-client.
+import { Router, type RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ActivityTracker } from '../controller/activity.ts';
+import type { Reconciler } from '../controller/reconciler.ts';
+import type { LogHub } from '../logs/index.ts';
+import type { Phase } from '../manifests/types.ts';
+import type { ProxyObserver } from '../proxy/editor-proxy.ts';
+import type { StatsSampler } from '../runtime/stats.ts';
+import { timeApiRequests } from './api-timing.ts';
+import { processRegistry } from './process.ts';
+import { ProxyTraffic, STATUS_CLASSES } from './traffic.ts';
+
+const PHASES: Phase[] = ['Pending', 'Provisioning', 'Stopped', 'Starting', 'Running', 'Stopping', 'Failed', 'Terminating'];
+
+export interface MetricsSources {
+  reconciler: Reconciler;
+  stats: StatsSampler;
+  activity: ActivityTracker;
+  logs: LogHub;
+  /** Names waiting in the work queue or being reconciled. */
+  queueDepth: () => number;
+  /** The server a port belongs to (the port allocator's owner). */
+  portOwner: (port: number) => string | undefined;
+  /** The log streams (/ws/logs) and the watch streams (GET /servers?watch=1): open now, and dropped since the start. */
+  streams: () => { logs: { open: number; dropped: number }; watch: { open: number; dropped: number } };
+}
+
+type ServerLabels = { name: string; uid: string };
+
+/** CPU seconds of a server's editors, kept rising across restarts of the editor. */
+interface CpuCount {
+  /** The editor process the last sample was of (pid and start time). */
+  process: string;
+  /** Its CPU seconds at that sample. */
+  last: number;
+  total: number;
+}
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly #sources: MetricsSources;
+  readonly #traffic: ProxyTraffic;
+  readonly #cpu = new Map<string, CpuCount>();
+  /** Log lines per server: [from the editor, from the controller]. */
+  readonly #logLines = new Map<string, [number, number]>();
+  readonly #apiDurations: Histogram<'method' | 'route' | 'status'>;
+  readonly #disposers: Array<() => void> = [];
+
+  constructor(sources: MetricsSources) {
+    this.#sources = sources;
+    this.#traffic = new ProxyTraffic(sources.portOwner);
+    const registers = [this.registry];
+    const servers = () => this.#servers();
+    const traffic = this.#traffic;
+    const { reconciler, stats, activity, logs } = sources;
+
+    // Per server, read from the controller's records at scrape time.
+    new Gauge({
+      name: 'devbox_server_phase', help: 'The server\'s phase: 1 for the one it is in, 0 for the others', labelNames: ['name', 'uid', 'phase'], registers,
+      collect() {
+        this.reset();
+        for (const { labels, phase } of servers()) for (const each of PHASES) this.set({ ...labels, phase: each }, each === phase ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'devbox_server_restarts_total', help: 'Restarts of the server\'s editor by its restart policy (status.restarts)', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels, restarts } of servers()) this.inc(labels, restarts);
+      },
+    });
+    const cpu = this.#cpu;
+    new Counter({
+      name: 'devbox_server_cpu_seconds_total', help: 'CPU time (user and system) of the server\'s editor process group, over all its runs since the service started', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) {
+          const count = cpu.get(labels.name);
+          if (count) this.inc(labels, count.total);
+        }
+      },
+    });
+    new Gauge({
+      name: 'devbox_server_memory_bytes', help: 'Resident memory of the server\'s editor process group at the last sample (running servers only)', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) {
+          const bytes = stats.get(labels.name)?.memoryBytes;
+          if (bytes !== undefined) this.set(labels, bytes);
+        }
+      },
+    });
+    new Gauge({
+      name: 'devbox_server_last_activity_timestamp_seconds', help: 'When the server was last used (proxy traffic, editor heartbeat), in seconds since the epoch; absent until it is', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) {
+          const at = activity.lastActivity(labels.name);
+          if (at !== undefined) this.set(labels, at / 1000);
+        }
+      },
+    });
+
+    // The proxy's counts, kept in plain numbers by ProxyTraffic.
+    new Counter({
+      name: 'devbox_server_proxy_requests_total', help: 'HTTP requests proxied to the server\'s editor, by status class', labelNames: ['name', 'uid', 'code'], registers,
+      collect() {
+        this.reset();
+        traffic.keepOnly((name) => reconciler.records.has(name));
+        for (const { labels } of servers()) {
+          const counts = traffic.get(labels.name);
+          if (counts) STATUS_CLASSES.forEach((code, i) => this.inc({ ...labels, code }, counts.requests[i]));
+        }
+      },
+    });
+    const bytes = (name: string, help: string, read: (t: NonNullable<ReturnType<ProxyTraffic['get']>>) => number) => new Counter({
+      name, help, labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) {
+          const counts = traffic.get(labels.name);
+          if (counts) this.inc(labels, read(counts));
+        }
+      },
+    });
+    bytes('devbox_server_proxy_received_bytes_total', 'Bytes from browsers to the server\'s editor through the proxy (HTTP request bodies, WebSocket data)', (t) => t.received);
+    bytes('devbox_server_proxy_sent_bytes_total', 'Bytes from the server\'s editor to browsers through the proxy (HTTP responses with headers, WebSocket data)', (t) => t.sent);
+    bytes('devbox_server_websockets_opened_total', 'WebSockets opened to the server\'s editor through the proxy', (t) => t.websocketsOpened);
+    new Gauge({
+      name: 'devbox_server_websockets_open', help: 'WebSockets open to the server\'s editor through the proxy now', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) this.set(labels, traffic.get(labels.name)?.websocketsOpen ?? 0);
+      },
+    });
+    const logLines = this.#logLines;
+    new Counter({
+      name: 'devbox_server_log_lines_total', help: 'Log entries of the server since the service started: lines its editor printed (source="server") and controller events (source="controller")', labelNames: ['name', 'uid', 'source'], registers,
+      collect() {
+        this.reset();
+        for (const name of logLines.keys()) if (!reconciler.records.has(name)) logLines.delete(name);
+        for (const { labels } of servers()) {
+          const [server, controller] = logLines.get(labels.name) ?? [0, 0];
+          this.inc({ ...labels, source: 'server' }, server);
+          this.inc({ ...labels, source: 'controller' }, controller);
+        }
+      },
+    });
+
+    // The service.
+    const reconcileSeconds = new Histogram({
+      name: 'devbox_reconcile_duration_seconds', help: 'How long one reconcile of one server took', registers,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+    const reconcileErrors = new Counter({ name: 'devbox_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff, or recorded Failed when retrying cannot help)', registers });
+    const onReconciled = (_name: string, _run: number, _waiting: boolean, seconds: number, error: unknown) => {
+      reconcileSeconds.observe(seconds);
+      if (error !== undefined) reconcileErrors.inc();
+    };
+    reconciler.on('reconciled', onReconciled);
+    this.#disposers.push(() => reconciler.off('reconciled', onReconciled));
+    new Gauge({
+      name: 'devbox_workqueue_depth', help: 'Servers waiting in the work queue or being reconciled', registers,
+      collect() {
+        this.set(sources.queueDepth());
+      },
+    });
+    this.#apiDurations = new Histogram({
+      name: 'devbox_api_request_duration_seconds', help: 'API requests by route pattern (unmatched: no route took it) and status, until the response was done; watch streams and editor proxy paths are not in it', labelNames: ['method', 'route', 'status'], registers,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    });
+    new Gauge({
+      name: 'devbox_stream_clients', help: 'Clients of the log streams (/ws/logs) and of the watch streams (GET /servers?watch=1) now', labelNames: ['stream'], registers,
+      collect() {
+        const now = sources.streams();
+        this.set({ stream: 'logs' }, now.logs.open);
+        this.set({ stream: 'watch' }, now.watch.open);
+      },
+    });
+    new Counter({
+      name: 'devbox_stream_clients_dropped_total', help: 'Stream clients closed for falling behind (or, for logs, not answering pings)', labelNames: ['stream'], registers,
+      collect() {
+        this.reset();
+        const now = sources.streams();
+        this.inc({ stream: 'logs' }, now.logs.dropped);
+        this.inc({ stream: 'watch' }, now.watch.dropped);
+      },
+    });
+
+    this.#disposers.push(logs.subscribe(null, (entry) => {
+      let counts = logLines.get(entry.name);
+      if (!counts) logLines.set(entry.name, (counts = [0, 0]));
+      counts[entry.source === 'server' ? 0 : 1]++;
+    }));
+    this.#disposers.push(stats.onSample(() => this.#countCpu()));
+    const onDeleted = (name: string) => {
+      cpu.delete(name);
+      logLines.delete(name);
+    };
+    reconciler.on('deleted', onDeleted);
+    this.#disposers.push(() => reconciler.off('deleted', onDeleted));
+  }
+
+  /** For the proxy: counts each request and WebSocket per server. */
+  get observer(): ProxyObserver {
+    return this.#traffic.observer;
+  }
+
+  /** Express middleware timing the API's requests; mount it before everything else. */
+  apiTimer(): RequestHandler {
+    return timeApiRequests(this.#apiDurations);
+  }
+
+  /** GET /metrics: this service's metrics, then the process's. */
+  router(): Router {
+    const router = Router();
+    router.get('/metrics', async (_req, res) => {
+      const text = await this.text();
+      res.setHeader('Cache-Control', 'no-store');
+      res.type(this.registry.contentType).send(text);
+    });
+    return router;
+  }
+
+  async text(): Promise<string> {
+    return (await this.registry.metrics()) + '\n' + (await processRegistry().metrics());
+  }
+
+  dispose(): void {
+    for (const dispose of this.#disposers.splice(0)) dispose();
+  }
+
+  /** Every server that has a uid (as GET /servers lists them), with what its series need. */
+  #servers(): Array<{ labels: ServerLabels; phase: Phase; restarts: number }> {
+    const out: Array<{ labels: ServerLabels; phase: Phase; restarts: number }> = [];
+    for (const record of this.#sources.reconciler.records.values()) {
+      const server = record.server;
+      const uid = server?.metadata.uid;
+      if (!server || !uid) continue;
+      out.push({ labels: { name: record.name, uid }, phase: server.status?.phase ?? 'Pending', restarts: server.status?.restarts ?? 0 });
+    }
+    return out;
+  }
+
+  /** After each stats sample: adds what each editor used since the last one; a new editor process starts from zero. */
+  #countCpu(): void {
+    for (const [name, handle] of this.#sources.reconciler.handles()) {
+      const seconds = this.#sources.stats.get(name)?.cpuSeconds;
+      if (seconds === undefined) continue;
+      const process = `${handle.pid}:${handle.startTicks}`;
+      const count = this.#cpu.get(name) ?? { process, last: 0, total: 0 };
+      if (count.process !== process) {
+        count.process = process;
+        count.last = 0;
+      }
+      // A child that exited takes its CPU time with it: the sum may drop, the counter never does.
+      count.total += Math.max(0, seconds - count.last);
+      count.last = seconds;
+      this.#cpu.set(name, count);
+    }
+  }
+}
