@@ -4,11 +4,12 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { getConfig, type ServiceConfig } from '../api/config.ts';
 import { getHealth, type ServiceHealth } from '../api/servers.ts';
+import type { CapacityFigures } from '../components/capacity.tsx';
 import { formatDuration, formatMb } from '../components/format.ts';
 import { RelativeTime } from '../components/time.tsx';
 import { useServers } from '../store.ts';
 
-const FIXED = new Set(['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb', 'problems']);
+const FIXED = new Set(['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb', 'problems', 'capacity']);
 const SECTION_NAMES: Record<string, string> = {
   config: 'Config file',
   templates: 'Templates',
@@ -82,7 +83,7 @@ export function HealthView() {
               <Fact term="Servers">
                 {health.servers} <span class="muted">({[...servers.values()].filter((s) => s.status === 'running').length} running)</span>
               </Fact>
-              <Fact term="Capacity">
+              <Fact term="Ports">
                 {capacity !== undefined && range
                   ? <>{health.servers} of {capacity} ports used <span class="muted">({range.min}–{range.max})</span></>
                   : '—'}
@@ -90,6 +91,8 @@ export function HealthView() {
               <Fact term="Editor binary" wide><code class="wrap">{health.editor}</code></Fact>
             </dl>
           </section>
+
+          {health.capacity ? <CapacityCard figures={health.capacity as CapacityFigures} /> : null}
 
           <section class="card" aria-labelledby="health-problems">
             <h2 id="health-problems">Problems</h2>
@@ -109,6 +112,32 @@ export function HealthView() {
         </>
       )}
     </>
+  );
+}
+
+/** Used and free capacity: editors running against capacity.maxRunning, their memory against capacity.maxMemoryMb. */
+function CapacityCard({ figures }: { figures: CapacityFigures }) {
+  return (
+    <section class="card" aria-labelledby="health-capacity">
+      <h2 id="health-capacity">Capacity</h2>
+      <dl class="facts">
+        <Fact term="Editors running">
+          {figures.max_running === null ? <>{figures.running} <span class="muted">(no limit)</span></> : <>{figures.running} of {figures.max_running}</>}
+          {figures.starting > 0 && <span class="muted"> ({figures.starting} starting)</span>}
+        </Fact>
+        <Fact term="Memory used">{formatMb(figures.memory_used_mb)}</Fact>
+        <Fact term="Memory free">
+          {figures.memory_free_mb === null ? <span class="muted">no limit</span> : <>{formatMb(figures.memory_free_mb)} <span class="muted">of {formatMb(figures.memory_limit_mb)}</span></>}
+        </Fact>
+        <Fact term="When full">
+          {figures.when_full === 'stopIdlest'
+            ? `stop the least recently active editor idle for ${formatDuration(figures.idle_after_seconds)}`
+            : 'refuse the start'}
+        </Fact>
+        <Fact term="Waiting for room">{figures.waiting.length ? figures.waiting.join(', ') : <span class="muted">none</span>}</Fact>
+        <Fact term="Memory limit" wide><span class="wrap">{figures.memory_limit_source}</span></Fact>
+      </dl>
+    </section>
   );
 }
 

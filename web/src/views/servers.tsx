@@ -7,6 +7,7 @@ import { ServerActions } from '../components/server-actions.tsx';
 import { ServerStatus } from '../components/status.tsx';
 import { useNow, useServers } from '../store.ts';
 import { CreateServerDialog } from './create-dialog.tsx';
+import { CapacitySummary } from '../components/capacity.tsx';
 
 type Column = 'name' | 'status' | 'port' | 'pid' | 'uptime' | 'cpu' | 'memory' | 'extensions' | 'owner';
 
@@ -124,6 +125,7 @@ export function ServersView() {
               ? `${servers.size} server${servers.size === 1 ? '' : 's'}, ${[...servers.values()].filter((s) => s.status === 'running').length} running`
               : `${rows.length} of ${servers.size} servers match`}
           </p>
+          <CapacitySummary servers={[...servers.values()]} />
           <div class="table-scroll" tabIndex={0} role="group" aria-label="Servers table, scrolls sideways">
             <table class="servers" aria-label="Servers">
               <thead>
