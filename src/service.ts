@@ -30,6 +30,7 @@ import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { ActivityTracker } from './controller/activity.ts';
+import { Capacity } from './controller/capacity.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
 import { templatesHealth } from './api/routes/templates.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
@@ -108,8 +109,16 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
   const ports = new PortAllocator(config.ports);
   let controller: Controller | undefined;
+  // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
+  const capacity = new Capacity({
+    config: () => live.current.capacity,
+    running: () => reconciler.handles().keys(),
+    memoryOf: (name) => stats.get(name)?.memoryMb,
+    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconciler.records.get(name)?.server?.status?.startTime ?? '') || undefined),
+    enqueue: (name) => controller?.enqueue(name),
+  });
   const reconciler = new Reconciler({
-    store, runtime, ports, layout, logs,
+    store, runtime, ports, layout, logs, capacity,
     get config() {
       return live.current;
     },
@@ -129,6 +138,13 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     log,
   });
   const stats = new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000);
+  // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
+  stats.onSample(() => capacity.noticeSample());
+  reconciler.on('changed', () => capacity.noticeChange());
+  reconciler.on('deleted', (name: string) => {
+    capacity.forget(name);
+    capacity.noticeChange();
+  });
 
   // Who may see and drive which server: the config's `access` policy, read at every check.
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
@@ -166,6 +182,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const feed = new ServerFeed(reconciler, stats);
   const watch = new WatchStreams({ feed, access, log });
   healthSections.set('watch', { read: () => watch.state });
+  // A full fleet is not a problem: the section has figures only.
+  healthSections.set('capacity', { read: () => capacity.read() });
   // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
   const templates = new TemplateCatalog({
     dir: settings.templatesDir,
@@ -209,6 +227,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         excludedPort: (port) => ports.excluded(port),
         ownerOf: (name) => gitops.ownerOf(name),
         access,
+        capacity,
         watch,
         get startTimeoutMs() {
           return live.current.editor.startTimeoutSeconds * 1000;
@@ -328,6 +347,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     live.onChange((before, after) => {
       if (before.access !== after.access) warnAccess();
       if (before.ports.min !== after.ports.min || before.ports.max !== after.ports.max) ports.setRange(after.ports);
+      // New limits may make room for the servers waiting for it.
+      if (JSON.stringify(before.capacity) !== JSON.stringify(after.capacity)) capacity.wake();
       if (JSON.stringify(before.extensionGroups) !== JSON.stringify(after.extensionGroups)) {
         controller.resync().catch((error) => log(`looking at every server after a config edit failed: ${(error as Error).message}`));
       }

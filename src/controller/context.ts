@@ -8,6 +8,7 @@ import type { EditorServerStatus } from '../manifests/types.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
+import type { Capacity } from './capacity.ts';
 import type { ServerEvents } from './events.ts';
 import type { ServerIdentities } from './identity.ts';
 import type { Operations } from './operations.ts';
@@ -33,6 +34,8 @@ export interface ReconcilerDeps {
   readonly config: Config;
   /** Git URL schemes a workspace source may use when the config names none (they depend on the mode). */
   gitSchemes?: string[];
+  /** The capacity limits every start passes (src/controller/capacity.ts); without it, none. */
+  capacity?: Capacity;
   /** Puts a name back on the queue (a probe finished, a process exited). */
   enqueue: (name: string) => void;
   log?: (message: string) => void;

@@ -13,6 +13,7 @@ import { ensureExtensions } from './ensure-extensions.ts';
 import { observeRunning, recordHealth } from './ensure-health.ts';
 import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
+import { ensureCapacity, heldForCapacity, stopForCapacity } from './ensure-capacity.ts';
 import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';
@@ -216,6 +217,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     } else if (alive && (live.endpoint?.port ?? server.status?.port) !== undefined && (live.endpoint?.port ?? server.status?.port) !== port) {
       // The port changed under a running editor (a new spec.port, or a replaced manifest): restart it on the new one.
       await stopProcess(this, record, uid, status, `stopped to move from port ${live.endpoint?.port ?? server.status?.port} to ${port}`);
+    } else if (alive && deps.capacity?.evictionOf(name) !== undefined) {
+      // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
+      return stopForCapacity(this, record, uid, status, deps.capacity.evictionOf(name)!);
     } else if (alive) {
       // Extensions follow the spec while the editor runs too (installs never hold its health checks).
       await ensureExtensions(this, record, uid, status, 'running');
@@ -227,13 +231,18 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       return delay === undefined ? undefined : { requeueAfterMs: delay };
     } else if (status.phase === 'Failed' && (status.reason === 'Crashed' || status.reason === 'Exited')) {
       return; // restartPolicy said no: it stays failed until someone starts it again
+    } else if (heldForCapacity(status)) {
+      return; // stopped to make room: it stays stopped until someone starts it again
     } else if (live.nextRestartAt !== undefined && Date.now() < live.nextRestartAt) {
       return { requeueAfterMs: live.nextRestartAt - Date.now() };
     }
 
     const extensions = await ensureExtensions(this, record, uid, status);
     if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
-    return startProcess(this, record, uid, status, live, port);
+    const room = await ensureCapacity(this, record, uid, status);
+    if (room !== 'admitted') return room;
+    // Launched (it counts as running now) or given up: its held slot is not needed any more.
+    return startProcess(this, record, uid, status, live, port).finally(() => deps.capacity?.release(name));
   }
 
   /** Stops the editor because the service shuts down (see stopForShutdown in supervision.ts). */

@@ -2,6 +2,8 @@
 // into the manifest, then waits (bounded) for the controller to report the outcome, like `kubectl wait`.
 import { existsSync } from 'node:fs';
 import type { Response, Router } from 'express';
+import type { Admission } from '../../controller/capacity.ts';
+import { heldForCapacity } from '../../controller/ensure-capacity.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
 import { RESTARTED_AT } from '../../manifests/types.ts';
@@ -20,13 +22,13 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
       res.json(envelope(record, `server "${server.spec.displayName}" is already running`));
       return;
     }
-    // A failed editor is started again with a restart request, as the spec may already say running.
-    const stamp = server.status?.phase === 'Failed' ? restartStamp() : undefined;
-    await updateSpec(deps, record, (_s, set) => {
+    // A failed editor, or one stopped to make room, is started again with a restart request, as the spec may already say running.
+    const stamp = server.status?.phase === 'Failed' || (server.status && heldForCapacity(server.status)) ? restartStamp() : undefined;
+    const admission = await withRoom(record, () => updateSpec(deps, record, (_s, set) => {
       set(['spec', 'running'], true);
       if (stamp) set(['metadata', 'annotations', RESTARTED_AT], stamp);
-    });
-    await respondWhenStarted(record, res, 'started', stamp);
+    }));
+    await respondWhenStarted(record, res, 'started', stamp, admission?.kind === 'makingRoom');
   });
 
   router.post('/servers/:id/stop', async (req, res) => {
@@ -43,11 +45,11 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
   router.post('/servers/:id/restart', async (req, res) => {
     const record = findServer(deps, req);
     const stamp = restartStamp();
-    await updateSpec(deps, record, (_s, set) => {
+    const admission = await withRoom(record, () => updateSpec(deps, record, (_s, set) => {
       set(['spec', 'running'], true);
       set(['metadata', 'annotations', RESTARTED_AT], stamp);
-    });
-    await respondWhenStarted(record, res, 'restarted', stamp);
+    }));
+    await respondWhenStarted(record, res, 'restarted', stamp, admission?.kind === 'makingRoom');
   });
 
   router.delete('/servers/:id', async (req, res) => {
@@ -73,13 +75,36 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     });
   });
 
-  /** Waits for Running or Failed; with a restart stamp, only an outcome of that request counts. */
-  async function respondWhenStarted(record: ServerRecord, res: Response, verb: string, stamp?: string) {
+  /**
+   * Holds a slot for the server's start before anything is written, or refuses it with 409
+   * CAPACITY_EXCEEDED (the same decision the controller makes before it spawns); a write that
+   * fails frees the slot again.
+   */
+  async function withRoom(record: ServerRecord, write: () => Promise<void>): Promise<Admission | undefined> {
+    const admission = deps.capacity?.admit(record.name);
+    if (admission?.kind === 'refused') {
+      const display = record.server!.spec.displayName ?? record.name;
+      throw new HttpError(409, 'CAPACITY_EXCEEDED', `server "${display}" was not started: ${admission.message}`, { limit: admission.limit });
+    }
+    try {
+      await write();
+    } catch (error) {
+      deps.capacity?.release(record.name);
+      throw error;
+    }
+    return admission;
+  }
+
+  /**
+   * Waits for Running or Failed; with a restart stamp, only an outcome of that request counts.
+   * A restart, or a start that first stops an idle editor to make room, waits for that stop too.
+   */
+  async function respondWhenStarted(record: ServerRecord, res: Response, verb: string, stamp?: string, makingRoom = false) {
     const done = await controller.waitFor(
       record.name,
       (r) => !r?.server || (phaseIs('Running', 'Failed')(r) && (!stamp || r.server.status?.observedRestartedAt === stamp)),
       // A restart first stops the editor, which has its own bound.
-      verb === 'restarted' ? deps.startTimeoutMs + deps.stopTimeoutMs : deps.startTimeoutMs,
+      verb === 'restarted' || makingRoom ? deps.startTimeoutMs + deps.stopTimeoutMs : deps.startTimeoutMs,
     );
     if (!done?.server) throw notFound(record.server!.metadata.uid!);
     const server = done.server;
