@@ -35,11 +35,14 @@ export interface BenchService {
   close(): Promise<void>;
 }
 
-export async function startBenchService(editorBin: string, ports: { min: number; max: number }): Promise<BenchService> {
+/** `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor` beside its own. */
+export async function startBenchService(
+  editorBin: string, ports: { min: number; max: number }, extra: { env?: Record<string, string>; editor?: Record<string, unknown> } = {},
+): Promise<BenchService> {
   build();
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
-  await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5 } }));
+  await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
   const dataDir = join(root, 'data');
   const child = spawn(process.execPath, START_ARGS, {
     cwd: ROOT,
@@ -52,6 +55,7 @@ export async function startBenchService(editorBin: string, ports: { min: number;
       DEVBOX_DATA_DIR: dataDir,
       DEVBOX_CONFIG: configFile,
       DEVBOX_EDITOR_BIN: editorBin,
+      ...extra.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

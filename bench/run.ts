@@ -1,9 +1,10 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list, memory, proxy, logs, workspace, dashboard (default: all).
+// baseline in one run. Sections: start, list, memory, proxy, logs, workspace, dashboard, observability (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchDashboard } from './dashboard.ts';
+import { benchObservability } from './observability.ts';
 import { benchProxyThroughService } from './service-proxy.ts';
 import { benchLogsThroughService } from './service-logs.ts';
 import { STUB_EDITOR } from './harness.ts';
@@ -44,5 +45,8 @@ if (wanted('workspace')) {
 }
 if (wanted('dashboard')) {
   report('dashboard in Chromium, 30 running editors', await benchDashboard(STUB_EDITOR, quick, 9));
+}
+if (wanted('observability')) {
+  report('metrics and activity tracking: with ÷ without', await benchObservability(realEditor, STUB_EDITOR, quick, 10));
 }
 console.log(`\n## summary\n${JSON.stringify(results)}`);
