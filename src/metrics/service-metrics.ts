@@ -199,6 +199,7 @@ export class ServiceMetrics {
     }));
     this.#disposers.push(stats.onSample(() => this.#countCpu()));
     const onDeleted = (name: string) => {
+      traffic.forget(name);
       cpu.delete(name);
       logLines.delete(name);
     };

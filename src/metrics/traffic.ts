@@ -58,6 +58,11 @@ export class ProxyTraffic {
     return this.#byName.get(name);
   }
 
+  /** The server was deleted: its counts go. */
+  forget(name: string): void {
+    this.#byName.delete(name);
+  }
+
   /** Drops the entries of servers that no longer exist (a late request may have made one after the delete). */
   keepOnly(exists: (name: string) => boolean): void {
     for (const name of this.#byName.keys()) if (!exists(name)) this.#byName.delete(name);
