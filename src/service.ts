@@ -30,6 +30,7 @@ import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { ActivityTracker } from './controller/activity.ts';
+import { ServiceMetrics } from './metrics/service-metrics.ts';
 import { Capacity } from './controller/capacity.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
 import { templatesHealth } from './api/routes/templates.ts';
@@ -157,8 +158,19 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     const name = ports.owner(port);
     if (name !== undefined) activity.touch(name);
   };
+  // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.
+  const metrics = settings.metrics === false ? undefined : new ServiceMetrics({
+    reconciler, stats, activity, logs,
+    queueDepth: () => controller.queue.length,
+    portOwner: (port) => ports.owner(port),
+    streams: () => ({
+      logs: { open: logStreams.state.clients, dropped: logStreams.state.dropped },
+      watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
+    }),
+  });
   const proxy = new EditorProxy({
-    observer: fanOut([activityObserver(touchPort)]),
+    // DEVBOX_ACTIVITY_TRACKING=0 with DEVBOX_METRICS=0 leaves the proxy without an observer (the benchmark's baseline).
+    observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
     // Only a running editor this service manages, and the requester may reach; never the service itself.
     route: (port, req) => {
       const endpoint = port === servicePort ? undefined : reconciler.routeTo(port);
@@ -214,9 +226,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   }
   const health = serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections });
   const app = createApp({
+    first: metrics ? [metrics.apiTimer()] : [],
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
+      ...(metrics ? [metrics.router()] : []),
       configRouter(live, defaultGitSchemes(!settings.requireIdentity)),
       syncRouter(gitops),
       serversRouter({
@@ -313,6 +327,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     await logStreams.close();
     watch.close();
     feed.dispose();
+    metrics?.dispose();
     proxy.close();
     for (const socket of upgraded) socket.destroy();
     server.closeAllConnections();
