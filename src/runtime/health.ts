@@ -11,6 +11,8 @@ export interface HealthResult {
   ok: boolean;
   /** code-server answers `alive`, or `expired` while no browser is attached. */
   state?: string;
+  /** When code-server's heartbeat last beat (ms since the epoch): a request or an open connection reached it. Absent while it never has. */
+  lastHeartbeat?: number;
   error?: string;
 }
 
@@ -27,12 +29,16 @@ export function checkHealth(target: HealthTarget, timeoutMs = 3000): Promise<Hea
       res.on('end', () => {
         if (res.statusCode !== 200) return resolve({ ok: false, error: `HTTP ${res.statusCode}` });
         let state: string | undefined;
+        let lastHeartbeat: number | undefined;
         try {
-          state = JSON.parse(body).status;
+          const answer = JSON.parse(body);
+          state = answer.status;
+          // 0 until anything but /healthz reached it; never more than now (it is the editor's word).
+          if (Number.isFinite(answer.lastHeartbeat) && answer.lastHeartbeat > 0) lastHeartbeat = Math.min(answer.lastHeartbeat, Date.now());
         } catch {
           // A 200 without JSON still means the editor is serving.
         }
-        resolve({ ok: true, state });
+        resolve({ ok: true, state, ...(lastHeartbeat !== undefined ? { lastHeartbeat } : {}) });
       });
       res.on('error', (error) => resolve({ ok: false, error: error.message }));
     });
