@@ -30,6 +30,10 @@ import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { ActivityTracker } from './controller/activity.ts';
+import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
+import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
+import { wakeOnOpen } from './proxy/wake-page.ts';
+import type { EditorEndpoint } from './runtime/processes.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
 import { Capacity } from './controller/capacity.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
@@ -109,6 +113,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
   const ports = new PortAllocator(config.ports);
+  // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
+  const activity = new ActivityTracker();
   let controller: Controller | undefined;
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
@@ -119,7 +125,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     enqueue: (name) => controller?.enqueue(name),
   });
   const reconciler = new Reconciler({
-    store, runtime, ports, layout, logs, capacity,
+    store, runtime, ports, layout, logs, capacity, activity,
     get config() {
       return live.current;
     },
@@ -151,8 +157,6 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : reconciler.records.get(name)?.server);
   let servicePort = settings.port;
-  // When each server was last used: proxy traffic here, code-server's heartbeat where it is probed.
-  const activity = new ActivityTracker();
   reconciler.on('deleted', (name: string) => activity.forget(name));
   const touchPort = (port: number) => {
     const name = ports.owner(port);
@@ -176,7 +180,27 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       const endpoint = port === servicePort ? undefined : reconciler.routeTo(port);
       return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
     },
+    // A server stopped for idleness starts when its editor is opened, by whoever may reach it.
+    unroutable: wakeOnOpen({
+      serverOn: (port, req) => {
+        const name = port === servicePort ? undefined : ports.owner(port);
+        const server = serverNamed(name);
+        return name !== undefined && server && access.sees(req, server) ? { name, displayName: server.spec.displayName ?? name } : undefined;
+      },
+      wakeState: (name) => reconciler.wakeState(name),
+      wake: (name, why) => reconciler.wake(name, why),
+    }),
     log,
+  });
+  // code-server's heartbeat of each running editor, read in the background as activity.
+  const heartbeats = new HeartbeatReader({
+    running: () => [...reconciler.records.keys()].flatMap((name) => {
+      const endpoint = reconciler.records.get(name)?.server?.status?.phase === 'Running' ? reconciler.endpointOf(name) : undefined;
+      return endpoint ? [[name, endpoint] as [string, EditorEndpoint]] : [];
+    }),
+    stillRunning: (name) => reconciler.endpointOf(name) !== undefined,
+    activity,
+    intervalMs: () => heartbeatIntervalMs([...reconciler.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
   });
   const logStreams = new LogStreamServer(logs, (id, req) => {
     const name = reconciler.nameOfUid(id);
@@ -332,6 +356,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     for (const socket of upgraded) socket.destroy();
     server.closeAllConnections();
     await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+    await heartbeats.dispose();
     await controller.stop({ stopEditors });
     stats.dispose();
     await templates.dispose();
@@ -350,6 +375,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     ports.exclude(port, 'the port of this service itself (devbox-controller listens on it)');
     await controller.start();
     stats.start();
+    heartbeats.start();
     await gitops.start();
     await templates.start();
     // `access: owner` where no one signs in protects nothing: said at start and after an edit that sets it.

@@ -54,6 +54,9 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     reason: status?.reason ?? null,
     message: status?.message ?? null,
     restart_policy: server.spec.restartPolicy ?? 'Never',
+    // spec.idleTimeoutSeconds (null: the config's editor.idleTimeoutSeconds applies), and when the controller stopped it for idleness.
+    idle_timeout_seconds: server.spec.idleTimeoutSeconds ?? null,
+    idle_stopped_at: status?.idleStoppedAt ?? null,
     extension_status: status?.extensions ?? [],
     // What the controller has checked on the way to running: WorkspaceReady, ExtensionsInstalled, Ready…
     conditions: status?.conditions ?? [],

@@ -43,6 +43,10 @@ export interface Live {
   sourceRetryAt?: number;
   /** The spec (and restart request) a terminal error was recorded for: not acted on again. */
   terminal?: string;
+  /** An idle-stopped server was asked to start (API start, its editor opened): its next reconcile lifts the idle stop. */
+  wakeRequested?: boolean;
+  /** Woken and not yet answering: the proxy shows the starting page instead of routing. */
+  waking?: boolean;
 }
 
 export class ServerCache {

@@ -7,6 +7,7 @@ import type { ManifestStore } from '../manifests/store.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
 import type { DataLayout } from '../workspace/layout.ts';
+import type { ActivityTracker } from './activity.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
 import type { Capacity } from './capacity.ts';
 import type { ServerEvents } from './events.ts';
@@ -34,6 +35,8 @@ export interface ReconcilerDeps {
   readonly config: Config;
   /** Git URL schemes a workspace source may use when the config names none (they depend on the mode). */
   gitSchemes?: string[];
+  /** When each server was last used (proxy traffic, heartbeats); idle autostop reads it. Without one no server is stopped for idleness. */
+  activity?: ActivityTracker;
   /** The capacity limits every start passes (src/controller/capacity.ts); without it, none. */
   capacity?: Capacity;
   /** Puts a name back on the queue (a probe finished, a process exited). */

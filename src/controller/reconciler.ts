@@ -10,6 +10,7 @@ import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts'
 import { ServerCache, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
 import { ensureExtensions } from './ensure-extensions.ts';
+import { clearIdleStop, ensureIdle, holdIdleStop, wake, wakeState, type WakeState } from './ensure-idle.ts';
 import { observeRunning, recordHealth } from './ensure-health.ts';
 import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
@@ -102,7 +103,19 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const name = this.deps.ports.owner(port);
     if (name === undefined) return undefined;
     const phase = this.records.get(name)?.server?.status?.phase;
-    return phase === 'Running' || phase === 'Starting' ? this.endpointOf(name) : undefined;
+    // A woken editor shows the starting page (the proxy's unroutable hook) until it is Running.
+    const routable = phase === 'Running' || (phase === 'Starting' && !this.cache.lives.get(name)?.waking);
+    return routable ? this.endpointOf(name) : undefined;
+  }
+
+  /** Asks a server stopped for idleness to start again (see wake in ensure-idle.ts); false for any other. */
+  wake(name: string, why: string): boolean {
+    return wake(this, name, why);
+  }
+
+  /** Where a server stopped for idleness is on its way back (see wakeState in ensure-idle.ts). */
+  wakeState(name: string): WakeState | undefined {
+    return wakeState(this, name);
   }
 
   /** Takes over an editor that was already running (verified in /proc to be this server's). */
@@ -194,6 +207,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
 
     if (!server.spec.running) {
       if (alive) await stopProcess(this, record, uid, status, 'stopped on request');
+      clearIdleStop(status, live);
       live.crashTimes = [];
       live.nextRestartAt = undefined;
       if (restartRequested) status.observedRestartedAt = restartAt;
@@ -206,6 +220,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
 
     if (restartRequested) {
       if (alive) await stopProcess(this, record, uid, status, 'stopped for a restart');
+      clearIdleStop(status, live);
       status.observedRestartedAt = restartAt;
       status.restarts = (status.restarts ?? 0) + 1;
       // A restart is also the way to retry extensions that failed to install.
@@ -223,7 +238,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     } else if (alive) {
       // Extensions follow the spec while the editor runs too (installs never hold its health checks).
       await ensureExtensions(this, record, uid, status, 'running');
-      return observeRunning(this, record, uid, status, live, port);
+      return ensureIdle(this, record, uid, status, live, await observeRunning(this, record, uid, status, live, port));
+    } else if (await holdIdleStop(this, record, uid, status, live)) {
+      return; // stopped for idleness: it starts again when woken
     } else if (status.pid) {
       // We believed it was running and it is gone: it exited or crashed.
       const delay = recordCrash(this, name, status, live);

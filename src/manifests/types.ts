@@ -65,6 +65,8 @@ export interface EditorServerStatus {
   restarts?: number;
   lastExit?: { code: number | null; signal: string | null; at: string };
   observedRestartedAt?: string;
+  /** When the controller stopped the editor for idleness (reason IdleTimeout): it stays stopped, though spec.running is true, until woken. */
+  idleStoppedAt?: string;
   extensions?: ExtensionStatus[];
   conditions?: Condition[];
 }

@@ -28,6 +28,8 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
       set(['spec', 'running'], true);
       if (stamp) set(['metadata', 'annotations', RESTARTED_AT], stamp);
     }));
+    // Stopped for idleness: the spec says running already, so the controller is told to lift the stop.
+    reconciler.wake(record.name, 'POST /servers/{id}/start');
     await respondWhenStarted(record, res, 'started', stamp, admission?.kind === 'makingRoom');
   });
 

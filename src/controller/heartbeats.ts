@@ -1,0 +1,75 @@
+// code-server's own word on activity: its /healthz reports `lastHeartbeat`, which beats on every
+// request and WebSocket that reaches it (not /healthz itself), at most once a minute, and again
+// each minute while any connection to it stays open. Read in the background for every running
+// editor and fed into the ActivityTracker, so who was used last is known between idle checks.
+import { checkHealth, type HealthResult } from '../runtime/health.ts';
+import type { EditorEndpoint } from '../runtime/processes.ts';
+import type { ActivityTracker } from './activity.ts';
+
+export interface HeartbeatReaderOptions {
+  /** The running editors: name and where each answers. */
+  running: () => Iterable<[string, EditorEndpoint]>;
+  /** Whether the name still runs (a heartbeat read while it was deleted is dropped). */
+  stillRunning: (name: string) => boolean;
+  activity: ActivityTracker;
+  /** The wait before the next round, asked before each (it follows the config). */
+  intervalMs: () => number;
+  /** Asks an editor's /healthz (tests pass a fake). */
+  health?: (endpoint: EditorEndpoint) => Promise<HealthResult>;
+}
+
+const TICK_MS = 1000;
+
+/** How often heartbeats are read: a quarter of the shortest idle timeout in force, from 1 s to 30 s. */
+export function heartbeatIntervalMs(idleTimeoutsSeconds: Iterable<number>): number {
+  let shortest = Infinity;
+  for (const seconds of idleTimeoutsSeconds) if (seconds > 0 && seconds < shortest) shortest = seconds;
+  return Math.min(30_000, Math.max(1000, (shortest * 1000) / 4));
+}
+
+/** Reads every running editor's heartbeat, one editor at a time, round after round, until disposed. */
+export class HeartbeatReader {
+  readonly #options: HeartbeatReaderOptions;
+  readonly #health: (endpoint: EditorEndpoint) => Promise<HealthResult>;
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  #disposed = false;
+  #lastRound = 0;
+
+  constructor(options: HeartbeatReaderOptions) {
+    this.#options = options;
+    this.#health = options.health ?? ((endpoint) => checkHealth(endpoint, 1000));
+  }
+
+  start(): void {
+    this.#schedule();
+  }
+
+  /** One round: each running editor's lastHeartbeat, as activity. */
+  async readOnce(): Promise<void> {
+    for (const [name, endpoint] of [...this.#options.running()]) {
+      if (this.#disposed) return;
+      const { lastHeartbeat } = await this.#health(endpoint);
+      if (lastHeartbeat !== undefined && this.#options.stillRunning(name)) this.#options.activity.touch(name, lastHeartbeat);
+    }
+  }
+
+  /** Stops the rounds and waits for the one under way. */
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+  }
+
+  // Checked every second, so a shorter timeout (a new server's, a config edit) takes effect at once
+  // rather than after the wait the previous one set.
+  #schedule(): void {
+    if (this.#disposed) return;
+    this.#timer = setTimeout(() => {
+      if (Date.now() - this.#lastRound < this.#options.intervalMs()) return this.#schedule();
+      this.#lastRound = Date.now();
+      this.#round = this.readOnce().catch(() => undefined).finally(() => this.#schedule());
+    }, TICK_MS);
+    this.#timer.unref();
+  }
+}
