@@ -47,6 +47,8 @@ export interface Live {
   wakeRequested?: boolean;
   /** Woken and not yet answering: the proxy shows the starting page instead of routing. */
   waking?: boolean;
+  /** The fresh heartbeat read before an idle stop got no answer once: the stop waits for one more try. */
+  idleReadMissed?: boolean;
 }
 
 export class ServerCache {

@@ -42,9 +42,15 @@ export async function ensureIdle(
   const name = record.name;
   if (Date.now() - lastUsed(ctx, name, status) >= timeoutMs) {
     // The background read of heartbeats lags by its interval: code-server's word, fresh, decides.
-    const health = await checkHealth(live.endpoint ?? deps.runtime.endpointOf(status.port!), 1000);
+    const health = await checkHealth(live.endpoint ?? deps.runtime.endpointOf(status.port!), 2000);
     if (health.lastHeartbeat !== undefined) deps.activity.touch(name, health.lastHeartbeat);
+    // No answer (a busy machine, a slow editor): not a reason to stop it; ask once more in a second.
+    if (!health.ok && !live.idleReadMissed) {
+      live.idleReadMissed = true;
+      return { ...result, requeueAfterMs: Math.min(result?.requeueAfterMs ?? 1000, 1000) };
+    }
   }
+  live.idleReadMissed = false;
   const idleMs = Date.now() - lastUsed(ctx, name, status);
   if (idleMs < timeoutMs) {
     const dueMs = timeoutMs - idleMs;

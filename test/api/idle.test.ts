@@ -117,13 +117,14 @@ describe('idle autostop', () => {
   it('keeps an editor alive while code-server\'s heartbeat says a client is attached, with no traffic through the proxy', async () => {
     // The stub's heart beats every 300 ms while a connection is open (code-server's: every minute).
     process.env.STUB_HEARTBEAT_INTERVAL_MS = '300';
-    const started = await runningServer(service, 'heartbeat', 2).finally(() => delete process.env.STUB_HEARTBEAT_INTERVAL_MS);
+    // A timeout well above the beat and the background read's interval: a loaded machine delays both.
+    const started = await runningServer(service, 'heartbeat', 4).finally(() => delete process.env.STUB_HEARTBEAT_INTERVAL_MS);
     const name = 'heartbeat';
     // A client attached to the editor itself, as code-server's workbench is, sending nothing.
     const socket = await opened(new WebSocket(`ws://127.0.0.1:${started.port}/`));
     const attachedAt = Date.now();
     try {
-      await keepDoing(7000, () => undefined);
+      await keepDoing(10_000, () => undefined);
       expect((await byManifest(service, name)).status).toBe('running');
       expect(processExists(started.pid)).toBe(true);
       // Read from /healthz: beats long after the socket opened, which only the heartbeat can tell.
