@@ -80,31 +80,42 @@ async function startEditors(service: BenchService, count: number, label: string)
   return ids;
 }
 
-/** GET /servers latency with `count` running editors, keep-alive, sequential requests. */
-export async function benchList(bin: string, count: number, requests: number, offset: number) {
-  const service = await startBenchService(bin, benchPorts(offset));
+/** Sequential keep-alive GETs of `path`: latency percentiles after a warm-up. */
+async function timeGets(service: BenchService, path: string, requests: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const url = new URL(path, service.url);
+  const once = () => new Promise<number>((resolve, reject) => {
+    const started = performance.now();
+    request(url, { agent }, (res) => {
+      res.on('data', () => undefined);
+      res.on('end', () => resolve(performance.now() - started));
+    }).on('error', reject).end();
+  });
+  for (let i = 0; i < 200; i++) await once();
+  const times: number[] = [];
+  for (let i = 0; i < requests; i++) times.push(await once());
+  agent.destroy();
+  return { p50_ms: round(percentile(times, 50), 3), p95_ms: round(percentile(times, 95), 3), p99_ms: round(percentile(times, 99), 3) };
+}
+
+/**
+ * GET /servers (and GET /servers/{id}) latency with `count` running editors among `total`
+ * servers (the rest created and left stopped), keep-alive, sequential requests.
+ */
+export async function benchList(bin: string, count: number, requests: number, offset: number, total = count) {
+  const service = await startBenchService(bin, benchPorts(offset, Math.max(200, total + 20)));
   try {
-    await startEditors(service, count, 'list');
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const url = new URL('/servers', service.url);
-    const once = () => new Promise<number>((resolve, reject) => {
-      const started = performance.now();
-      request(url, { agent }, (res) => {
-        res.on('data', () => undefined);
-        res.on('end', () => resolve(performance.now() - started));
-      }).on('error', reject).end();
-    });
-    for (let i = 0; i < 200; i++) await once();
-    const times: number[] = [];
-    for (let i = 0; i < requests; i++) times.push(await once());
-    agent.destroy();
-    const list = await service.call('GET', '/servers');
+    const ids = await startEditors(service, count, 'list');
+    for (let i = count; i < total; i++) await service.call('POST', '/servers', { name: `list stopped ${i}` });
+    const list = await timeGets(service, '/servers', requests);
+    const one = await timeGets(service, `/servers/${ids[0]}`, requests);
+    const servers = await service.call('GET', '/servers');
     return {
-      running_editors: list.filter((s: { status: string }) => s.status === 'running').length,
+      servers: servers.length,
+      running_editors: servers.filter((s: { status: string }) => s.status === 'running').length,
       requests,
-      p50_ms: round(percentile(times, 50), 3),
-      p95_ms: round(percentile(times, 95), 3),
-      p99_ms: round(percentile(times, 99), 3),
+      ...list,
+      one_server: one,
       service_rss_mb: round(service.rssMb(), 1),
     };
   } finally {

@@ -110,7 +110,7 @@ export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 1
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A port range for one benchmark run, away from the default 8010–8100. */
-export function benchPorts(offset: number): { min: number; max: number } {
+export function benchPorts(offset: number, size = 200): { min: number; max: number } {
   const min = 30_000 + offset * 200;
-  return { min, max: min + 199 };
+  return { min, max: min + size - 1 };
 }

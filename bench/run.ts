@@ -1,5 +1,5 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list, memory, proxy, logs, workspace, dashboard, observability (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
@@ -28,6 +28,8 @@ if (wanted('start')) {
 }
 if (wanted('list')) {
   report('GET /servers with 30 running editors', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 2));
+  // 300 servers, 30 of them running (300 running stub editors would weigh on this machine more than the listing does).
+  report('GET /servers with 300 servers, 30 running', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 11, 300));
 }
 if (wanted('memory')) {
   const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? (quick ? 1 : 10));

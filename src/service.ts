@@ -54,6 +54,8 @@ export interface Service {
   proxy: EditorProxy;
   /** When each server was last used (proxy traffic, heartbeats). */
   activity: ActivityTracker;
+  /** The editors' CPU and memory, sampled in the background. */
+  stats: StatsSampler;
   /** The router's access token (deployed, or given Databricks credentials); else undefined. */
   assistant?: TokenKeeper;
   close(options?: { stopEditors?: boolean }): Promise<void>;
@@ -267,6 +269,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         access,
         capacity,
         watch,
+        feed,
         get startTimeoutMs() {
           return live.current.editor.startTimeoutSeconds * 1000;
         },
@@ -408,7 +411,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
-    url, port, server, controller, logs, proxy, activity, assistant,
+    url, port, server, controller, logs, proxy, activity, assistant, stats,
     close: (options = {}) => shutDown(options.stopEditors === true),
   };
 }

@@ -2,11 +2,17 @@
 // so every watch stream shares the same bytes. Woken by the reconciler (a status written, a
 // manifest read or gone) and by each stats sample (CPU and memory), it compares the record
 // without `uptime` (which clients compute from start_time) and tells its listeners what changed.
+// GET /servers and GET /servers/{id} answer from it too (list, entryOf): each record's JSON is kept
+// split around its `uptime` value, so an answer is the cached text with a fresh uptime spliced in.
+// A record is looked at again before it is served when what it was built from is no longer the
+// record's (another manifest object, status, spec, metadata or problems, another stats sample):
+// a change the reconciler made without an event yet is never served stale.
 import type { EventEmitter } from 'node:events';
 import type { Reconciler } from '../controller/reconciler.ts';
 import type { EditorServer } from '../manifests/types.ts';
-import type { StatsSampler } from '../runtime/stats.ts';
-import { serverView, uptimeOf } from './views.ts';
+import type { ServerRecord } from '../controller/cache.ts';
+import type { ProcessStats, StatsSampler } from '../runtime/stats.ts';
+import { serverView } from './views.ts';
 
 export type ServerView = ReturnType<typeof serverView>;
 
@@ -21,6 +27,43 @@ export interface FeedEntry {
   readonly json: string;
   /** The record without uptime, as JSON: what tells a change. */
   readonly key: string;
+  /** The JSON before and after the uptime value: json is prefix + uptime + suffix. */
+  readonly prefix: string;
+  readonly suffix: string;
+  /** start_time in ms (Date.parse once), for the uptime spliced in; undefined when none. */
+  readonly startMs: number | undefined;
+}
+
+interface Sources {
+  readonly server: EditorServer;
+  readonly status: unknown;
+  readonly spec: unknown;
+  readonly metadata: unknown;
+  readonly problems: string[] | undefined;
+  readonly stats: ProcessStats | undefined;
+}
+
+const UPTIME = '"uptime":';
+
+/** The view as JSON, split around its uptime value (same bytes as JSON.stringify(view) once joined). */
+function splitJson(view: ServerView): { prefix: string; suffix: string } {
+  const head: Record<string, unknown> = {};
+  const tail: Record<string, unknown> = {};
+  let seen = false;
+  for (const [key, value] of Object.entries(view)) {
+    if (key === 'uptime') seen = true;
+    else (seen ? tail : head)[key] = value;
+  }
+  const h = JSON.stringify(head);
+  const t = JSON.stringify(tail);
+  return {
+    prefix: h === '{}' ? `{${UPTIME}` : `${h.slice(0, -1)},${UPTIME}`,
+    suffix: t === '{}' ? '}' : `,${t.slice(1)}`,
+  };
+}
+
+function numberJson(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
 }
 
 /** A record appeared (no before), changed (both), or went (no after). */
@@ -37,6 +80,8 @@ export class ServerFeed {
   readonly #reconciler: FeedSource;
   readonly #stats: StatsSampler;
   readonly #entries = new Map<string, FeedEntry>();
+  /** What each entry was last checked against, compared by identity before it is served. */
+  readonly #sources = new Map<string, Sources>();
   readonly #listeners = new Set<(change: FeedChange) => void>();
   readonly #onName = (name: string) => this.refresh(name);
   readonly #offSample: () => void;
@@ -61,14 +106,62 @@ export class ServerFeed {
    * the listeners first). Nothing can change between this and a subscribe in the same tick.
    */
   snapshot(): FeedEntry[] {
-    this.refreshAll();
-    return [...this.#reconciler.records.keys()].flatMap((name) => this.#entries.get(name) ?? []);
+    const entries: FeedEntry[] = [];
+    for (const record of this.#reconciler.records.values()) {
+      const entry = this.#fresh(record);
+      if (entry) entries.push(entry);
+    }
+    // Entries of records no longer there go (and their listeners hear of it).
+    if (this.#entries.size > entries.length) this.refreshAll();
+    return entries;
+  }
+
+  /**
+   * GET /servers: the JSON array of every record `sees` lets through (all without it), in the
+   * reconciler's order, each with a fresh uptime.
+   */
+  list(sees?: (server: EditorServer) => boolean): string {
+    let out = '[';
+    const now = Date.now();
+    for (const record of this.#reconciler.records.values()) {
+      const entry = this.#fresh(record);
+      if (!entry || (sees && !sees(record.server!))) continue;
+      if (out.length > 1) out += ',';
+      out += ServerFeed.current(entry, now);
+    }
+    return `${out}]`;
+  }
+
+  /** The server's entry as it is now (undefined when it is not listed). */
+  entryOf(name: string): FeedEntry | undefined {
+    const record = this.#reconciler.records.get(name);
+    return record ? this.#fresh(record) : undefined;
   }
 
   /** The record as it would be listed now: the last serialised one with a fresh uptime. */
-  static current(entry: FeedEntry): string {
-    if (entry.view.start_time === null) return entry.json;
-    return JSON.stringify({ ...entry.view, uptime: uptimeOf(entry.view.start_time) });
+  static current(entry: FeedEntry, now = Date.now()): string {
+    if (entry.startMs === undefined) return entry.json;
+    // As uptimeOf computes it, with start_time parsed once.
+    return entry.prefix + numberJson(Math.max(0, (now - entry.startMs) / 1000)) + entry.suffix;
+  }
+
+  /** The record's entry, looked at again first when what it was built from changed. */
+  #fresh(record: ServerRecord): FeedEntry | undefined {
+    const server = record.server;
+    if (!server?.metadata.uid) {
+      if (this.#entries.has(record.name)) this.refresh(record.name);
+      return undefined;
+    }
+    const entry = this.#entries.get(record.name);
+    const from = this.#sources.get(record.name);
+    if (entry && from && from.server === server && from.status === server.status && from.spec === server.spec && from.metadata === server.metadata
+      && from.problems === record.problems && from.stats === this.#statsOf(record.name, server)) return entry;
+    this.refresh(record.name);
+    return this.#entries.get(record.name);
+  }
+
+  #statsOf(name: string, server: EditorServer): ProcessStats | undefined {
+    return server.status?.pid ? this.#stats.get(name) : undefined;
   }
 
   /** Looks at one server again and tells the listeners if its record changed. */
@@ -77,17 +170,25 @@ export class ServerFeed {
     const before = this.#entries.get(name);
     // Listed as GET /servers lists: only records with a manifest that was once valid and a uid.
     if (!record?.server?.metadata.uid) {
+      this.#sources.delete(name);
       if (before) {
         this.#entries.delete(name);
         this.#emit({ name, before });
       }
       return;
     }
-    const view = serverView(record, record.server.status?.pid ? this.#stats.get(name) : undefined);
-    const { uptime: _uptime, ...rest } = view;
-    const key = JSON.stringify(rest);
+    const server = record.server;
+    const stats = this.#statsOf(name, server);
+    const from: Sources = { server, status: server.status, spec: server.spec, metadata: server.metadata, problems: record.problems, stats };
+    const view = serverView(record, stats);
+    const { prefix, suffix } = splitJson(view);
+    // Both halves with the uptime left out: the record without it.
+    const key = prefix + suffix;
+    this.#sources.set(name, from);
     if (before?.key === key) return;
-    const after: FeedEntry = { name, id: record.server.metadata.uid, server: record.server, view, json: JSON.stringify(view), key };
+    const json = prefix + numberJson(view.uptime) + suffix;
+    const startMs = view.start_time ? Date.parse(view.start_time) : undefined;
+    const after: FeedEntry = { name, id: server.metadata.uid!, server, view, json, key, prefix, suffix, startMs };
     this.#entries.set(name, after);
     this.#emit({ name, before, after });
   }

@@ -1,11 +1,14 @@
 // The ServerFeed behind the watch stream, with a stand-in reconciler and a real StatsSampler fed
 // fake usage: a record is serialised once per change, a stats sample that moves CPU or memory is
-// a change, one that moves only uptime is not, and a record gone is reported with its last state.
+// a change, one that moves only uptime is not, and a record gone is reported with its last state;
+// its list (GET /servers) is the bytes of JSON.stringify over serverView, also for a record changed
+// without an event yet.
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ServerFeed, type FeedChange } from '../../src/api/server-feed.ts';
 import type { ServerRecord } from '../../src/controller/reconciler.ts';
 import { API_VERSION, KIND, type EditorServer } from '../../src/manifests/types.ts';
+import { serverView } from '../../src/api/views.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import type { EditorUsage } from '../../src/runtime/usage.ts';
 
@@ -74,5 +77,44 @@ describe('ServerFeed', () => {
     await stats.sample();
     expect(changes).toEqual([]);
     expect(reconciler.listenerCount('changed')).toBe(0);
+  });
+
+  it('lists the bytes JSON.stringify of serverView gives, uptime spliced in, and serves a record changed without an event fresh', async () => {
+    const { reconciler, stats, feed, server } = setUp();
+    const uptimeless = (json: string) => json.replace(/"uptime":[0-9.e+-]+/g, '"uptime":_');
+    const viewOf = (name: string) => {
+      const record = reconciler.records.get(name)!;
+      return serverView(record, record.server!.status?.pid ? stats.get(name) : undefined);
+    };
+    const listed = () => [...reconciler.records.keys()].filter((n) => reconciler.records.get(n)!.server?.metadata.uid).map(viewOf);
+    const stopped: EditorServer = {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'beta', uid: '5f0c0000-0000-4000-8000-000000000002', annotations: { 'devbox.dev/owner': 'bob@example.com' } },
+      spec: { displayName: 'Bêta "quoted" \u2028 \\ box', running: false, extensions: ['a.b'] },
+      status: { phase: 'Stopped', port: 8011 },
+    };
+    reconciler.records.set('beta', { name: 'beta', server: stopped });
+    reconciler.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
+    await stats.sample();
+    expect(uptimeless(feed.list())).toBe(uptimeless(JSON.stringify(listed())));
+    const uptime = JSON.parse(feed.list())[0].uptime;
+    expect(Math.abs(uptime - viewOf('alpha').uptime)).toBeLessThan(0.5);
+    expect(uptime).toBeGreaterThan(4);
+    // Not running: uptime 0, the very bytes.
+    expect(feed.list((s) => s.metadata.name === 'beta')).toBe(JSON.stringify([viewOf('beta')]));
+    expect(ServerFeed.current(feed.entryOf('beta')!)).toBe(JSON.stringify(viewOf('beta')));
+    expect(feed.entryOf('stray')).toBeUndefined();
+
+    // Changed with no event yet: a new manifest read, a status replaced, problems, a stats sample.
+    reconciler.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
+    expect(JSON.parse(feed.list())[1].name).toBe('Beta renamed');
+    server.status = { ...server.status!, phase: 'Failed', pid: null, reason: 'Crashed' };
+    expect(feed.list()).toBe(JSON.stringify(listed()));
+    reconciler.records.get('beta')!.problems = ['spec.port: must be a number'];
+    expect(JSON.parse(ServerFeed.current(feed.entryOf('beta')!)).manifest_errors).toEqual(['spec.port: must be a number']);
+    expect(feed.list()).toBe(JSON.stringify(listed()));
+    reconciler.records.delete('alpha');
+    expect(feed.list()).toBe(JSON.stringify(listed()));
+    expect(feed.snapshot().map((e) => e.name)).toEqual(['beta']);
   });
 });

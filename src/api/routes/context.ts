@@ -14,6 +14,7 @@ import type { StatsSampler } from '../../runtime/stats.ts';
 import type { DataLayout } from '../../workspace/layout.ts';
 import type { ServerAccess } from '../access.ts';
 import { lifecycleView } from '../views.ts';
+import type { ServerFeed } from '../server-feed.ts';
 import type { WatchStreams } from './watch.ts';
 
 export interface ServersDeps {
@@ -37,6 +38,8 @@ export interface ServersDeps {
   capacity?: Capacity;
   /** The watch streams of GET /servers?watch=1; without them the route answers only the list. */
   watch?: WatchStreams;
+  /** The records serialised once per change: GET /servers and GET /servers/{id} answer from it; without it, each is built per request. */
+  feed?: ServerFeed;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>
