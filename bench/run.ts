@@ -1,5 +1,5 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability, workbench (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
@@ -9,6 +9,7 @@ import { benchProxyThroughService } from './service-proxy.ts';
 import { benchLogsThroughService } from './service-logs.ts';
 import { STUB_EDITOR } from './harness.ts';
 import { benchClone, benchExtract } from './workspace.ts';
+import { benchWorkbench } from './workbench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 const sections = process.argv.slice(2);
@@ -50,5 +51,8 @@ if (wanted('dashboard')) {
 }
 if (wanted('observability')) {
   report('metrics and activity tracking: with ÷ without', await benchObservability(realEditor, STUB_EDITOR, quick, 10));
+}
+if (wanted('workbench')) {
+  report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor, quick ? 6 : 20, 14));
 }
 console.log(`\n## summary\n${JSON.stringify(results)}`);
