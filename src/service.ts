@@ -25,6 +25,8 @@ import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
 import { ServerAccess } from './api/access.ts';
 import { ServerFeed } from './api/server-feed.ts';
+import { fastReads } from './api/fast-reads.ts';
+import { markRoute } from './metrics/api-timing.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { EditorProxy } from './proxy/index.ts';
@@ -251,8 +253,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     assistant?.onTokenWritten(() => router.restart('a new access token was written to its config'));
   }
   const health = serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections });
+  const apiTimer = metrics?.apiTimer();
   const app = createApp({
-    first: metrics ? [metrics.apiTimer()] : [],
+    first: apiTimer ? [apiTimer] : [],
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
@@ -299,6 +302,15 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // A request without the identity the deployment requires goes to express, which refuses it.
   // Only express adds CORS headers: the API's, never an editor's.
   const toProxy = proxy.middleware();
+  // GET /servers and GET /servers/{id} in their plain form, from the feed's cached JSON (anything
+  // else about them, errors included, is express's).
+  const reads = fastReads({
+    feed, reconciler, access,
+    answered: apiTimer && ((req, res, route) => {
+      markRoute(req, route);
+      apiTimer(req as never, res as never, () => undefined);
+    }),
+  });
   // Express gives up on a request target it cannot parse (such as "http://et[/servers") without
   // running any handler of ours; that one is answered here, in the envelope.
   const api = app as unknown as (req: IncomingMessage, res: ServerResponse, last: () => void) => void;
@@ -310,7 +322,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     const refused = missingHost(req) ?? hosts?.refusal(req, false);
     if (refused) return writeError(res, refused.status, refused.code, refused.message);
     if (settings.requireIdentity && !hasForwardedIdentity(req)) return toApp(req, res);
-    toProxy(req, res, () => toApp(req, res));
+    toProxy(req, res, () => reads(req, res) || toApp(req, res));
   });
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     if (ready) handle(req, res);

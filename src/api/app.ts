@@ -3,12 +3,17 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { HttpError } from '../core/errors.ts';
 import { BODY_LIMITS, boundBodyCost } from './validation.ts';
 
+/** The CORS headers of every API response, as name, value, name, value… (writeHead's raw form). */
+export const CORS_HEADERS: readonly string[] = [
+  'Access-Control-Allow-Origin', '*',
+  'Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS',
+  'Access-Control-Allow-Headers', 'Content-Type, Authorization',
+  'Access-Control-Max-Age', '600',
+];
+
 /** Every response allows all origins; preflights are answered here. */
 export const cors: RequestHandler = (req, res, next) => {
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
-  res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Authorization');
-  res.setHeader('Access-Control-Max-Age', '600');
+  for (let i = 0; i < CORS_HEADERS.length; i += 2) res.setHeader(CORS_HEADERS[i], CORS_HEADERS[i + 1]);
   if (req.method === 'OPTIONS') {
     res.status(204).end();
     return;

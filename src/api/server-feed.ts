@@ -32,6 +32,8 @@ export interface FeedEntry {
   readonly suffix: string;
   /** start_time in ms (Date.parse once), for the uptime spliced in; undefined when none. */
   readonly startMs: number | undefined;
+  /** prefix and suffix (json when startMs is undefined) as UTF-8, for answers assembled as bytes. */
+  readonly bytes: { readonly prefix: Buffer; readonly suffix: Buffer };
 }
 
 interface Sources {
@@ -44,6 +46,8 @@ interface Sources {
 }
 
 const UPTIME = '"uptime":';
+const COMMA = Buffer.from(',');
+const EMPTY = Buffer.alloc(0);
 
 /** The view as JSON, split around its uptime value (same bytes as JSON.stringify(view) once joined). */
 function splitJson(view: ServerView): { prefix: string; suffix: string } {
@@ -132,6 +136,37 @@ export class ServerFeed {
     return `${out}]`;
   }
 
+  /**
+   * list() as UTF-8 bytes, assembled from each entry's bytes with the fresh uptimes written in:
+   * no JSON text is built or encoded per request (GET /servers' fast path; 139 KB at 300 servers).
+   */
+  listBytes(sees?: (server: EditorServer) => boolean, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Buffer {
+    const now = Date.now();
+    const parts: Array<Buffer | string> = [];
+    let length = 2;
+    for (const record of this.#reconciler.records.values()) {
+      const entry = this.#fresh(record);
+      if (!entry || (sees && !sees(record.server!))) continue;
+      if (parts.length > 0) {
+        parts.push(COMMA);
+        length += 1;
+      }
+      parts.push(entry.bytes.prefix);
+      length += entry.bytes.prefix.length;
+      if (entry.startMs !== undefined) {
+        // Digits, a point, e, + or -: one byte each.
+        const uptime = numberJson(Math.max(0, (now - entry.startMs) / 1000));
+        parts.push(uptime, entry.bytes.suffix);
+        length += uptime.length + entry.bytes.suffix.length;
+      }
+    }
+    const out = alloc(length);
+    let at = out.write('[', 0, 'latin1');
+    for (const part of parts) at += typeof part === 'string' ? out.write(part, at, 'latin1') : part.copy(out, at);
+    out.write(']', at, 'latin1');
+    return out;
+  }
+
   /** The server's entry as it is now (undefined when it is not listed). */
   entryOf(name: string): FeedEntry | undefined {
     const record = this.#reconciler.records.get(name);
@@ -188,7 +223,10 @@ export class ServerFeed {
     if (before?.key === key) return;
     const json = prefix + numberJson(view.uptime) + suffix;
     const startMs = view.start_time ? Date.parse(view.start_time) : undefined;
-    const after: FeedEntry = { name, id: server.metadata.uid!, server, view, json, key, prefix, suffix, startMs };
+    const bytes = startMs === undefined
+      ? { prefix: Buffer.from(json), suffix: EMPTY }
+      : { prefix: Buffer.from(prefix), suffix: Buffer.from(suffix) };
+    const after: FeedEntry = { name, id: server.metadata.uid!, server, view, json, key, prefix, suffix, startMs, bytes };
     this.#entries.set(name, after);
     this.#emit({ name, before, after });
   }

@@ -1,0 +1,69 @@
+// GET /servers and GET /servers/{id} answered before express, from the ServerFeed's cached JSON.
+// These two reads are what dashboards and scripts poll; express's per-request set-up (its request
+// and response prototypes, the router walking every layer, res.send's checks) costs more than the
+// answer itself. Only the plain form of each is taken here: exactly `GET /servers` without a query,
+// and `GET /servers/{id}` with an id of the characters a uid has, for a server the requester may
+// see. Everything else (HEAD, a query such as ?watch=1, another spelling of the path, an unknown
+// id) goes on to express, which answers it as before, errors included. The bytes and headers are
+// the ones express sends for the same request (test/api/fast-reads.test.ts compares them).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Reconciler } from '../controller/reconciler.ts';
+import type { ServerAccess } from './access.ts';
+import { CORS_HEADERS } from './app.ts';
+import { ServerFeed } from './server-feed.ts';
+
+/** What express's res.send sets for a string body with this Content-Type, after the CORS middleware. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PREFIX = '/servers/';
+/** The characters of a uid (a UUID, or what a hand-written manifest's status gave it), within bounds. */
+const ID = /^[A-Za-z0-9._~-]{1,128}$/;
+
+export interface FastReadsDeps {
+  feed: ServerFeed;
+  reconciler: Pick<Reconciler, 'nameOfUid' | 'records'>;
+  access: Pick<ServerAccess, 'filterFor' | 'sees'>;
+  /** Told of each answered request with the route pattern express would have matched (the API's timing). */
+  answered?: (req: IncomingMessage, res: ServerResponse, route: string) => void;
+}
+
+/** Returns a handler that answers the plain reads and returns true, or returns false without touching the request. */
+export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { feed, reconciler, access } = deps;
+  const send = (req: IncomingMessage, res: ServerResponse, route: string, body: string | Buffer) => {
+    deps.answered?.(req, res, route);
+    res.writeHead(200, [...CORS_HEADERS, 'Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+    res.end(body);
+    return true;
+  };
+  // One buffer reused by list answers one after another (no allocation outside V8's heap per
+  // answer, which would bring full collections); one in flight meanwhile makes the next allocate.
+  let scratch = Buffer.allocUnsafeSlow(0);
+  let lent = false;
+  const release = () => {
+    lent = false;
+  };
+  return (req, res) => {
+    if (req.method !== 'GET') return false;
+    const url = req.url ?? '';
+    if (url === '/servers') {
+      let borrowed = false;
+      const body = feed.listBytes(access.filterFor(req), (length) => {
+        if (lent) return Buffer.allocUnsafe(length);
+        if (scratch.length < length) scratch = Buffer.allocUnsafeSlow(Math.max(length * 2, 16 * 1024));
+        lent = borrowed = true;
+        return scratch.subarray(0, length);
+      });
+      if (borrowed) res.once('close', release);
+      return send(req, res, '/servers', body);
+    }
+    if (!url.startsWith(PREFIX)) return false;
+    const id = url.slice(PREFIX.length);
+    if (!ID.test(id)) return false;
+    const name = reconciler.nameOfUid(id);
+    const record = name === undefined ? undefined : reconciler.records.get(name);
+    if (!record?.server || !access.sees(req, record.server)) return false;
+    const entry = feed.entryOf(record.name);
+    if (!entry) return false;
+    return send(req, res, '/servers/:id', ServerFeed.current(entry));
+  };
+}
