@@ -19,10 +19,6 @@ export function timeApiRequests(histogram: Histogram<'method' | 'route' | 'statu
   };
 }
 
-/** The pattern of the route that answered: `/servers/:id`; `/assets/*` for a router mounted on a path; else UNMATCHED. */
-export function routeOf(req: Request): string {
-  const path: unknown = req.route?.path;
-  // A route may be declared for several paths (['/', '/index.html']): all of them name it.
 /**
  * Names the route of a request answered before express (GET /servers' fast path), as express
  * would have, so the timing above files it under the same pattern.
@@ -31,6 +27,10 @@ export function markRoute(req: object, route: string): void {
   Object.assign(req, { route: { path: route }, baseUrl: '' });
 }
 
+/** The pattern of the route that answered: `/servers/:id`; `/assets/*` for a router mounted on a path; else UNMATCHED. */
+export function routeOf(req: Request): string {
+  const path: unknown = req.route?.path;
+  // A route may be declared for several paths (['/', '/index.html']): all of them name it.
   if (typeof path === 'string') return req.baseUrl + path;
   if (Array.isArray(path)) return path.map((p) => req.baseUrl + String(p)).join('|');
   // A handler mounted with router.use('/assets', …) that answered keeps its mount path in baseUrl
