@@ -2,7 +2,9 @@
 
 /** A DNS-1123 label made from a display name: "Data Pipeline!" → "data-pipeline". */
 export function slugify(displayName: string): string {
-  const slug = displayName.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 50);
+  const lower = displayName.toLowerCase();
+  // NFKD leaves ASCII as it is; skipping it there leaves ICU's normalization data unread (memory at rest).
+  const slug = (/^[\x00-\x7f]*$/.test(lower) ? lower : lower.normalize('NFKD')).replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 50);
   return slug.replace(/-+$/, '') || 'server';
 }
 

@@ -2,6 +2,7 @@
 // for the marketplace (DEVBOX_VSIX_DIR).
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
+import { byVersion } from '../core/compare.ts';
 
 /** publisher.name of an id that may carry @version, lower case (VS Code ids are case-insensitive). */
 export function extensionName(id: string): string {
@@ -55,7 +56,7 @@ export async function findVsix(dir: string, id: string): Promise<string | undefi
       if (/^\d/.test(version) && (!pinned || version === pinned)) candidates.push({ file, version });
     }
   }
-  candidates.sort((a, b) => b.version.localeCompare(a.version, undefined, { numeric: true }));
+  candidates.sort((a, b) => byVersion(b.version, a.version));
   return candidates[0] ? join(dir, candidates[0].file) : undefined;
 }
 

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import type { SimpleGit } from 'simple-git';
 import { realClock, type Clock } from '../core/clock.ts';
-import { gitEnv, gitUrlProblem } from '../workspace/git-source.ts';
+import { gitEnv, gitUrlProblem, loadSimpleGit } from '../workspace/git-source.ts';
 
 /** What GET /health and POST /sync show of one repository. */
 export interface GitSyncState {
@@ -226,7 +226,7 @@ export class GitSync {
     }
     const origin = await originOf(folder);
     if (origin === undefined) return this.cloneInto(folder, signal);
-    const git = this.git(folder, signal);
+    const git = await this.git(folder, signal);
     // Our own checkout of an earlier URL (a person's folder of another URL is refused at start-up).
     if (publicUrl(origin) !== publicUrl(url)) await git.raw(['remote', 'set-url', '--', 'origin', publicUrl(url)]);
     return this.checkout(git);
@@ -251,8 +251,8 @@ export class GitSync {
     await fs.mkdir(dirname(folder), { recursive: true });
     const temp = join(dirname(folder), `.${basename(folder)}.clone-${randomBytes(4).toString('hex')}`);
     try {
-      await this.git(dirname(folder), signal).raw(['init', '--quiet', temp]);
-      const git = this.git(temp, signal);
+      await (await this.git(dirname(folder), signal)).raw(['init', '--quiet', temp]);
+      const git = await this.git(temp, signal);
       await git.raw(['remote', 'add', '--', 'origin', publicUrl(this.options.url)]);
       const commit = await this.checkout(git);
       const entries = await fs.readdir(folder).catch((error: NodeJS.ErrnoException) => {
@@ -271,8 +271,9 @@ export class GitSync {
     }
   }
 
-  private git(baseDir: string, abort: AbortSignal): SimpleGit {
+  private async git(baseDir: string, abort: AbortSignal): Promise<SimpleGit> {
     const env = gitEnv(this.options.schemes);
+    const simpleGit = await loadSimpleGit();
     return simpleGit({
       baseDir, abort,
       // A credential helper may answer, but never ask anyone (Git Credential Manager honours this).

@@ -8,6 +8,7 @@ import { dirname, join, posix } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.ts';
 import { readManifestEntry } from '../manifests/read-entry.ts';
 import { parseManifest, type ManifestStore } from '../manifests/store.ts';
+import { byCodeUnits } from '../core/compare.ts';
 
 /** A file of the repository that was not mirrored, and why. */
 export interface RepoFileProblem {
@@ -122,7 +123,7 @@ export class ManifestsMirror {
     const problems: RepoFileProblem[] = [];
     const inRepo = new Map<string, string>(); // name → file, valid or not
     const wanted = new Map<string, { file: string; text: string }>();
-    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of entries.sort((a, b) => byCodeUnits(a.name, b.name))) {
       const match = MANIFEST_FILE.exec(entry.name);
       if (!match) continue;
       const name = match[1];
@@ -210,7 +211,7 @@ export class ManifestsMirror {
 
   private async save(): Promise<void> {
     const { ownershipFile, repository } = this.options;
-    const record: Ownership = { repository, servers: Object.fromEntries([...this.owned].sort(([a], [b]) => a.localeCompare(b))) };
+    const record: Ownership = { repository, servers: Object.fromEntries([...this.owned].sort(([a], [b]) => byCodeUnits(a, b))) };
     await fs.mkdir(dirname(ownershipFile), { recursive: true });
     await writeFileAtomic(ownershipFile, JSON.stringify(record, null, 2) + '\n');
   }

@@ -1,8 +1,9 @@
 // The live log streams: WebSocket /ws/logs (all servers) and /ws/logs/{id} (one server).
 
 import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { HttpError, notFound, writeRawError } from '../core/errors.ts';
 import type { LogEntry } from './entry.ts';
 import type { LogHub } from './hub.ts';
@@ -30,6 +31,8 @@ interface Client {
 }
 
 const PATH = /^\/ws\/logs(?:\/([^/]+))?\/?$/;
+/** WebSocket.OPEN. */
+const OPEN = 1;
 
 /** The frame of section 2.6 of the interface, exactly these fields. */
 function frame(entry: LogEntry): string {
@@ -50,7 +53,8 @@ export class LogStreamServer {
   readonly #resolve: (id: string, req: IncomingMessage) => { name: string } | undefined;
   readonly #visibleTo: LogStreamOptions['visibleTo'];
   readonly #maxBufferedBytes: number;
-  readonly #wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: 4096 });
+  /** Made at the first stream's upgrade: ws is required then, not at start (memory at rest). */
+  #wss: WebSocketServer | undefined;
   readonly #clients = new Set<Client>();
   readonly #unsubscribe: () => void;
   readonly #pingTimer: NodeJS.Timeout;
@@ -71,11 +75,20 @@ export class LogStreamServer {
     this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
     this.#pingTimer = setInterval(() => this.#ping(), options.pingIntervalMs ?? 30_000);
     this.#pingTimer.unref();
+  }
+
+  /** The WebSocket server, made on first use; ws is required synchronously, so the upgrade is handled in this turn. */
+  #server(): WebSocketServer {
+    if (this.#wss) return this.#wss;
+    const { WebSocketServer: Server } = createRequire(import.meta.url)('ws') as typeof import('ws');
+    const wss = new Server({ noServer: true, clientTracking: false, maxPayload: 4096 });
     // A handshake ws refuses (a POST, a bad key or version) gets the error envelope, not ws's HTML.
-    this.#wss.on('wsClientError', (error, socket, req) => {
+    wss.on('wsClientError', (error, socket, req) => {
       writeRawError(socket, req.method === 'GET' ? 400 : 405, 'BAD_HANDSHAKE',
         `${error.message}: open the log stream with a WebSocket client (GET, Upgrade: websocket, Sec-WebSocket-Version: 13)`);
     });
+    this.#wss = wss;
+    return wss;
   }
 
   /**
@@ -105,7 +118,7 @@ export class LogStreamServer {
       return true;
     }
     const sees = this.#visibleTo?.(req);
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail, sees));
+    this.#server().handleUpgrade(req, socket, head, (ws) => this.#connect(ws, name, tail, sees));
     return true;
   }
 
@@ -128,7 +141,7 @@ export class LogStreamServer {
         }),
     );
     await Promise.all(closing);
-    this.#wss.close();
+    this.#wss?.close();
   }
 
   #connect(ws: WebSocket, name: string | null, tail: number, sees: Client['sees']): void {
@@ -156,7 +169,7 @@ export class LogStreamServer {
 
   #send(client: Client, data: string): void {
     const { ws } = client;
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.readyState !== OPEN) return;
     if (ws.bufferedAmount > this.#maxBufferedBytes) {
       // Too far behind: stop queueing for it. The close frame waits behind its unsent data; if it
       // never reads again, the ping check terminates it, so its buffer cannot grow further.
@@ -171,7 +184,7 @@ export class LogStreamServer {
     for (const client of this.#clients) {
       if (!client.alive) {
         // One closed for falling behind already counts.
-        if (client.ws.readyState === WebSocket.OPEN) this.#dropped++;
+        if (client.ws.readyState === OPEN) this.#dropped++;
         client.ws.terminate();
         continue;
       }

@@ -1,13 +1,17 @@
 // How long the API's requests take, by route pattern (`/servers/:id`, never the raw path, so the
 // label values stay as few as the routes) and status. Editor proxy paths never reach express.
 import type { Request, RequestHandler } from 'express';
-import type { Histogram } from 'prom-client';
 
 /** The route label of a request no route took (a 404, or a refusal before routing such as a 401). */
 export const UNMATCHED = 'unmatched';
 
+/** Where the durations go: prom-client's Histogram has this method, and so has the service's PlainHistogram. */
+export interface DurationHistogram {
+  observe(labels: Record<'method' | 'route' | 'status', string>, seconds: number): void;
+}
+
 /** Express middleware, mounted first, that observes each request into `histogram` once its response is done. */
-export function timeApiRequests(histogram: Histogram<'method' | 'route' | 'status'>): RequestHandler {
+export function timeApiRequests(histogram: DurationHistogram): RequestHandler {
   return (req, res, next) => {
     const began = performance.now();
     res.once('close', () => {

@@ -2,15 +2,17 @@
 // default metrics, in a registry of this module's, made once per process. They describe the
 // process, not a service, and prom-client's event-loop monitor and GC observer, once started,
 // are never stopped: one set per process however many services it runs (tests run several).
-import { collectDefaultMetrics, Registry } from 'prom-client';
+// prom-client is loaded then too, not at start.
+import type { Registry } from 'prom-client';
 
-let registry: Registry | undefined;
+let registry: Promise<Registry> | undefined;
 
 /** The process's registry, made and filled on first use. */
-export function processRegistry(): Registry {
-  if (!registry) {
-    registry = new Registry();
-    collectDefaultMetrics({ register: registry });
-  }
+export function processRegistry(): Promise<Registry> {
+  registry ??= import('prom-client').then(({ collectDefaultMetrics, Registry }) => {
+    const made = new Registry();
+    collectDefaultMetrics({ register: made });
+    return made;
+  });
   return registry;
 }

@@ -2,9 +2,12 @@
 // service's own (several services may run in one process). Per-server series are labelled by
 // name and uid, exist only for servers that exist, and are read from the controller's records,
 // the stats sampler, the activity tracker and plain counters at scrape time: nothing on the
-// request path calls prom-client.
+// request path calls prom-client. prom-client itself (with @opentelemetry/api, https and zlib) is
+// loaded at the first scrape, not at start (issue 14, memory at rest): until then the two
+// histograms and the error count are kept in plain numbers, and every other family is read from
+// the service's state at scrape time anyway.
 import { Router, type RequestHandler } from 'express';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { ActivityTracker } from '../controller/activity.ts';
 import type { Reconciler } from '../controller/reconciler.ts';
 import type { LogHub } from '../logs/index.ts';
@@ -12,8 +15,12 @@ import type { Phase } from '../manifests/types.ts';
 import type { ProxyObserver } from '../proxy/editor-proxy.ts';
 import type { StatsSampler } from '../runtime/stats.ts';
 import { timeApiRequests } from './api-timing.ts';
+import { PlainHistogram } from './plain-histogram.ts';
 import { processRegistry } from './process.ts';
 import { ProxyTraffic, STATUS_CLASSES } from './traffic.ts';
+
+/** prom-client's Prometheus text format, version 0.0.4 (Registry.PROMETHEUS_CONTENT_TYPE). */
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 const PHASES: Phase[] = ['Pending', 'Provisioning', 'Stopped', 'Starting', 'Running', 'Stopping', 'Failed', 'Terminating'];
 
@@ -42,22 +49,57 @@ interface CpuCount {
 }
 
 export class ServiceMetrics {
-  readonly registry = new Registry();
+  /** The registry, made with prom-client at the first scrape. */
+  #registry: Promise<Registry> | undefined;
   readonly #sources: MetricsSources;
   readonly #traffic: ProxyTraffic;
   readonly #cpu = new Map<string, CpuCount>();
   /** Log lines per server: [from the editor, from the controller]. */
   readonly #logLines = new Map<string, [number, number]>();
-  readonly #apiDurations: Histogram<'method' | 'route' | 'status'>;
+  readonly #reconcileSeconds = new PlainHistogram('devbox_reconcile_duration_seconds', 'How long one reconcile of one server took', [],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+  #reconcileErrors = 0;
+  readonly #apiDurations = new PlainHistogram('devbox_api_request_duration_seconds', 'API requests by route pattern (unmatched: no route took it) and status, until the response was done; watch streams and editor proxy paths are not in it', ['method', 'route', 'status'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]);
   readonly #disposers: Array<() => void> = [];
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
     this.#traffic = new ProxyTraffic(sources.portOwner);
-    const registers = [this.registry];
+    const { reconciler, logs, stats } = sources;
+    const traffic = this.#traffic;
+    const cpu = this.#cpu;
+    const logLines = this.#logLines;
+    const onReconciled = (_name: string, _run: number, _waiting: boolean, seconds: number, error: unknown) => {
+      this.#reconcileSeconds.observe({}, seconds);
+      if (error !== undefined) this.#reconcileErrors++;
+    };
+    reconciler.on('reconciled', onReconciled);
+    this.#disposers.push(() => reconciler.off('reconciled', onReconciled));
+    this.#disposers.push(logs.subscribe(null, (entry) => {
+      let counts = logLines.get(entry.name);
+      if (!counts) logLines.set(entry.name, (counts = [0, 0]));
+      counts[entry.source === 'server' ? 0 : 1]++;
+    }));
+    this.#disposers.push(stats.onSample(() => this.#countCpu()));
+    const onDeleted = (name: string) => {
+      traffic.forget(name);
+      cpu.delete(name);
+      logLines.delete(name);
+    };
+    reconciler.on('deleted', onDeleted);
+    this.#disposers.push(() => reconciler.off('deleted', onDeleted));
+  }
+
+  /** The registry of this service's families, in their order; prom-client is loaded here. */
+  async #build(): Promise<Registry> {
+    const { Counter, Gauge, Registry } = await import('prom-client');
+    const registry = new Registry();
+    const registers = [registry];
     const servers = () => this.#servers();
     const traffic = this.#traffic;
-    const { reconciler, stats, activity, logs } = sources;
+    const { reconciler, stats, activity } = this.#sources;
+    const sources = this.#sources;
 
     // Per server, read from the controller's records at scrape time.
     new Gauge({
@@ -153,27 +195,22 @@ export class ServiceMetrics {
     });
 
     // The service.
-    const reconcileSeconds = new Histogram({
-      name: 'devbox_reconcile_duration_seconds', help: 'How long one reconcile of one server took', registers,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registry.registerMetric(this.#reconcileSeconds as never);
+    const reconcileErrors = () => this.#reconcileErrors;
+    new Counter({
+      name: 'devbox_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff, or recorded Failed when retrying cannot help)', registers,
+      collect() {
+        this.reset();
+        this.inc(reconcileErrors());
+      },
     });
-    const reconcileErrors = new Counter({ name: 'devbox_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff, or recorded Failed when retrying cannot help)', registers });
-    const onReconciled = (_name: string, _run: number, _waiting: boolean, seconds: number, error: unknown) => {
-      reconcileSeconds.observe(seconds);
-      if (error !== undefined) reconcileErrors.inc();
-    };
-    reconciler.on('reconciled', onReconciled);
-    this.#disposers.push(() => reconciler.off('reconciled', onReconciled));
     new Gauge({
       name: 'devbox_workqueue_depth', help: 'Servers waiting in the work queue or being reconciled', registers,
       collect() {
         this.set(sources.queueDepth());
       },
     });
-    this.#apiDurations = new Histogram({
-      name: 'devbox_api_request_duration_seconds', help: 'API requests by route pattern (unmatched: no route took it) and status, until the response was done; watch streams and editor proxy paths are not in it', labelNames: ['method', 'route', 'status'], registers,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    });
+    registry.registerMetric(this.#apiDurations as never);
     new Gauge({
       name: 'devbox_stream_clients', help: 'Clients of the log streams (/ws/logs) and of the watch streams (GET /servers?watch=1) now', labelNames: ['stream'], registers,
       collect() {
@@ -192,19 +229,7 @@ export class ServiceMetrics {
       },
     });
 
-    this.#disposers.push(logs.subscribe(null, (entry) => {
-      let counts = logLines.get(entry.name);
-      if (!counts) logLines.set(entry.name, (counts = [0, 0]));
-      counts[entry.source === 'server' ? 0 : 1]++;
-    }));
-    this.#disposers.push(stats.onSample(() => this.#countCpu()));
-    const onDeleted = (name: string) => {
-      traffic.forget(name);
-      cpu.delete(name);
-      logLines.delete(name);
-    };
-    reconciler.on('deleted', onDeleted);
-    this.#disposers.push(() => reconciler.off('deleted', onDeleted));
+    return registry;
   }
 
   /** For the proxy: counts each request and WebSocket per server. */
@@ -223,13 +248,14 @@ export class ServiceMetrics {
     router.get('/metrics', async (_req, res) => {
       const text = await this.text();
       res.setHeader('Cache-Control', 'no-store');
-      res.type(this.registry.contentType).send(text);
+      res.type(CONTENT_TYPE).send(text);
     });
     return router;
   }
 
   async text(): Promise<string> {
-    return (await this.registry.metrics()) + '\n' + (await processRegistry().metrics());
+    this.#registry ??= this.#build();
+    return (await (await this.#registry).metrics()) + '\n' + (await (await processRegistry()).metrics());
   }
 
   dispose(): void {

@@ -8,6 +8,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { formatProblem, type FileProblem } from '../core/yaml-problems.ts';
 import type { CatalogTemplate } from './types.ts';
 import { loadTemplateFile, TEMPLATE_EXT, type TemplateCheckContext, type TemplateLoad } from './validate.ts';
+import { byText } from '../core/compare.ts';
 
 /** More template files than this are reported, not read: the folder is untrusted. */
 export const MAX_TEMPLATE_FILES = 500;
@@ -87,7 +88,6 @@ export class TemplateCatalog {
   /** The valid templates, by tab, then name, then id. */
   list(): CatalogTemplate[] {
     const templates = [...this.entries.values()].flatMap((e) => (e.load.kind === 'ok' ? [e.load.template] : []));
-    const byText = (a: string, b: string) => a.localeCompare(b, 'en');
     return templates.sort((a, b) => byText(a.template.gallery.tab, b.template.gallery.tab)
       || byText(a.template.gallery.name, b.template.gallery.name) || byText(a.id, b.id));
   }
@@ -107,7 +107,7 @@ export class TemplateCatalog {
   /** Every problem of every invalid file, by file name. */
   errors(): FileProblem[] {
     return [...this.entries.entries()]
-      .sort(([a], [b]) => a.localeCompare(b, 'en'))
+      .sort(([a], [b]) => byText(a, b))
       .flatMap(([, e]) => (e.load.kind === 'invalid' ? e.load.problems : []));
   }
 

@@ -5,7 +5,13 @@
 import { closeSync, constants, mkdirSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, isAbsolute } from 'node:path';
-import AdmZip from 'adm-zip';
+import { createRequire } from 'node:module';
+import type AdmZip from 'adm-zip';
+
+// adm-zip is required on the first archive read, not at start (about 1 MB of heap the service
+// needs only for uploads and templates with an archive); require keeps planArchive synchronous.
+let admZip: typeof AdmZip | undefined;
+const loadAdmZip = (): typeof AdmZip => (admZip ??= createRequire(import.meta.url)('adm-zip') as typeof AdmZip);
 
 export const ZIP_LIMITS = {
   maxEntries: 20_000,
@@ -27,7 +33,7 @@ interface Planned { parts: string[]; dir: boolean; executable: boolean; size: nu
 export function planArchive(zipPath: string, limits = ZIP_LIMITS): Planned[] {
   let zip: AdmZip;
   try {
-    zip = new AdmZip(zipPath);
+    zip = new (loadAdmZip())(zipPath);
   } catch (error) {
     throw new ArchiveError(`the upload is not a readable ZIP file (${(error as Error).message}): send a .zip archive`);
   }

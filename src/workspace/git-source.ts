@@ -5,7 +5,14 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { simpleGit } from 'simple-git';
+import type { simpleGit as SimpleGitFactory } from 'simple-git';
+
+let simpleGitModule: Promise<typeof SimpleGitFactory> | undefined;
+/** simple-git, loaded on the first git command rather than at start (it holds about 1.2 MB of heap). */
+export function loadSimpleGit(): Promise<typeof SimpleGitFactory> {
+  simpleGitModule ??= import('simple-git').then((module) => module.simpleGit);
+  return simpleGitModule;
+}
 
 export interface GitSource {
   url: string;
@@ -84,6 +91,7 @@ export async function cloneInto(
     const abort = AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]);
     // The environment is this module's own fixed values (no prompts, allowed transports), not input.
     const env = gitEnv(options.schemes);
+    const simpleGit = await loadSimpleGit();
     const git = simpleGit({
       baseDir: dirname(workspace), abort,
       allowEnvironment: Object.keys(env).filter((key) => key.startsWith('GIT_') || key.startsWith('SSH_')),

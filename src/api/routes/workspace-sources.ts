@@ -3,9 +3,10 @@
 // sha256). The source is checked before anything is written (400), put in spec.workspace.source, and the answer waits for the
 // controller to populate the workspace. A create whose source cannot be applied is deleted again.
 import { promises as fs } from 'node:fs';
-import { Ajv } from 'ajv';
+import { createRequire } from 'node:module';
+import { Ajv, type ValidateFunction } from 'ajv';
 import type { Request, RequestHandler, Router } from 'express';
-import multer from 'multer';
+import type multer from 'multer';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError } from '../../core/errors.ts';
 import type { WorkspaceSource } from '../../manifests/types.ts';
@@ -19,8 +20,12 @@ import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts
 import { createServer, unknownGroupsProblem, type CreateBody } from './servers-crud.ts';
 import { checkSettings } from '../validation.ts';
 
-// Its own compiler: the shared one holds create-server's schema under its $id already.
-const validateCreate = new Ajv({ allErrors: true, strict: true }).compile<CreateBody>(readProjectJson('schemas/api/create-server.schema.json'));
+// Its own compiler: the shared one holds create-server's schema under its $id already. Compiled
+// on the first form, like multer is required on the first form: neither is needed at rest.
+let validateCreateFn: ValidateFunction<CreateBody> | undefined;
+const validateCreate = () => (validateCreateFn ??= new Ajv({ allErrors: true, strict: true }).compile<CreateBody>(readProjectJson('schemas/api/create-server.schema.json')));
+let multerModule: typeof multer | undefined;
+const loadMulter = () => (multerModule ??= createRequire(import.meta.url)('multer') as typeof multer);
 
 /** A form field, or undefined; a field sent twice is refused (which one would count?). */
 function field(req: Request, key: string): string | undefined {
@@ -84,8 +89,9 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       ...(groups !== undefined ? { extension_groups: groups } : {}),
       ...(settings !== undefined ? { settings } : {}),
     };
-    if (!validateCreate(body)) {
-      const problems = describeErrors(validateCreate.errors).map((p) => p.replace('(top level)', 'form'));
+    const validate = validateCreate();
+    if (!validate(body)) {
+      const problems = describeErrors(validate.errors).map((p) => p.replace('(top level)', 'form'));
       throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
     }
     checkSettings(body.settings);
@@ -183,7 +189,7 @@ function formParser(dir: string, limitMb: () => number): RequestHandler {
     if (made?.maxUploadMb !== maxUploadMb) {
       made = {
         maxUploadMb,
-        parse: multer({ dest: dir, limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: maxBytes } }).single('zip_file'),
+        parse: loadMulter()({ dest: dir, limits: { fields: 10, fieldSize: 64 * 1024, files: 1, parts: 11, fileSize: maxBytes } }).single('zip_file'),
       };
     }
     const { parse } = made;
