@@ -98,6 +98,29 @@ async function timeGets(service: BenchService, path: string, requests: number) {
   return { p50_ms: round(percentile(times, 50), 3), p95_ms: round(percentile(times, 95), 3), p99_ms: round(percentile(times, 99), 3) };
 }
 
+/** Watch streams opened one after another (each on a new connection): time from the request to SYNCED, the whole list read. */
+async function timeWatch(service: BenchService, requests: number) {
+  const url = new URL('/servers?watch=1', service.url);
+  const once = () => new Promise<number>((resolve, reject) => {
+    const started = performance.now();
+    const req = request(url, { agent: false }, (res) => {
+      let tail = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        tail = (tail + chunk).slice(-64);
+        if (!tail.includes('"type":"SYNCED"')) return;
+        resolve(performance.now() - started);
+        req.destroy();
+      });
+    });
+    req.on('error', (error) => (req.destroyed ? undefined : reject(error))).end();
+  });
+  for (let i = 0; i < 20; i++) await once();
+  const times: number[] = [];
+  for (let i = 0; i < requests; i++) times.push(await once());
+  return { p50_ms: round(percentile(times, 50), 3), p95_ms: round(percentile(times, 95), 3) };
+}
+
 /**
  * GET /servers (and GET /servers/{id}) latency with `count` running editors among `total`
  * servers (the rest created and left stopped), keep-alive, sequential requests.
@@ -109,6 +132,7 @@ export async function benchList(bin: string, count: number, requests: number, of
     for (let i = count; i < total; i++) await service.call('POST', '/servers', { name: `list stopped ${i}` });
     const list = await timeGets(service, '/servers', requests);
     const one = await timeGets(service, `/servers/${ids[0]}`, requests);
+    const watch = await timeWatch(service, Math.min(requests, 500));
     const servers = await service.call('GET', '/servers');
     return {
       servers: servers.length,
@@ -116,6 +140,7 @@ export async function benchList(bin: string, count: number, requests: number, of
       requests,
       ...list,
       one_server: one,
+      watch_list_until_synced: watch,
       service_rss_mb: round(service.rssMb(), 1),
     };
   } finally {
@@ -161,6 +186,8 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       cycles,
       // The first minute fills the bounded log buffers of the servers being cycled.
       growth_after_first_minute_mb: round(atEnd - samples[Math.min(1, samples.length - 1)], 1),
+      // Flat: what the second half of the soak added (the first fills buffers and warms the heap).
+      growth_second_half_mb: round(atEnd - samples[Math.floor((samples.length - 1) / 2)], 1),
       rss_start_mb: round(atStart, 1),
       rss_end_mb: round(atEnd, 1),
       rss_max_mb: Math.max(...samples),

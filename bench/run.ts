@@ -10,6 +10,7 @@ import { benchLogsThroughService } from './service-logs.ts';
 import { STUB_EDITOR } from './harness.ts';
 import { benchClone, benchExtract } from './workspace.ts';
 import { benchWorkbench } from './workbench.ts';
+import { targetRows, targetTable } from './targets.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 const sections = process.argv.slice(2);
@@ -55,4 +56,6 @@ if (wanted('observability')) {
 if (wanted('workbench')) {
   report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor, quick ? 6 : 20, 14));
 }
-console.log(`\n## summary\n${JSON.stringify(results)}`);
+const rows = targetRows(results);
+if (rows.length > 0) console.log(`\n## targets (issue 14)\n${targetTable(rows)}`);
+console.log(`\n## summary\n${JSON.stringify({ ...results, targets: rows })}`);

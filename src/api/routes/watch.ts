@@ -74,13 +74,16 @@ export class WatchStreams {
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    // The list and SYNCED in the same tick as the subscription: no change falls in between.
+    // The list and SYNCED in the same tick as the subscription: no change falls in between. One
+    // write for all of them (one chunk on the wire, not one per server).
+    const now = Date.now();
+    let list = '';
     for (const entry of this.#feed.snapshot()) {
       if (!this.#access.allows(watcher.who, entry.server)) continue;
       watcher.sent.set(entry.name, entry.id);
-      this.#send(watcher, 'ADDED', ServerFeed.current(entry));
+      list += this.#event(watcher, 'ADDED', ServerFeed.current(entry, now));
     }
-    this.#send(watcher, 'SYNCED', 'null');
+    this.#write(watcher, list + this.#event(watcher, 'SYNCED', 'null'));
     if (res.destroyed) return;
     this.#watchers.add(watcher);
     res.on('close', () => this.#watchers.delete(watcher));
@@ -110,7 +113,11 @@ export class WatchStreams {
   }
 
   #send(watcher: Watcher, type: string, object: string): void {
-    this.#write(watcher, `id: ${++watcher.lastId}\ndata: {"type":"${type}","object":${object}}\n\n`);
+    this.#write(watcher, this.#event(watcher, type, object));
+  }
+
+  #event(watcher: Watcher, type: string, object: string): string {
+    return `id: ${++watcher.lastId}\ndata: {"type":"${type}","object":${object}}\n\n`;
   }
 
   #write(watcher: Watcher, text: string): void {

@@ -1,0 +1,58 @@
+// Issue 14's figures, each beside its target, read from the results of the sections that ran in
+// this `npm run bench`: the table the README's performance section is updated from.
+
+type Results = Record<string, any>;
+
+export interface TargetRow {
+  figure: string;
+  measured: string;
+  target: string;
+  met: boolean | undefined;
+}
+
+const at = (results: Results, section: string, ...path: string[]): number | undefined => {
+  let value: any = results[section];
+  for (const key of path) value = value?.[key];
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+};
+
+function row(figure: string, value: number | undefined, unit: string, target: number, atMost: boolean): TargetRow | undefined {
+  if (value === undefined) return undefined;
+  return {
+    figure,
+    measured: `${value}${unit}`,
+    target: `${atMost ? '≤' : '≥'} ${target}${unit}`,
+    met: atMost ? value <= target : value >= target,
+  };
+}
+
+/** The rows of the sections present in `results` (a section not run has no row). */
+export function targetRows(results: Results): TargetRow[] {
+  const list30 = 'GET /servers with 30 running editors';
+  const list300 = 'GET /servers with 300 servers, 30 running';
+  const memory = 'service memory, 30 running editors';
+  const workbench = 'code-server workbench in Chromium: navigation → usable, proxy ÷ direct';
+  const rows = [
+    row('GET /servers p95, 30 servers', at(results, list30, 'p95_ms'), ' ms', 1, true),
+    row('GET /servers/{id} p95, 30 servers', at(results, list30, 'one_server', 'p95_ms'), ' ms', 1, true),
+    row('watch: list until SYNCED p95, 30 servers', at(results, list30, 'watch_list_until_synced', 'p95_ms'), ' ms', 1, true),
+    row('GET /servers p95, 300 servers', at(results, list300, 'p95_ms'), ' ms', 5, true),
+    row('GET /servers/{id} p95, 300 servers', at(results, list300, 'one_server', 'p95_ms'), ' ms', 5, true),
+    row('watch: list until SYNCED p95, 300 servers', at(results, list300, 'watch_list_until_synced', 'p95_ms'), ' ms', 5, true),
+    row('WebSocket echo, proxy ÷ direct', at(results, 'proxy', 'stub', 'echoRatio'), '×', 1.3, true),
+    row('proxy throughput ÷ direct, small page', at(results, 'proxy', 'stub', 'throughputRatio'), '×', 0.6, false),
+    row('proxy throughput ÷ direct, code-server page', at(results, 'proxy', 'code_server', 'throughputRatio'), '×', 0.9, false),
+    row('service RSS at rest, 30 editors', at(results, memory, 'rss_start_mb'), ' MB', 60, true),
+    row('service RSS growth over the second half of the churn', at(results, memory, 'growth_second_half_mb'), ' MB', 3, true),
+    row('workbench usable, proxy ÷ direct, cold cache', at(results, workbench, 'cold', 'ratio_of_medians'), '×', 1.1, true),
+    row('workbench usable, proxy ÷ direct, warm cache', at(results, workbench, 'warm', 'ratio_of_medians'), '×', 1.1, true),
+  ];
+  return rows.filter((r): r is TargetRow => r !== undefined);
+}
+
+/** The rows as a Markdown table, as the README shows them. */
+export function targetTable(rows: TargetRow[]): string {
+  const lines = ['| figure | measured | target | met |', '|---|---|---|---|'];
+  for (const r of rows) lines.push(`| ${r.figure} | ${r.measured} | ${r.target} | ${r.met ? 'yes' : 'no'} |`);
+  return lines.join('\n');
+}
