@@ -1,7 +1,11 @@
 // Proxy benchmark: small-page throughput and WebSocket echo round trip, through the EditorProxy
 // against direct to the editor, in one run.
 //
-//   node bench/proxy.ts [seconds] [--in-express] [--editor /path/to/code-server]
+//   node bench/proxy.ts [seconds] [--in-express] [--editor /path/to/code-server] [--compare /path/to/editor-proxy.ts]
+//
+// --compare runs a second service beside the first with the EditorProxy of another module (an
+// older copy, say) and measures it in the same run: throughput, echo and service CPU per request.
+// BENCH_SERVICE_EXEC_ARGV (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the services.
 //
 // builds its own setup, each part in its own process as in production: the editor (a small
 // stand-in, or the real code-server with --editor), the service (express app with the proxy),
@@ -37,36 +41,70 @@ export interface BenchProxyOptions {
   echoes?: number;
   /** A bare TCP relay to the same editor: its echo time is the floor for any proxy process. */
   relayBase?: string;
+  /** The process serving proxyBase: its CPU time per proxied request is reported. */
+  servicePid?: number;
+  /** A second proxy to measure beside the first (figures prefixed `compare`), and its process. */
+  compareBase?: string;
+  comparePid?: number;
+}
+
+/** CPU time (user + system) of a process so far, in µs, from /proc. */
+export function cpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
 }
 
 /** Throughput (requests/s) and WebSocket echo medians (µs), each with its proxy/direct ratio. */
 export async function benchProxy(options: BenchProxyOptions): Promise<Record<string, number>> {
   const { durationSec = 10, connections = 32, path: page = '/', echoes = 2000 } = options;
-  const load = async (base: string) => {
+  const load = async (base: string, pid?: number) => {
+    const cpuBefore = pid ? cpuUs(pid) : 0;
     const result = await autocannon({ url: `${base}${page}`, connections, duration: durationSec });
     if (result.errors > 0 || result.non2xx > 0) {
       throw new Error(`${base}${page}: ${result.errors} connection errors and ${result.non2xx} non-2xx answers`);
     }
-    return result;
+    const cpuPerRequestUs = pid ? round((cpuUs(pid) - cpuBefore) / result.requests.total, 1) : undefined;
+    return { result, cpuPerRequestUs };
   };
-  // Warm both up first (JIT, pools, the editor's caches), then measure one after the other.
-  for (const base of [options.directBase, options.proxyBase]) {
+  const { compareBase } = options;
+  // Warm all up first (JIT, pools, the editor's caches), then measure one after the other.
+  for (const base of [options.directBase, options.proxyBase, ...(compareBase ? [compareBase] : [])]) {
     await autocannon({ url: `${base}${page}`, connections, duration: Math.min(2, durationSec) });
   }
-  const direct = await load(options.directBase);
-  const proxied = await load(options.proxyBase);
+  const { result: direct } = await load(options.directBase);
+  const proxied = await load(options.proxyBase, options.servicePid);
+  const compared = compareBase ? await load(compareBase, options.comparePid) : undefined;
   const figures: Record<string, number> = {
     directRequestsPerSec: Math.round(direct.requests.average),
-    proxyRequestsPerSec: Math.round(proxied.requests.average),
-    throughputRatio: round(proxied.requests.average / direct.requests.average),
+    proxyRequestsPerSec: Math.round(proxied.result.requests.average),
+    throughputRatio: round(proxied.result.requests.average / direct.requests.average),
     directLatencyP99Ms: direct.latency.p99,
-    proxyLatencyP99Ms: proxied.latency.p99,
+    proxyLatencyP99Ms: proxied.result.latency.p99,
   };
+  if (proxied.cpuPerRequestUs !== undefined) figures.serviceCpuPerRequestUs = proxied.cpuPerRequestUs;
+  if (compared) {
+    Object.assign(figures, {
+      compareRequestsPerSec: Math.round(compared.result.requests.average),
+      compareThroughputRatio: round(compared.result.requests.average / direct.requests.average),
+      compareLatencyP99Ms: compared.result.latency.p99,
+    });
+    if (compared.cpuPerRequestUs !== undefined) figures.compareServiceCpuPerRequestUs = compared.cpuPerRequestUs;
+  }
   if (echoes > 0) {
-    const bases = [options.directBase, options.proxyBase, ...(options.relayBase ? [options.relayBase] : [])];
-    const [direct, proxy, relay] = await echoMedians(bases.map((base) => `${base.replace(/^http/, 'ws')}${page}`), echoes);
-    Object.assign(figures, { directEchoMedianUs: round(direct), proxyEchoMedianUs: round(proxy), echoRatio: round(proxy / direct) });
-    if (relay !== undefined) Object.assign(figures, { relayEchoMedianUs: round(relay), relayEchoRatio: round(relay / direct) });
+    const bases = [options.directBase, options.proxyBase, options.relayBase, compareBase];
+    const present = bases.filter((base): base is string => base !== undefined);
+    const medians = await echoMedians(present.map((base) => `${base.replace(/^http/, 'ws')}${page}`), echoes);
+    const [direct, proxy, relay, compare] = bases.map((base) => (base === undefined ? undefined : medians[present.indexOf(base)]));
+    Object.assign(figures, { directEchoMedianUs: round(direct!), proxyEchoMedianUs: round(proxy!), echoRatio: round(proxy! / direct!) });
+    if (relay !== undefined) {
+      Object.assign(figures, { relayEchoMedianUs: round(relay), relayEchoRatio: round(relay / direct!), proxyToRelayEchoRatio: round(proxy! / relay) });
+    }
+    if (compare !== undefined) {
+      Object.assign(figures, { compareEchoMedianUs: round(compare), compareEchoRatio: round(compare / direct!) });
+      if (relay !== undefined) figures.compareToRelayEchoRatio = round(compare / relay);
+    }
   }
   return figures;
 }
@@ -130,8 +168,9 @@ function serveRelay(targetPort: number): Promise<number> {
  * express, whose per-request set-up (it swaps the prototypes of req and res) costs more than the
  * proxying itself. With inExpress it is mounted by app.use instead, for comparison.
  */
-async function serveProxy(targetPort: number, inExpress: boolean): Promise<{ port: number; proxy: EditorProxy }> {
-  const proxy = new EditorProxy({ route: (port) => (port === targetPort ? { host: '127.0.0.1', port } : undefined) });
+async function serveProxy(targetPort: number, inExpress: boolean, module?: string): Promise<{ port: number; proxy: EditorProxy }> {
+  const Proxy: typeof EditorProxy = module ? (await import(path.resolve(module))).EditorProxy : EditorProxy;
+  const proxy = new Proxy({ route: (port) => (port === targetPort ? { host: '127.0.0.1', port } : undefined) });
   const app = express();
   if (inExpress) app.use(proxy.middleware());
   app.use(express.json());
@@ -167,7 +206,8 @@ async function startCodeServer(bin: string): Promise<{ child: ChildProcess; port
 
 /** Starts this file in a role in its own process and waits for the port it reports. */
 async function startRole(role: string, ...args: string[]): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(import.meta.url), [role, ...args], { execArgv: ['--expose-gc'], stdio: 'inherit' });
+  const extra = role === 'service' ? (process.env.BENCH_SERVICE_EXEC_ARGV ?? '').split(/\s+/).filter(Boolean) : [];
+  const child = fork(fileURLToPath(import.meta.url), [role, ...args], { execArgv: ['--expose-gc', ...extra], stdio: 'inherit' });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { port: number }).port));
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
@@ -187,7 +227,9 @@ async function main(): Promise<void> {
   if (role === 'target') return void process.send?.({ port: await serveTarget() });
   if (role === 'relay') return void process.send?.({ port: await serveRelay(Number(args[0])) });
   if (role === 'service') {
-    const { port, proxy } = await serveProxy(Number(args[0]), args[1] === '--in-express');
+    const { port, proxy } = await serveProxy(Number(args[0]), args[1] === '--in-express', args[2] || undefined);
+    // An orderly exit, so that a --cpu-prof given in BENCH_SERVICE_EXEC_ARGV is written.
+    process.on('SIGTERM', () => process.exit(0));
     process.on('message', () => {
       globalThis.gc?.();
       process.send?.({ ...proxy.stats(), rssMb: round(process.memoryUsage().rss / 2 ** 20) });
@@ -202,23 +244,32 @@ async function main(): Promise<void> {
   const target = editor ?? (await startRole('target'));
   const relay = editor ? undefined : await startRole('relay', String(target.port));
   const service = await startRole('service', String(target.port), inExpress ? '--in-express' : '');
+  const compareIndex = process.argv.indexOf('--compare');
+  const compareModule = compareIndex > 0 ? process.argv[compareIndex + 1] : undefined;
+  const compare = compareModule ? await startRole('service', String(target.port), inExpress ? '--in-express' : '', compareModule) : undefined;
   try {
     const before = await ask<Record<string, number>>(service.child, 'stats');
     const figures = await benchProxy({
       proxyBase: `http://127.0.0.1:${service.port}/vscode/${target.port}`,
       directBase: `http://127.0.0.1:${target.port}`,
       relayBase: relay && `http://127.0.0.1:${relay.port}`,
+      servicePid: service.child.pid,
+      compareBase: compare && `http://127.0.0.1:${compare.port}/vscode/${target.port}`,
+      comparePid: compare?.child.pid,
       durationSec,
       path: editor?.page,
       echoes: editor ? 0 : 2000, // code-server has no echo endpoint
     });
     await new Promise((resolve) => setTimeout(resolve, 1000)); // let the last answers drain
     const after = await ask<Record<string, number>>(service.child, 'stats');
-    const setup = `${editor ? 'code-server workbench page' : '1 KB stand-in page'}, proxy ${inExpress ? 'inside' : 'in front of'} express`;
-    console.log(JSON.stringify({ setup, ...figures, serviceRssBeforeMb: before.rssMb, serviceRssAfterMb: after.rssMb,
-      pooledSocketsInUse: after.sockets, pooledSocketsIdle: after.freeSockets }, null, 2));
+    const compareAfter = compare && (await ask<Record<string, number>>(compare.child, 'stats'));
+    const setup = `${editor ? 'code-server workbench page' : '1 KB stand-in page'}, proxy ${inExpress ? 'inside' : 'in front of'} express` +
+      (compareModule ? `; compare: ${compareModule}` : '');
+    console.log(JSON.stringify({ setup, loadAverage: os.loadavg().map((n) => round(n)), ...figures,
+      serviceRssBeforeMb: before.rssMb, serviceRssAfterMb: after.rssMb, pooledSocketsInUse: after.sockets, pooledSocketsIdle: after.freeSockets,
+      ...(compareAfter && { comparePooledSocketsInUse: compareAfter.sockets, comparePooledSocketsIdle: compareAfter.freeSockets }) }, null, 2));
   } finally {
-    for (const child of [relay?.child, service.child]) child?.kill();
+    for (const child of [relay?.child, service.child, compare?.child]) child?.kill();
     // code-server starts helper processes: end its whole group (it was started detached, as its leader).
     if (editor?.child.pid) process.kill(-editor.child.pid);
     else target.child.kill();
