@@ -46,6 +46,7 @@ export async function benchProxyThroughService(realBin: string, stubBin: string,
         durationSec,
         connections: 32,
         echoes,
+        servicePid: service.pid,
       });
       return {
         page: label === 'code-server' ? 'code-server workbench page' : 'stub editor 1 KB page',
