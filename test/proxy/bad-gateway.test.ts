@@ -24,6 +24,16 @@ describe('an editor that does not answer', () => {
     expect(service.logged).toEqual([`proxy: ECONNREFUSED on GET /vscode/${port}/ -> 127.0.0.1:${port}`]);
   });
 
+  it('gets 502 for a request with a body too, small or larger than socket buffers', async () => {
+    const port = await freePort();
+    service = await startService((candidate) => candidate === port);
+    for (const body of ['{"a":1}', 'x'.repeat(200_000)]) {
+      const answer = await request(`${service.base}/vscode/${port}/upload`, { method: 'POST', body });
+      expect(answer.status).toBe(502);
+      expect(JSON.parse(answer.text).error.message).toContain('ECONNREFUSED');
+    }
+  });
+
   it('gets 502 when the editor accepts but stays silent past the timeout', async () => {
     const sockets: net.Socket[] = [];
     hung = net.createServer((socket) => sockets.push(socket));
