@@ -1,6 +1,7 @@
 // Puts the pieces together: manifests, controller, runtime, logs, proxy and the HTTP server.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { homedir } from 'node:os';
+import { createServer } from './core/http.ts';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './api/app.ts';

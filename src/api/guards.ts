@@ -1,6 +1,7 @@
 // The last line of defence of the HTTP server: no request, however malformed, ends the process.
 // Handlers are meant to answer every request themselves; these only catch what slips through.
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import * as http from '../core/http.ts';
 import type { Duplex } from 'node:stream';
 import { writeError, writeRawError } from '../core/errors.ts';
 

@@ -1,6 +1,7 @@
 // One error type for everything a request can get wrong, and the one JSON envelope every refusal
 // uses (API, proxy, WebSocket), shared by every area that answers HTTP.
-import http, { type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import * as http from './http.ts';
 import type { Duplex } from 'node:stream';
 
 /** An error with an HTTP status and a stable code; its message says what to change. */

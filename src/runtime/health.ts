@@ -1,5 +1,5 @@
 // Asks an editor's GET /healthz, the way code-server reports it is up.
-import { request } from 'node:http';
+import { request } from '../core/http.ts';
 import { EDITOR_HOST, type EditorEndpoint } from './processes.ts';
 
 /** An editor's endpoint, or a bare port for an editor this machine's process runtime runs (doctor, tests). */
