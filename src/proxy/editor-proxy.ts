@@ -457,18 +457,6 @@ function keptCookies(cookie: string): string {
     .trim();
 }
 
-/** The editor's response headers for the client, flat: hop-by-hop ones dropped, a redirect kept under the prefix. */
-function responseHeaders(raw: string[], route: Route): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i];
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP_RESPONSE.has(lower)) continue;
-    out.push(name, lower === 'location' ? rewriteLocation(raw[i + 1], route) : raw[i + 1]);
-  }
-  return out;
-}
-
 /** A status line and raw headers, as written on an upgraded (or refused) connection. */
 function rawHead(statusLine: string, raw: string[]): string {
   let head = `${statusLine}\r\n`;
