@@ -11,3 +11,5 @@ const http = createRequire(import.meta.url)('node:http') as typeof import('node:
 
 export const { Agent, createServer, maxHeaderSize, request, STATUS_CODES } = http;
 export type Agent = import('node:http').Agent;
+// The module's types too (IncomingMessage, IncomingHttpHeaders…): type-only, erased.
+export type * from 'node:http';
