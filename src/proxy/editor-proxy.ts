@@ -1,12 +1,14 @@
 // The editor proxy: /vscode/{port}/… and /editor/{port}/… to the endpoint of the managed, running
 // editor on {port} (the runtime says where it answers), and nowhere else.
 
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import { writeError, writeRawError } from '../core/errors.ts';
+// Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
+import * as http from '../core/http.ts';
 import type { EditorEndpoint } from '../runtime/processes.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
