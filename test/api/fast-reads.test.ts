@@ -4,13 +4,9 @@
 // cases left to express still answered as before; and the API's timing files them under their routes.
 import { EventEmitter } from 'node:events';
 import { request as httpRequest } from 'node:http';
-import { promises as fs } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { fastReads } from '../../src/api/fast-reads.ts';
-import { eventually, portRange, request, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, request, startTestService, type TestService } from '../helpers/service.ts';
 
 const ALICE = { 'X-Forwarded-Email': 'alice@example.com', 'X-Forwarded-User': '1001@42' };
 const BOB = { 'X-Forwarded-Email': 'bob@example.com', 'X-Forwarded-User': '1002@42' };
@@ -61,16 +57,7 @@ async function sameAsExpress(path: string, who: Record<string, string>): Promise
 }
 
 beforeAll(async () => {
-  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-fast-reads-'));
-  const configFile = join(root, 'devbox.config.yaml');
-  await fs.writeFile(configFile, stringify({
-    ports: portRange(),
-    editor: { stopGraceSeconds: 2, startTimeoutSeconds: 15 },
-    controller: { resyncSeconds: 5, statsIntervalSeconds: 0.5 },
-    access: 'owner',
-    admins: ['root@example.com'],
-  }));
-  service = await startTestService({ root, configFile, requireIdentity: true });
+  service = await startTestService({ requireIdentity: true, config: { access: 'owner', admins: ['root@example.com'] } });
 });
 afterAll(async () => {
   await service?.stop();
