@@ -306,7 +306,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // GET /servers and GET /servers/{id} in their plain form, from the feed's cached JSON (anything
   // else about them, errors included, is express's).
   const reads = fastReads({
-    feed, reconciler, access,
+    feed, reconciler, access, watch,
     answered: apiTimer && ((req, res, route) => {
       markRoute(req, route);
       apiTimer(req as never, res as never, () => undefined);

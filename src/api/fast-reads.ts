@@ -1,20 +1,23 @@
-// GET /servers and GET /servers/{id} answered before express, from the ServerFeed's cached JSON.
-// These two reads are what dashboards and scripts poll; express's per-request set-up (its request
-// and response prototypes, the router walking every layer, res.send's checks) costs more than the
-// answer itself. Only the plain form of each is taken here: exactly `GET /servers` without a query,
-// and `GET /servers/{id}` with an id of the characters a uid has, for a server the requester may
-// see. Everything else (HEAD, a query such as ?watch=1, another spelling of the path, an unknown
-// id) goes on to express, which answers it as before, errors included. The bytes and headers are
-// the ones express sends for the same request (test/api/fast-reads.test.ts compares them).
+// GET /servers, GET /servers/{id} and GET /servers?watch=1 answered before express, from the
+// ServerFeed's cached JSON. These reads are what dashboards and scripts poll; express's
+// per-request set-up (its request and response prototypes, the router walking every layer,
+// res.send's checks) costs more than the answer itself. Only the plain form of each is taken here:
+// exactly `GET /servers` without a query, `GET /servers?watch=1`, and `GET /servers/{id}` with an
+// id of the characters a uid has, for a server the requester may see. Everything else (HEAD, other
+// queries, another spelling of the path, an unknown or hidden id, a watch refused with 503) goes
+// on to express, which answers it as before, errors included. The bytes and headers are the ones
+// express sends for the same request (test/api/fast-reads.test.ts and the watch tests compare them).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Reconciler } from '../controller/reconciler.ts';
 import type { ServerAccess } from './access.ts';
 import { CORS_HEADERS } from './app.ts';
+import type { WatchStreams } from './routes/watch.ts';
 import { ServerFeed } from './server-feed.ts';
 
 /** What express's res.send sets for a string body with this Content-Type, after the CORS middleware. */
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PREFIX = '/servers/';
+const WATCH = '/servers?watch=1';
 /** The characters of a uid (a UUID, or what a hand-written manifest's status gave it), within bounds. */
 const ID = /^[A-Za-z0-9._~-]{1,128}$/;
 
@@ -22,6 +25,8 @@ export interface FastReadsDeps {
   feed: ServerFeed;
   reconciler: Pick<Reconciler, 'nameOfUid' | 'records'>;
   access: Pick<ServerAccess, 'filterFor' | 'sees'>;
+  /** GET /servers?watch=1 exactly is opened here too while the streams take one (else express answers the 503). */
+  watch?: Pick<WatchStreams, 'accepting' | 'open'>;
   /** Told of each answered request with the route pattern express would have matched (the API's timing). */
   answered?: (req: IncomingMessage, res: ServerResponse, route: string) => void;
 }
@@ -55,6 +60,11 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
       });
       if (borrowed) res.once('close', release);
       return send(req, res, '/servers', body);
+    }
+    if (url === WATCH && deps.watch?.accepting) {
+      for (let i = 0; i < CORS_HEADERS.length; i += 2) res.setHeader(CORS_HEADERS[i], CORS_HEADERS[i + 1]);
+      deps.watch.open(req, res);
+      return true;
     }
     if (!url.startsWith(PREFIX)) return false;
     const id = url.slice(PREFIX.length);

@@ -70,6 +70,11 @@ function numberJson(n: number): string {
   return Number.isFinite(n) ? String(n) : 'null';
 }
 
+/** A record's uptime at `now` as JSON, as uptimeOf computes it (start_time parsed once into startMs). */
+export function uptimeJson(now: number, startMs: number): string {
+  return numberJson(Math.max(0, (now - startMs) / 1000));
+}
+
 /** A record appeared (no before), changed (both), or went (no after). */
 export interface FeedChange {
   readonly name: string;
@@ -155,7 +160,7 @@ export class ServerFeed {
       length += entry.bytes.prefix.length;
       if (entry.startMs !== undefined) {
         // Digits, a point, e, + or -: one byte each.
-        const uptime = numberJson(Math.max(0, (now - entry.startMs) / 1000));
+        const uptime = uptimeJson(now, entry.startMs);
         parts.push(uptime, entry.bytes.suffix);
         length += uptime.length + entry.bytes.suffix.length;
       }
@@ -177,7 +182,7 @@ export class ServerFeed {
   static current(entry: FeedEntry, now = Date.now()): string {
     if (entry.startMs === undefined) return entry.json;
     // As uptimeOf computes it, with start_time parsed once.
-    return entry.prefix + numberJson(Math.max(0, (now - entry.startMs) / 1000)) + entry.suffix;
+    return entry.prefix + uptimeJson(now, entry.startMs) + entry.suffix;
   }
 
   /** The record's entry, looked at again first when what it was built from changed. */

@@ -124,6 +124,58 @@ describe('plain reads before express', () => {
   });
 });
 
+/** A watch stream read until SYNCED, then closed: its status, headers (as raw() keeps them) and events. */
+function watchUntilSynced(path: string, who: Record<string, string>): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(service.url + path, { headers: who, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        body += chunk;
+        if (!body.includes('"type":"SYNCED"')) return;
+        const headers: string[] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i].toLowerCase();
+          if (!['date', 'connection', 'keep-alive'].includes(name)) headers.push(`${name}: ${res.rawHeaders[i + 1]}`);
+        }
+        req.destroy();
+        resolve({ status: res.statusCode!, headers: headers.sort(), body });
+      });
+    });
+    req.on('error', (error) => (req.destroyed ? undefined : reject(error))).end();
+  });
+}
+
+describe('the watch stream before express', () => {
+  it('opens with the headers and events express\'s stream has, per user, also many at once', async () => {
+    for (const who of [ADMIN, ALICE, BOB]) {
+      for (let attempt = 0; ; attempt++) {
+        const fast = withoutUptime(await watchUntilSynced('/servers?watch=1', who));
+        // Another spelling of the same query: express's route.
+        const slow = withoutUptime(await watchUntilSynced('/servers?watch=1&', who));
+        if (JSON.stringify(fast) === JSON.stringify(slow)) {
+          expect(fast.status).toBe(200);
+          expect(fast.headers).toContain('content-type: text/event-stream; charset=utf-8');
+          expect(fast.headers).toContain('access-control-allow-origin: *');
+          const events = fast.body.split('\n\n').filter(Boolean);
+          const { body: servers } = await request(service.url, 'GET', '/servers', undefined, who);
+          expect(events).toHaveLength(servers.length + 1);
+          expect(events.at(-1)).toBe(`id: ${servers.length + 1}\ndata: {"type":"SYNCED","object":null}`);
+          break;
+        }
+        if (attempt === 5) expect(fast).toEqual(slow);
+      }
+    }
+    // Twenty streams opened at once each get the whole list (none reads another's bytes).
+    const { body: servers } = await request(service.url, 'GET', '/servers', undefined, ADMIN);
+    const streams = await Promise.all(Array.from({ length: 20 }, () => watchUntilSynced('/servers?watch=1', ADMIN)));
+    for (const stream of streams) {
+      const objects = stream.body.split('\n\n').filter(Boolean).map((e) => JSON.parse(e.split('\ndata: ')[1]).object);
+      expect(objects.slice(0, -1).map((o: { id: string }) => o.id)).toEqual(servers.map((s: { id: string }) => s.id));
+    }
+  });
+});
+
 describe('the list buffer lent to an answer', () => {
   /** An answer whose bytes stay with the socket until `done()`, as a slow client's would. */
   const pending = () => {

@@ -4,10 +4,10 @@
 // streams. Each stream sees only the servers its requester may (the access policy); a client that
 // stops reading is dropped rather than buffered without end.
 import type { Request, Response, Router } from 'express';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { HttpError } from '../../core/errors.ts';
 import type { Requester, ServerAccess } from '../access.ts';
-import { ServerFeed, type FeedChange } from '../server-feed.ts';
+import { uptimeJson, type FeedChange, type FeedEntry, type ServerFeed } from '../server-feed.ts';
 
 export interface WatchLimits {
   /** Streams open at once; one more is answered 503. */
@@ -18,10 +18,15 @@ export interface WatchLimits {
   pingMs: number;
 }
 
+/** The end of an ADDED event after its record. */
+const EVENT_END = Buffer.from('}\n\n');
+/** Lists larger than this get a buffer of their own, not kept for the next stream. */
+const MAX_SCRATCH = 4 * 1024 * 1024;
+
 export const WATCH_LIMITS: WatchLimits = { maxWatchers: 200, maxBufferedBytes: 1024 * 1024, pingMs: 15_000 };
 
 interface Watcher {
-  res: Response;
+  res: ServerResponse;
   who: Requester;
   /** Ids of the records this stream has been sent, by server name: what it believes exists. */
   sent: Map<string, string>;
@@ -37,6 +42,11 @@ export class WatchStreams {
   readonly #watchers = new Set<Watcher>();
   readonly #unsubscribe: () => void;
   readonly #ping: NodeJS.Timeout;
+  /** The buffer new streams' lists are assembled in, and whether a write still holds it. */
+  #scratch = Buffer.allocUnsafeSlow(0);
+  #scratchUsed = 0;
+  /** Set while a stream's first write holds the buffer. */
+  #lender: symbol | undefined;
   #dropped = 0;
   #closed = false;
 
@@ -60,33 +70,87 @@ export class WatchStreams {
     return { watchers: this.#watchers.size, max_watchers: this.#limits.maxWatchers, dropped_slow: this.#dropped };
   }
 
-  /** Answers a watch request: the event-stream headers, the list, SYNCED, then changes until either side ends it. */
-  open(req: { headers: IncomingHttpHeaders; socket: { remoteAddress?: string } }, res: Response): void {
+  /** Whether open() would take a stream now (not closing, a stream left): GET /servers' fast path asks first. */
+  get accepting(): boolean {
+    return !this.#closed && this.#watchers.size < this.#limits.maxWatchers;
+  }
+
+  /**
+   * Answers a watch request: the event-stream headers, the list, SYNCED, then changes until either
+   * side ends it. Takes express's response or Node's (the fast path before express).
+   */
+  open(req: { headers: IncomingHttpHeaders; socket: { remoteAddress?: string } }, res: ServerResponse): void {
     if (this.#closed) throw new HttpError(503, 'SHUTTING_DOWN', 'the service is shutting down: connect again once it is back');
     if (this.#watchers.size >= this.#limits.maxWatchers) {
       throw new HttpError(503, 'TOO_MANY_WATCHERS',
         `${this.#limits.maxWatchers} watch streams are open already: close unused dashboard tabs, or poll GET /servers instead, and try again`);
     }
     const watcher: Watcher = { res, who: this.#access.requester(req.headers), sent: new Map(), lastId: 0 };
-    res.status(200);
+    res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('X-Accel-Buffering', 'no');
-    res.flushHeaders();
     res.socket?.setNoDelay(true);
-    // The list and SYNCED in the same tick as the subscription: no change falls in between. One
-    // write for all of them (one chunk on the wire, not one per server).
-    const now = Date.now();
-    let list = '';
+    // The list and SYNCED in the same tick as the subscription, so no change falls in between,
+    // and in the same write as the headers: one chunk on the wire, not one per server.
+    const entries: FeedEntry[] = [];
     for (const entry of this.#feed.snapshot()) {
       if (!this.#access.allows(watcher.who, entry.server)) continue;
       watcher.sent.set(entry.name, entry.id);
-      list += this.#event(watcher, 'ADDED', ServerFeed.current(entry, now));
+      entries.push(entry);
     }
-    this.#write(watcher, list + this.#event(watcher, 'SYNCED', 'null'));
+    const list = this.#listBytes(entries);
+    watcher.lastId = entries.length + 1;
+    if (list === this.#scratch) {
+      // Lent until this write is done, or the stream is gone (its socket writes nothing more).
+      const lender = Symbol('lender');
+      const release = () => {
+        if (this.#lender === lender) this.#lender = undefined;
+      };
+      this.#lender = lender;
+      res.once('close', release);
+      res.write(list.subarray(0, this.#scratchUsed), release);
+    } else {
+      res.write(list);
+    }
     if (res.destroyed) return;
     this.#watchers.add(watcher);
     res.on('close', () => this.#watchers.delete(watcher));
+  }
+
+  /**
+   * A new stream's first events (ADDED for each entry, ids 1…n, then SYNCED) as UTF-8, assembled
+   * from the entries' cached bytes with fresh uptimes. Into one buffer reused from one stream to
+   * the next once its write is done (a fresh one per stream of 300 servers brought full
+   * collections); a new one while the last is still being written.
+   */
+  #listBytes(entries: FeedEntry[]): Buffer {
+    const now = Date.now();
+    const heads = entries.map((_, i) => `id: ${i + 1}\ndata: {"type":"ADDED","object":`);
+    const uptimes = entries.map((e) => (e.startMs === undefined ? '' : uptimeJson(now, e.startMs)));
+    const synced = `id: ${entries.length + 1}\ndata: {"type":"SYNCED","object":null}\n\n`;
+    let length = synced.length;
+    entries.forEach((e, i) => {
+      length += heads[i].length + e.bytes.prefix.length + uptimes[i].length + e.bytes.suffix.length + EVENT_END.length;
+    });
+    let out: Buffer;
+    if (this.#lender === undefined && length <= MAX_SCRATCH) {
+      if (this.#scratch.length < length) this.#scratch = Buffer.allocUnsafeSlow(Math.min(MAX_SCRATCH, Math.max(length * 2, 16 * 1024)));
+      out = this.#scratch;
+      this.#scratchUsed = length;
+    } else {
+      out = Buffer.allocUnsafe(length);
+    }
+    let at = 0;
+    entries.forEach((e, i) => {
+      at += out.write(heads[i], at, 'latin1');
+      at += e.bytes.prefix.copy(out, at);
+      at += out.write(uptimes[i], at, 'latin1');
+      at += e.bytes.suffix.copy(out, at);
+      at += EVENT_END.copy(out, at);
+    });
+    out.write(synced, at, 'latin1');
+    return out;
   }
 
   /** Ends every stream (the service is closing); later requests get 503. */
