@@ -22,6 +22,16 @@ interface Raw {
   body: string;
 }
 
+/** Raw header lines, name lower-cased, sorted, without Date and the connection's own. */
+function headerLines(raw: string[]): string[] {
+  const lines: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (!['date', 'connection', 'keep-alive'].includes(name)) lines.push(`${name}: ${raw[i + 1]}`);
+  }
+  return lines.sort();
+}
+
 /** One request on its own connection, read raw. */
 function raw(method: string, path: string, who: Record<string, string>): Promise<Raw> {
   return new Promise((resolve, reject) => {
@@ -29,14 +39,7 @@ function raw(method: string, path: string, who: Record<string, string>): Promise
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => {
-        const headers: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i].toLowerCase();
-          if (!['date', 'connection', 'keep-alive'].includes(name)) headers.push(`${name}: ${res.rawHeaders[i + 1]}`);
-        }
-        resolve({ status: res.statusCode!, headers: headers.sort(), body });
-      });
+      res.on('end', () => resolve({ status: res.statusCode!, headers: headerLines(res.rawHeaders), body }));
     });
     req.on('error', reject).end();
   });
@@ -133,13 +136,8 @@ function watchUntilSynced(path: string, who: Record<string, string>): Promise<Ra
       res.on('data', (chunk) => {
         body += chunk;
         if (!body.includes('"type":"SYNCED"')) return;
-        const headers: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i].toLowerCase();
-          if (!['date', 'connection', 'keep-alive'].includes(name)) headers.push(`${name}: ${res.rawHeaders[i + 1]}`);
-        }
         req.destroy();
-        resolve({ status: res.statusCode!, headers: headers.sort(), body });
+        resolve({ status: res.statusCode!, headers: headerLines(res.rawHeaders), body });
       });
     });
     req.on('error', (error) => (req.destroyed ? undefined : reject(error))).end();
