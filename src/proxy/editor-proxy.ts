@@ -189,10 +189,16 @@ export class EditorProxy {
     proxyReq.on('error', fail);
     const abandon = (): void => void proxyReq.destroy();
     socket.once('close', abandon);
-    // Not an upgrade (the editor refused it, say): its answer goes to the client as it is.
+    // Not an upgrade (the editor refused it, say): its answer goes to the client, its body as Node
+    // decoded it (no longer chunked), ended by closing the connection, which the head says.
     proxyReq.on('response', (proxyRes) => {
       if (socket.destroyed) return proxyRes.destroy();
-      socket.write(rawHead(`HTTP/${proxyRes.httpVersion} ${proxyRes.statusCode} ${proxyRes.statusMessage}`, proxyRes.rawHeaders));
+      const headers: string[] = [];
+      for (let i = 0; i < proxyRes.rawHeaders.length; i += 2) {
+        if (!HOP_BY_HOP_RESPONSE.has(proxyRes.rawHeaders[i].toLowerCase())) headers.push(proxyRes.rawHeaders[i], proxyRes.rawHeaders[i + 1]);
+      }
+      headers.push('Connection', 'close');
+      socket.write(rawHead(`HTTP/1.1 ${proxyRes.statusCode} ${proxyRes.statusMessage}`, headers));
       proxyRes.on('error', () => socket.destroy());
       proxyRes.pipe(socket);
     });
