@@ -415,7 +415,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.controller = controller;
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: http.IncomingHttpHeaders, message?: string): void {
+  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: http.IncomingHttpHeaders, message?: string): void {
     if (status < 200) return; // 1xx: informational, Node answers the client's own
     const out: string[] = [];
     for (const name in headers) {
@@ -424,7 +424,15 @@ class Forwarding implements Dispatcher.DispatchHandler {
       if (typeof value !== 'string') for (const one of value) out.push(name, one);
       else out.push(name, name === 'location' ? rewriteLocation(value, this.route) : value);
     }
-    this.res.writeHead(status, message, out);
+    try {
+      this.res.writeHead(status, message, out);
+    } catch (err) {
+      // Node refuses what the editor's parser let through (a byte above 0x7e in the status text,
+      // say): the editor's side is given up and the client told why. writeHead kept the refused
+      // status text, which the 502 would repeat: back to the default.
+      this.res.statusMessage = '';
+      controller.abort(new Error(`its answer's status line or headers cannot be passed on: ${(err as Error).message}`));
+    }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,4 +1,4 @@
-import net from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.ts';
 import { request, startService, type Service } from './fixtures.ts';
@@ -66,5 +66,26 @@ describe('an editor that does not answer', () => {
     });
     expect(answer).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n/);
     expect(answer).toContain('EDITOR_UNAVAILABLE');
+  });
+});
+
+describe('an editor answering what Node cannot pass on', () => {
+  it('gets the client a 502 saying so, at once, and the proxy goes on', async () => {
+    // A status text with a byte above 0x7e: undici's parser lets it through, Node's writeHead refuses it.
+    const editor = net.createServer((socket) => {
+      socket.once('data', () => socket.end(Buffer.from('HTTP/1.1 200 O\xffK\r\nContent-Length: 2\r\n\r\nok', 'latin1')));
+    });
+    await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
+    const editorPort = (editor.address() as AddressInfo).port;
+    const service = await startService((port) => port === editorPort);
+    try {
+      const res = await request(`http://127.0.0.1:${service.port}/vscode/${editorPort}/`);
+      expect(res.status).toBe(502);
+      expect(JSON.parse(res.text).error.message).toContain('cannot be passed on');
+      expect((await request(`http://127.0.0.1:${service.port}/vscode/${editorPort + 1}/`)).status).toBe(404);
+    } finally {
+      await service.close();
+      await new Promise((resolve) => editor.close(resolve));
+    }
   });
 });
