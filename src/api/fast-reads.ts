@@ -12,6 +12,7 @@ import type { Reconciler } from '../controller/reconciler.ts';
 import type { ServerAccess } from './access.ts';
 import { CORS_HEADERS } from './app.ts';
 import type { WatchStreams } from './routes/watch.ts';
+import { LentBuffer } from './lent-buffer.ts';
 import { ServerFeed } from './server-feed.ts';
 
 /** What express's res.send sets for a string body with this Content-Type, after the CORS middleware. */
@@ -40,26 +41,16 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
     res.end(body);
     return true;
   };
-  // One buffer reused by list answers one after another (no allocation outside V8's heap per
-  // answer, which would bring full collections); one in flight meanwhile makes the next allocate.
-  let scratch = Buffer.allocUnsafeSlow(0);
-  let lent = false;
-  const release = () => {
-    lent = false;
-  };
+  // One buffer reused by list answers one after another (src/api/lent-buffer.ts).
+  const lent = new LentBuffer();
   return (req, res) => {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     if (url === '/servers') {
-      let borrowed = false;
-      const body = feed.listBytes(access.filterFor(req), (length) => {
-        if (lent) return Buffer.allocUnsafe(length);
-        if (scratch.length < length) scratch = Buffer.allocUnsafeSlow(Math.max(length * 2, 16 * 1024));
-        lent = borrowed = true;
-        return scratch.subarray(0, length);
-      });
-      if (borrowed) res.once('close', release);
-      return send(req, res, '/servers', body);
+      const { bytes, release } = lent.assemble((alloc) => feed.listBytes(access.filterFor(req), alloc));
+      // Written once the response is done, or never once its connection is gone.
+      res.once('close', release);
+      return send(req, res, '/servers', bytes);
     }
     if (url === WATCH && deps.watch?.accepting) {
       for (let i = 0; i < CORS_HEADERS.length; i += 2) res.setHeader(CORS_HEADERS[i], CORS_HEADERS[i + 1]);

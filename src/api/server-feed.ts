@@ -46,7 +46,6 @@ interface Sources {
 }
 
 const UPTIME = '"uptime":';
-const COMMA = Buffer.from(',');
 const EMPTY = Buffer.alloc(0);
 
 /** The view as JSON, split around its uptime value (same bytes as JSON.stringify(view) once joined). */
@@ -73,6 +72,42 @@ function numberJson(n: number): string {
 /** A record's uptime at `now` as JSON, as uptimeOf computes it (start_time parsed once into startMs). */
 export function uptimeJson(now: number, startMs: number): string {
   return numberJson(Math.max(0, (now - startMs) / 1000));
+}
+
+/** What surrounds the records in an answer assembled by recordsAsBytes: ASCII text only. */
+export interface RecordsFrame {
+  open: string;
+  /** Before the i-th record. */
+  before: (i: number) => string;
+  /** After each record. */
+  after: string;
+  close: string;
+}
+
+/**
+ * The entries' records as UTF-8 with their uptimes at this moment, framed by `frame`, written
+ * into a buffer of exactly the length from `alloc`.
+ */
+export function recordsAsBytes(entries: FeedEntry[], frame: RecordsFrame, alloc: (length: number) => Buffer): Buffer {
+  const now = Date.now();
+  // Digits, a point, e, + or -: one byte each, like all the frame's text.
+  const uptimes = entries.map((e) => (e.startMs === undefined ? '' : uptimeJson(now, e.startMs)));
+  const befores = entries.map((_, i) => frame.before(i));
+  let length = frame.open.length + frame.close.length + entries.length * frame.after.length;
+  entries.forEach((e, i) => {
+    length += befores[i].length + e.bytes.prefix.length + uptimes[i].length + e.bytes.suffix.length;
+  });
+  const out = alloc(length);
+  let at = out.write(frame.open, 0, 'latin1');
+  entries.forEach((e, i) => {
+    at += out.write(befores[i], at, 'latin1');
+    at += e.bytes.prefix.copy(out, at);
+    at += out.write(uptimes[i], at, 'latin1');
+    at += e.bytes.suffix.copy(out, at);
+    at += out.write(frame.after, at, 'latin1');
+  });
+  out.write(frame.close, at, 'latin1');
+  return out;
 }
 
 /** A record appeared (no before), changed (both), or went (no after). */
@@ -142,34 +177,24 @@ export class ServerFeed {
   }
 
   /**
+   * The entries GET /servers would list now for `sees` (all without it), in its order: what
+   * listBytes and a new watch stream's list are assembled from.
+   */
+  listed(sees?: (server: EditorServer) => boolean): FeedEntry[] {
+    const entries: FeedEntry[] = [];
+    for (const record of this.#reconciler.records.values()) {
+      const entry = this.#fresh(record);
+      if (entry && (!sees || sees(record.server!))) entries.push(entry);
+    }
+    return entries;
+  }
+
+  /**
    * list() as UTF-8 bytes, assembled from each entry's bytes with the fresh uptimes written in:
    * no JSON text is built or encoded per request (GET /servers' fast path; 139 KB at 300 servers).
    */
-  listBytes(sees?: (server: EditorServer) => boolean, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Buffer {
-    const now = Date.now();
-    const parts: Array<Buffer | string> = [];
-    let length = 2;
-    for (const record of this.#reconciler.records.values()) {
-      const entry = this.#fresh(record);
-      if (!entry || (sees && !sees(record.server!))) continue;
-      if (parts.length > 0) {
-        parts.push(COMMA);
-        length += 1;
-      }
-      parts.push(entry.bytes.prefix);
-      length += entry.bytes.prefix.length;
-      if (entry.startMs !== undefined) {
-        // Digits, a point, e, + or -: one byte each.
-        const uptime = uptimeJson(now, entry.startMs);
-        parts.push(uptime, entry.bytes.suffix);
-        length += uptime.length + entry.bytes.suffix.length;
-      }
-    }
-    const out = alloc(length);
-    let at = out.write('[', 0, 'latin1');
-    for (const part of parts) at += typeof part === 'string' ? out.write(part, at, 'latin1') : part.copy(out, at);
-    out.write(']', at, 'latin1');
-    return out;
+  listBytes(sees: ((server: EditorServer) => boolean) | undefined, alloc: (length: number) => Buffer): Buffer {
+    return recordsAsBytes(this.listed(sees), { open: '[', before: (i) => (i === 0 ? '' : ','), after: '', close: ']' }, alloc);
   }
 
   /** The server's entry as it is now (undefined when it is not listed). */

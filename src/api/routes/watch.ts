@@ -7,7 +7,8 @@ import type { Request, Response, Router } from 'express';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { HttpError } from '../../core/errors.ts';
 import type { Requester, ServerAccess } from '../access.ts';
-import { uptimeJson, type FeedChange, type FeedEntry, type ServerFeed } from '../server-feed.ts';
+import { LentBuffer } from '../lent-buffer.ts';
+import { recordsAsBytes, type FeedChange, type FeedEntry, type ServerFeed } from '../server-feed.ts';
 
 export interface WatchLimits {
   /** Streams open at once; one more is answered 503. */
@@ -17,11 +18,6 @@ export interface WatchLimits {
   /** How often a `: ping` comment keeps proxies from closing an idle stream. */
   pingMs: number;
 }
-
-/** The end of an ADDED event after its record. */
-const EVENT_END = Buffer.from('}\n\n');
-/** Lists larger than this get a buffer of their own, not kept for the next stream. */
-const MAX_SCRATCH = 4 * 1024 * 1024;
 
 export const WATCH_LIMITS: WatchLimits = { maxWatchers: 200, maxBufferedBytes: 1024 * 1024, pingMs: 15_000 };
 
@@ -42,11 +38,8 @@ export class WatchStreams {
   readonly #watchers = new Set<Watcher>();
   readonly #unsubscribe: () => void;
   readonly #ping: NodeJS.Timeout;
-  /** The buffer new streams' lists are assembled in, and whether a write still holds it. */
-  #scratch = Buffer.allocUnsafeSlow(0);
-  #scratchUsed = 0;
-  /** Set while a stream's first write holds the buffer. */
-  #lender: symbol | undefined;
+  /** What new streams' lists are assembled in. */
+  readonly #lent = new LentBuffer();
   #dropped = 0;
   #closed = false;
 
@@ -99,58 +92,17 @@ export class WatchStreams {
       watcher.sent.set(entry.name, entry.id);
       entries.push(entry);
     }
-    const list = this.#listBytes(entries);
+    // ADDED for each (ids 1…n), then SYNCED: assembled from the entries' cached bytes.
+    const synced = `id: ${entries.length + 1}\ndata: {"type":"SYNCED","object":null}\n\n`;
+    const frame = { open: '', before: (i: number) => `id: ${i + 1}\ndata: {"type":"ADDED","object":`, after: '}\n\n', close: synced };
+    const { bytes: list, release } = this.#lent.assemble((alloc) => recordsAsBytes(entries, frame, alloc));
     watcher.lastId = entries.length + 1;
-    if (list === this.#scratch) {
-      // Lent until this write is done, or the stream is gone (its socket writes nothing more).
-      const lender = Symbol('lender');
-      const release = () => {
-        if (this.#lender === lender) this.#lender = undefined;
-      };
-      this.#lender = lender;
-      res.once('close', release);
-      res.write(list.subarray(0, this.#scratchUsed), release);
-    } else {
-      res.write(list);
-    }
+    // Lent until this write is done, or the stream is gone (its socket writes nothing more).
+    res.once('close', release);
+    res.write(list, release);
     if (res.destroyed) return;
     this.#watchers.add(watcher);
     res.on('close', () => this.#watchers.delete(watcher));
-  }
-
-  /**
-   * A new stream's first events (ADDED for each entry, ids 1…n, then SYNCED) as UTF-8, assembled
-   * from the entries' cached bytes with fresh uptimes. Into one buffer reused from one stream to
-   * the next once its write is done (a fresh one per stream of 300 servers brought full
-   * collections); a new one while the last is still being written.
-   */
-  #listBytes(entries: FeedEntry[]): Buffer {
-    const now = Date.now();
-    const heads = entries.map((_, i) => `id: ${i + 1}\ndata: {"type":"ADDED","object":`);
-    const uptimes = entries.map((e) => (e.startMs === undefined ? '' : uptimeJson(now, e.startMs)));
-    const synced = `id: ${entries.length + 1}\ndata: {"type":"SYNCED","object":null}\n\n`;
-    let length = synced.length;
-    entries.forEach((e, i) => {
-      length += heads[i].length + e.bytes.prefix.length + uptimes[i].length + e.bytes.suffix.length + EVENT_END.length;
-    });
-    let out: Buffer;
-    if (this.#lender === undefined && length <= MAX_SCRATCH) {
-      if (this.#scratch.length < length) this.#scratch = Buffer.allocUnsafeSlow(Math.min(MAX_SCRATCH, Math.max(length * 2, 16 * 1024)));
-      out = this.#scratch;
-      this.#scratchUsed = length;
-    } else {
-      out = Buffer.allocUnsafe(length);
-    }
-    let at = 0;
-    entries.forEach((e, i) => {
-      at += out.write(heads[i], at, 'latin1');
-      at += e.bytes.prefix.copy(out, at);
-      at += out.write(uptimes[i], at, 'latin1');
-      at += e.bytes.suffix.copy(out, at);
-      at += EVENT_END.copy(out, at);
-    });
-    out.write(synced, at, 'latin1');
-    return out;
   }
 
   /** Ends every stream (the service is closing); later requests get 503. */
