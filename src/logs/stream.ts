@@ -1,13 +1,16 @@
 // The live log streams: WebSocket /ws/logs (all servers) and /ws/logs/{id} (one server).
 
 import type { IncomingMessage } from 'node:http';
-import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { HttpError, notFound, writeRawError } from '../core/errors.ts';
 import type { LogEntry } from './entry.ts';
 import type { LogHub } from './hub.ts';
 import { parseTailParam } from './lines.ts';
+import { requiredOnFirstUse } from '../core/first-use.ts';
+
+/** ws, required at the first log stream's upgrade (memory at rest). */
+const loadWs = requiredOnFirstUse<typeof import('ws')>('ws');
 
 export interface LogStreamOptions {
   /** A client whose unsent data passes this is closed with 1013. Default 1 MiB. */
@@ -80,7 +83,7 @@ export class LogStreamServer {
   /** The WebSocket server, made on first use; ws is required synchronously, so the upgrade is handled in this turn. */
   #server(): WebSocketServer {
     if (this.#wss) return this.#wss;
-    const { WebSocketServer: Server } = createRequire(import.meta.url)('ws') as typeof import('ws');
+    const { WebSocketServer: Server } = loadWs();
     const wss = new Server({ noServer: true, clientTracking: false, maxPayload: 4096 });
     // A handshake ws refuses (a POST, a bad key or version) gets the error envelope, not ws's HTML.
     wss.on('wsClientError', (error, socket, req) => {

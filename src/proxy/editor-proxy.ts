@@ -2,7 +2,6 @@
 // editor on {port} (the runtime says where it answers), and nowhere else.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
@@ -10,6 +9,7 @@ import { writeError, writeRawError } from '../core/errors.ts';
 // Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
 import * as http from '../core/http.ts';
 import type { EditorEndpoint } from '../runtime/processes.ts';
+import { requiredOnFirstUse } from '../core/first-use.ts';
 
 /** Cookies whose name starts with this belong to the service and never reach an editor. */
 export const SERVICE_COOKIE_PREFIX = 'devbox';
@@ -96,8 +96,7 @@ const DROPPED_FOR_UNDICI = new Set([...DROPPED_REQUEST_HEADERS, 'transfer-encodi
  * undici's connection pool, loaded when the first request is proxied: only its pool (with its
  * WebAssembly HTTP parser), about 1 MB of heap and 9 MB of RSS, where all of undici is 3 MB and 16 MB.
  */
-let PoolClass: typeof Pool | undefined;
-const loadPool = (): typeof Pool => (PoolClass ??= createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof Pool);
+const loadPool = requiredOnFirstUse<typeof Pool>('undici/lib/dispatcher/pool.js');
 
 /**
  * Streams HTTP requests to editors over a bounded keep-alive pool per editor (undici's, which costs

@@ -5,13 +5,12 @@
 import { closeSync, constants, mkdirSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, isAbsolute } from 'node:path';
-import { createRequire } from 'node:module';
 import type AdmZip from 'adm-zip';
+import { requiredOnFirstUse } from '../core/first-use.ts';
 
 // adm-zip is required on the first archive read, not at start (about 1 MB of heap the service
 // needs only for uploads and templates with an archive); require keeps planArchive synchronous.
-let admZip: typeof AdmZip | undefined;
-const loadAdmZip = (): typeof AdmZip => (admZip ??= createRequire(import.meta.url)('adm-zip') as typeof AdmZip);
+const loadAdmZip = requiredOnFirstUse<typeof AdmZip>('adm-zip');
 
 export const ZIP_LIMITS = {
   maxEntries: 20_000,

@@ -3,7 +3,6 @@
 // sha256). The source is checked before anything is written (400), put in spec.workspace.source, and the answer waits for the
 // controller to populate the workspace. A create whose source cannot be applied is deleted again.
 import { promises as fs } from 'node:fs';
-import { createRequire } from 'node:module';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Request, RequestHandler, Router } from 'express';
 import type multer from 'multer';
@@ -19,13 +18,13 @@ import { createdView } from '../views.ts';
 import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts';
 import { createServer, unknownGroupsProblem, type CreateBody } from './servers-crud.ts';
 import { checkSettings } from '../validation.ts';
+import { requiredOnFirstUse } from '../../core/first-use.ts';
 
 // Its own compiler: the shared one holds create-server's schema under its $id already. Compiled
 // on the first form, like multer is required on the first form: neither is needed at rest.
 let validateCreateFn: ValidateFunction<CreateBody> | undefined;
 const validateCreate = () => (validateCreateFn ??= new Ajv({ allErrors: true, strict: true }).compile<CreateBody>(readProjectJson('schemas/api/create-server.schema.json')));
-let multerModule: typeof multer | undefined;
-const loadMulter = () => (multerModule ??= createRequire(import.meta.url)('multer') as typeof multer);
+const loadMulter = requiredOnFirstUse<typeof multer>('multer');
 
 /** A form field, or undefined; a field sent twice is refused (which one would count?). */
 function field(req: Request, key: string): string | undefined {
