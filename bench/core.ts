@@ -9,7 +9,7 @@ import { checkHealth } from '../src/runtime/health.ts';
 import { editorArguments, stopProcessGroup } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
 import { freePort } from '../test/helpers/net.ts';
-import { benchPorts, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { bareNodeRssMb, benchPorts, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
 
 /** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
 async function directStart(bin: string): Promise<number> {
@@ -72,7 +72,7 @@ export async function benchStartLatency(bin: string, label: string, rounds: numb
 }
 
 /** Creates and starts `count` editors, then lets the background sampler fill in CPU and memory. */
-async function startEditors(service: BenchService, count: number, label: string): Promise<string[]> {
+export async function startEditors(service: BenchService, count: number, label: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) ids.push((await service.call('POST', '/servers', { name: `${label} ${i}` })).id);
   await Promise.all(ids.map((id) => service.call('POST', `/servers/${id}/start`)));
@@ -157,6 +157,7 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
   try {
     const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();
+    const bareNode = await bareNodeRssMb();
     const samples: number[] = [round(atStart, 1)];
     // The JavaScript heap in use, from the service's GET /health: tells a leak from a heap that only grew its reserve.
     const heapUsed = async () => (await service.call('GET', '/health')).memory_mb.heap_used as number;
@@ -189,6 +190,8 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       // Flat: what the second half of the soak added (the first fills buffers and warms the heap).
       growth_second_half_mb: round(atEnd - samples[Math.floor((samples.length - 1) / 2)], 1),
       rss_start_mb: round(atStart, 1),
+      // The floor, measured in the same run: bare Node.js with the same flags, an idle HTTP server.
+      bare_node_rss_mb: round(bareNode, 1),
       rss_end_mb: round(atEnd, 1),
       rss_max_mb: Math.max(...samples),
       rss_samples_mb: samples,

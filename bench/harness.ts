@@ -15,7 +15,8 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const START_WORDS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
 const NODE_AT = START_WORDS.indexOf('node');
 const START_ENV = Object.fromEntries(START_WORDS.slice(0, NODE_AT).filter((w) => w.includes('=')).map((w) => w.split('=') as [string, string]));
-const START_ARGS = START_WORDS.slice(NODE_AT + 1);
+// BENCH_NODE_ARGS: extra node or V8 flags ahead of the script, to compare a flag side by side.
+const START_ARGS = [...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), ...START_WORDS.slice(NODE_AT + 1).map((w) => (w === 'dist/main.js' && process.env.BENCH_MAIN) || w)];
 let built = false;
 function build(): void {
   if (built) return;
@@ -92,6 +93,26 @@ export async function call(base: string, method: string, path: string, body?: un
   const json = await res.json();
   if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
+}
+
+/**
+ * The floor for the service's memory: resident MB of bare Node.js with `npm start`'s flags and
+ * environment, serving an empty HTTP server on loopback (read once it has idled for a second).
+ */
+export async function bareNodeRssMb(): Promise<number> {
+  const flags = START_ARGS.filter((arg) => arg.startsWith('-'));
+  const script = "require('node:http').createServer((q, s) => s.end()).listen(0, '127.0.0.1', () => console.log('listening'))";
+  const child = spawn(process.execPath, [...flags, '-e', script], { env: { ...process.env, ...START_ENV }, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await new Promise((resolve, reject) => {
+      child.stdout!.once('data', resolve);
+      child.once('exit', (code) => reject(new Error(`bare node exited with ${code}`)));
+    });
+    await sleep(1000);
+    return rssMb(child.pid!);
+  } finally {
+    child.kill();
+  }
 }
 
 /** Resident memory of a process, in MB, from /proc. */

@@ -9,10 +9,10 @@
 //
 // builds its own setup, each part in its own process as in production: the editor (a small
 // stand-in, or the real code-server with --editor), the service (express app with the proxy),
-// and this process generating the load. A bare TCP relay is measured beside the proxy as the
-// floor for the WebSocket figure: what any extra process hop costs on this machine.
+// and this process generating the load. Bare byte relays (Node.js, and C when a compiler is
+// present) are measured beside the proxy as the floor: what any extra process hop costs here.
 
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -39,8 +39,11 @@ export interface BenchProxyOptions {
   path?: string;
   /** Round trips per side for the WebSocket echo; 0 skips it (the target must echo). Default 2000. */
   echoes?: number;
-  /** A bare TCP relay to the same editor: its echo time is the floor for any proxy process. */
-  relayBase?: string;
+  /**
+   * Byte relays to the same editor, by name (nodeRelay, cRelay): what any extra process hop costs
+   * on this machine, the floor for a proxy. Their throughput and echo are measured beside the proxy.
+   */
+  relays?: Record<string, string>;
   /** The process serving proxyBase: its CPU time per proxied request is reported. */
   servicePid?: number;
   /** A second proxy to measure beside the first (figures prefixed `compare`), and its process. */
@@ -70,12 +73,15 @@ export async function benchProxy(options: BenchProxyOptions): Promise<Record<str
   };
   const { compareBase } = options;
   // Warm all up first (JIT, pools, the editor's caches), then measure one after the other.
-  for (const base of [options.directBase, options.proxyBase, ...(compareBase ? [compareBase] : [])]) {
+  for (const base of [options.directBase, options.proxyBase, ...(compareBase ? [compareBase] : []), ...Object.values(options.relays ?? {})]) {
     await autocannon({ url: `${base}${page}`, connections, duration: Math.min(2, durationSec) });
   }
   const { result: direct } = await load(options.directBase);
   const proxied = await load(options.proxyBase, options.servicePid);
   const compared = compareBase ? await load(compareBase, options.comparePid) : undefined;
+  const relays = Object.entries(options.relays ?? {});
+  const relayed: Record<string, number> = {};
+  for (const [name, base] of relays) relayed[name] = (await load(base)).result.requests.average;
   const figures: Record<string, number> = {
     directRequestsPerSec: Math.round(direct.requests.average),
     proxyRequestsPerSec: Math.round(proxied.result.requests.average),
@@ -84,6 +90,9 @@ export async function benchProxy(options: BenchProxyOptions): Promise<Record<str
     proxyLatencyP99Ms: proxied.result.latency.p99,
   };
   if (proxied.cpuPerRequestUs !== undefined) figures.serviceCpuPerRequestUs = proxied.cpuPerRequestUs;
+  for (const [name, perSec] of Object.entries(relayed)) {
+    Object.assign(figures, { [`${name}RequestsPerSec`]: Math.round(perSec), [`${name}ThroughputRatio`]: round(perSec / direct.requests.average) });
+  }
   if (compared) {
     Object.assign(figures, {
       compareRequestsPerSec: Math.round(compared.result.requests.average),
@@ -93,17 +102,21 @@ export async function benchProxy(options: BenchProxyOptions): Promise<Record<str
     if (compared.cpuPerRequestUs !== undefined) figures.compareServiceCpuPerRequestUs = compared.cpuPerRequestUs;
   }
   if (echoes > 0) {
-    const bases = [options.directBase, options.proxyBase, options.relayBase, compareBase];
-    const present = bases.filter((base): base is string => base !== undefined);
-    const medians = await echoMedians(present.map((base) => `${base.replace(/^http/, 'ws')}${page}`), echoes);
-    const [direct, proxy, relay, compare] = bases.map((base) => (base === undefined ? undefined : medians[present.indexOf(base)]));
-    Object.assign(figures, { directEchoMedianUs: round(direct!), proxyEchoMedianUs: round(proxy!), echoRatio: round(proxy! / direct!) });
-    if (relay !== undefined) {
-      Object.assign(figures, { relayEchoMedianUs: round(relay), relayEchoRatio: round(relay / direct!), proxyToRelayEchoRatio: round(proxy! / relay) });
-    }
-    if (compare !== undefined) {
-      Object.assign(figures, { compareEchoMedianUs: round(compare), compareEchoRatio: round(compare / direct!) });
-      if (relay !== undefined) figures.compareToRelayEchoRatio = round(compare / relay);
+    const bases = [options.directBase, options.proxyBase, ...(compareBase ? [compareBase] : []), ...relays.map(([, base]) => base)];
+    const medians = await echoMedians(bases.map((base) => `${base.replace(/^http/, 'ws')}${page}`), echoes);
+    const [direct, proxy] = medians;
+    Object.assign(figures, { directEchoMedianUs: round(direct), proxyEchoMedianUs: round(proxy), echoRatio: round(proxy / direct) });
+    const compare = compareBase ? medians[2] : undefined;
+    if (compare !== undefined) Object.assign(figures, { compareEchoMedianUs: round(compare), compareEchoRatio: round(compare / direct) });
+    for (const [i, [name]] of relays.entries()) {
+      const relay = medians[bases.length - relays.length + i];
+      const suffix = name[0].toUpperCase() + name.slice(1);
+      Object.assign(figures, {
+        [`${name}EchoMedianUs`]: round(relay),
+        [`${name}EchoRatio`]: round(relay / direct),
+        [`proxyTo${suffix}EchoRatio`]: round(proxy / relay),
+      });
+      if (compare !== undefined) figures[`compareTo${suffix}EchoRatio`] = round(compare / relay);
     }
   }
   return figures;
@@ -161,6 +174,42 @@ function serveRelay(targetPort: number): Promise<number> {
       upstream.on('error', () => client.destroy());
     }),
   );
+}
+
+export interface FloorRelays {
+  /** Name → base URL: nodeRelay (this file's byte relay in its own process), cRelay (when a C compiler is present). */
+  relays: Record<string, string>;
+  /** Why a relay is missing, if one is. */
+  missing?: string;
+  stop(): void;
+}
+
+/**
+ * Starts the byte relays to 127.0.0.1:<editorPort> that show the floor for any proxy process:
+ * the same relay in Node.js, and bench/floor-relay.c compiled with `cc` (skipped, with the reason
+ * in `missing`, when no C compiler is present).
+ */
+export async function startFloorRelays(editorPort: number): Promise<FloorRelays> {
+  const node = await startRole('relay', String(editorPort));
+  const children: ChildProcess[] = [node.child];
+  const relays: Record<string, string> = { nodeRelay: `http://127.0.0.1:${node.port}` };
+  let missing: string | undefined;
+  const binary = path.join(os.tmpdir(), `devbox-floor-relay-${process.pid}`);
+  try {
+    execFileSync('cc', ['-O2', '-o', binary, fileURLToPath(new URL('floor-relay.c', import.meta.url))], { stdio: 'pipe' });
+    const c = spawn(binary, [String(editorPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(c);
+    const port = await new Promise<number>((resolve, reject) => {
+      c.stdout!.once('data', (line) => resolve(Number(String(line).trim())));
+      c.once('exit', (code) => reject(new Error(`floor-relay exited with ${code}`)));
+    });
+    relays.cRelay = `http://127.0.0.1:${port}`;
+  } catch (err) {
+    missing = `cRelay: ${(err as Error).message.split('\n')[0]}`;
+  } finally {
+    fs.rmSync(binary, { force: true });
+  }
+  return { relays, missing, stop: () => children.forEach((child) => child.kill()) };
 }
 
 /**
@@ -242,7 +291,7 @@ async function main(): Promise<void> {
   const editorIndex = process.argv.indexOf('--editor');
   const editor = editorIndex > 0 ? await startCodeServer(process.argv[editorIndex + 1]) : undefined;
   const target = editor ?? (await startRole('target'));
-  const relay = editor ? undefined : await startRole('relay', String(target.port));
+  const floors = editor ? undefined : await startFloorRelays(target.port);
   const service = await startRole('service', String(target.port), inExpress ? '--in-express' : '');
   const compareIndex = process.argv.indexOf('--compare');
   const compareModule = compareIndex > 0 ? process.argv[compareIndex + 1] : undefined;
@@ -252,7 +301,7 @@ async function main(): Promise<void> {
     const figures = await benchProxy({
       proxyBase: `http://127.0.0.1:${service.port}/vscode/${target.port}`,
       directBase: `http://127.0.0.1:${target.port}`,
-      relayBase: relay && `http://127.0.0.1:${relay.port}`,
+      relays: floors?.relays,
       servicePid: service.child.pid,
       compareBase: compare && `http://127.0.0.1:${compare.port}/vscode/${target.port}`,
       comparePid: compare?.child.pid,
@@ -269,7 +318,8 @@ async function main(): Promise<void> {
       serviceRssBeforeMb: before.rssMb, serviceRssAfterMb: after.rssMb, pooledSocketsInUse: after.sockets, pooledSocketsIdle: after.freeSockets,
       ...(compareAfter && { comparePooledSocketsInUse: compareAfter.sockets, comparePooledSocketsIdle: compareAfter.freeSockets }) }, null, 2));
   } finally {
-    for (const child of [relay?.child, service.child, compare?.child]) child?.kill();
+    floors?.stop();
+    for (const child of [service.child, compare?.child]) child?.kill();
     // code-server starts helper processes: end its whole group (it was started detached, as its leader).
     if (editor?.child.pid) process.kill(-editor.child.pid);
     else target.child.kill();

@@ -1,7 +1,7 @@
 // The proxy benchmark against the real service: a running stub editor reached through
 // /vscode/{port}/ and directly, side by side in one run.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { benchProxy } from './proxy.ts';
+import { benchProxy, startFloorRelays } from './proxy.ts';
 import { benchPorts, round, startBenchService } from './harness.ts';
 
 /** Established TCP connections from a process to a local port, read from /proc. */
@@ -30,7 +30,8 @@ export function connectionsTo(pid: number, port: number): number {
 /**
  * Two setups through the real service: the real code-server's workbench page (what a browser
  * loads first), and the stub editor's trivial page plus a WebSocket echo (code-server has no
- * echo endpoint). The trivial page shows the proxy's own cost at its most visible.
+ * echo endpoint). The trivial page shows the proxy's own cost at its most visible; beside it,
+ * bare byte relays to the same stub editor show what any proxy process costs on this machine.
  */
 export async function benchProxyThroughService(realBin: string, stubBin: string, durationSec: number, offset: number) {
   const run = async (bin: string, label: string, portOffset: number, echoes: number) => {
@@ -39,6 +40,8 @@ export async function benchProxyThroughService(realBin: string, stubBin: string,
       const { id, port, workspace_path } = await service.call('POST', '/servers', { name: `proxy ${label}` });
       await service.call('POST', `/servers/${id}/start`);
       const rssBefore = service.rssMb();
+      // The floor beside the stub: byte relays to the same editor, in Node.js and in C.
+      const floors = label === 'stub' ? await startFloorRelays(port) : undefined;
       const figures = await benchProxy({
         proxyBase: `${service.url}/vscode/${port}`,
         directBase: `http://127.0.0.1:${port}`,
@@ -47,8 +50,10 @@ export async function benchProxyThroughService(realBin: string, stubBin: string,
         connections: 32,
         echoes,
         servicePid: service.pid,
-      });
+        relays: floors?.relays,
+      }).finally(() => floors?.stop());
       return {
+        ...(floors?.missing && { floor_relay_missing: floors.missing }),
         page: label === 'code-server' ? 'code-server workbench page' : 'stub editor 1 KB page',
         ...figures,
         service_connections_to_editor_after: connectionsTo(service.pid, port),
