@@ -9,7 +9,7 @@ import { checkHealth } from '../src/runtime/health.ts';
 import { editorArguments, stopProcessGroup } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
 import { freePort } from '../test/helpers/net.ts';
-import { bareNodeRssMb, benchPorts, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { bareNodeRssMb, benchPorts, sharedMemoryMb, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
 
 /** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
 async function directStart(bin: string): Promise<number> {
@@ -157,6 +157,7 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
   try {
     const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();
+    const shared = sharedMemoryMb(service.pid);
     const bareNode = await bareNodeRssMb();
     const samples: number[] = [round(atStart, 1)];
     // The JavaScript heap in use, from the service's GET /health: tells a leak from a heap that only grew its reserve.
@@ -190,6 +191,10 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       // Flat: what the second half of the soak added (the first fills buffers and warms the heap).
       growth_second_half_mb: round(atEnd - samples[Math.floor((samples.length - 1) / 2)], 1),
       rss_start_mb: round(atStart, 1),
+      // The service's share with the binary's pages divided among the processes running it (PSS),
+      // and its private memory (USS); the stub editors run the same node binary.
+      pss_start_mb: round(shared.pss, 1),
+      uss_start_mb: round(shared.uss, 1),
       // The floor, measured in the same run: bare Node.js with the same flags, an idle HTTP server.
       bare_node_rss_mb: round(bareNode, 1),
       rss_end_mb: round(atEnd, 1),

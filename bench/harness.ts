@@ -115,6 +115,18 @@ export async function bareNodeRssMb(): Promise<number> {
   }
 }
 
+/**
+ * A process's memory beyond RSS, in MB, from /proc/<pid>/smaps_rollup: PSS (its pages, shared ones
+ * divided among the processes mapping them) and USS (its private pages: what ending it would free).
+ * The node binary's pages are shared with every editor running the same binary, so RSS counts
+ * them in full and USS not at all.
+ */
+export function sharedMemoryMb(pid: number): { pss: number; uss: number } {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? NaN);
+  return { pss: kb('Pss') / 1024, uss: (kb('Private_Clean') + kb('Private_Dirty')) / 1024 };
+}
+
 /** Resident memory of a process, in MB, from /proc. */
 export function rssMb(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

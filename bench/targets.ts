@@ -32,6 +32,11 @@ function row(
   };
 }
 
+/** A figure shown beside the targets without one of its own. */
+function info(figure: string, value: number | undefined, unit: string): TargetRow | undefined {
+  return value === undefined ? undefined : { figure, measured: `${value}${unit}`, target: '—', met: undefined };
+}
+
 /** The rows of the sections present in `results` (a section not run has no row). */
 export function targetRows(results: Results): TargetRow[] {
   const list30 = 'GET /servers with 30 running editors';
@@ -57,6 +62,7 @@ export function targetRows(results: Results): TargetRow[] {
     row('service RSS at rest, 30 editors', at(results, memory, 'rss_start_mb'), ' MB', 60, true, [
       ['bare Node.js, same flags, idle HTTP server', at(results, memory, 'bare_node_rss_mb')],
     ]),
+    info('service private memory (USS) at rest, 30 editors', at(results, memory, 'uss_start_mb'), ' MB'),
     row('service RSS growth over the second half of the churn', at(results, memory, 'growth_second_half_mb'), ' MB', 3, true),
     row('workbench usable, proxy ÷ direct, cold cache', at(results, workbench, 'cold', 'ratio_of_medians'), '×', 1.1, true),
     row('workbench usable, proxy ÷ direct, warm cache', at(results, workbench, 'warm', 'ratio_of_medians'), '×', 1.1, true),
@@ -67,6 +73,6 @@ export function targetRows(results: Results): TargetRow[] {
 /** The rows as a Markdown table, as the README shows them. */
 export function targetTable(rows: TargetRow[]): string {
   const lines = ['| figure | measured | target | met | floor, same run |', '|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.figure} | ${r.measured} | ${r.target} | ${r.met ? 'yes' : 'no'} | ${r.floor ?? ''} |`);
+  for (const r of rows) lines.push(`| ${r.figure} | ${r.measured} | ${r.target} | ${r.met === undefined ? '—' : r.met ? 'yes' : 'no'} | ${r.floor ?? ''} |`);
   return lines.join('\n');
 }
