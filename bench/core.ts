@@ -2,14 +2,14 @@
 // 30 running editors, and the service's memory over a soak of list, start and stop calls.
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHealth } from '../src/runtime/health.ts';
 import { editorArguments, stopProcessGroup } from '../src/runtime/processes.ts';
 import { identityOf } from '../src/runtime/procfs.ts';
 import { freePort } from '../test/helpers/net.ts';
-import { bareNodeRssMb, benchPorts, sharedMemoryMb, median, percentile, round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { bareNodeRssMb, benchPorts, sharedMemoryMb, median, round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { timeInFreshClient } from './latency-client.ts';
 
 /** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
 async function directStart(bin: string): Promise<number> {
@@ -80,47 +80,6 @@ export async function startEditors(service: BenchService, count: number, label: 
   return ids;
 }
 
-/** Sequential keep-alive GETs of `path`: latency percentiles after a warm-up. */
-async function timeGets(service: BenchService, path: string, requests: number) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const url = new URL(path, service.url);
-  const once = () => new Promise<number>((resolve, reject) => {
-    const started = performance.now();
-    request(url, { agent }, (res) => {
-      res.on('data', () => undefined);
-      res.on('end', () => resolve(performance.now() - started));
-    }).on('error', reject).end();
-  });
-  for (let i = 0; i < 200; i++) await once();
-  const times: number[] = [];
-  for (let i = 0; i < requests; i++) times.push(await once());
-  agent.destroy();
-  return { p50_ms: round(percentile(times, 50), 3), p95_ms: round(percentile(times, 95), 3), p99_ms: round(percentile(times, 99), 3) };
-}
-
-/** Watch streams opened one after another (each on a new connection): time from the request to SYNCED, the whole list read. */
-async function timeWatch(service: BenchService, requests: number) {
-  const url = new URL('/servers?watch=1', service.url);
-  const once = () => new Promise<number>((resolve, reject) => {
-    const started = performance.now();
-    const req = request(url, { agent: false }, (res) => {
-      let tail = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        tail = (tail + chunk).slice(-64);
-        if (!tail.includes('"type":"SYNCED"')) return;
-        resolve(performance.now() - started);
-        req.destroy();
-      });
-    });
-    req.on('error', (error) => (req.destroyed ? undefined : reject(error))).end();
-  });
-  for (let i = 0; i < 20; i++) await once();
-  const times: number[] = [];
-  for (let i = 0; i < requests; i++) times.push(await once());
-  return { p50_ms: round(percentile(times, 50), 3), p95_ms: round(percentile(times, 95), 3) };
-}
-
 /**
  * GET /servers (and GET /servers/{id}) latency with `count` running editors among `total`
  * servers (the rest created and left stopped), keep-alive, sequential requests.
@@ -130,9 +89,10 @@ export async function benchList(bin: string, count: number, requests: number, of
   try {
     const ids = await startEditors(service, count, 'list');
     for (let i = count; i < total; i++) await service.call('POST', '/servers', { name: `list stopped ${i}` });
-    const list = await timeGets(service, '/servers', requests);
-    const one = await timeGets(service, `/servers/${ids[0]}`, requests);
-    const watch = await timeWatch(service, Math.min(requests, 500));
+    // Each timed from a fresh client process (bench/latency-client.ts).
+    const list = await timeInFreshClient('gets', `${service.url}/servers`, requests);
+    const one = await timeInFreshClient('gets', `${service.url}/servers/${ids[0]}`, requests);
+    const { p99_ms: _, ...watch } = await timeInFreshClient('watch', `${service.url}/servers?watch=1`, Math.min(requests, 500));
     const servers = await service.call('GET', '/servers');
     return {
       servers: servers.length,
