@@ -13,9 +13,11 @@ try {
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    // Editors keep running: the next start adopts them (set DEVBOX_STOP_EDITORS_ON_EXIT=1 to stop them).
+    // Editors keep running on purpose (a restart of the service leaves people's sessions alone):
+    // said in one line, with how to stop them instead.
     const stopEditors = process.env.DEVBOX_STOP_EDITORS_ON_EXIT === '1';
-    log(`${signal}: shutting down${stopEditors ? ' and stopping editors' : '; editors keep running'}`);
+    const running = service.controller.reconciler.handles().size;
+    log(`${signal}: shutting down; ${keptEditors(running, stopEditors)}`);
     await service.close({ stopEditors });
     process.exit(0);
   };
@@ -27,4 +29,13 @@ try {
     process.exit(2);
   }
   throw error;
+}
+
+/** What becomes of the running editors at shutdown, in words. */
+function keptEditors(running: number, stopEditors: boolean): string {
+  const editors = `${running} editor${running === 1 ? '' : 's'}`;
+  if (stopEditors) return `stopping ${editors} (DEVBOX_STOP_EDITORS_ON_EXIT=1)`;
+  if (running === 0) return 'no editor is running';
+  return `${editors} keep${running === 1 ? 's' : ''} running and the next start adopts ${running === 1 ? 'it' : 'them'}; ` +
+    'to stop editors with the service, start it with DEVBOX_STOP_EDITORS_ON_EXIT=1';
 }

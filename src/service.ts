@@ -21,6 +21,7 @@ import { StatsSampler } from './runtime/stats.ts';
 import { defaultGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
 import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
+import { ApiCors } from './api/cors.ts';
 import { writeError, writeRawError } from './core/errors.ts';
 import { answerClientError, guardRequests, guardUpgrades } from './api/guards.ts';
 import { hasForwardedIdentity, requireForwardedIdentity, unauthenticated } from './api/identity.ts';
@@ -30,7 +31,7 @@ import { fastReads } from './api/fast-reads.ts';
 import { markRoute } from './metrics/api-timing.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
-import { EditorProxy } from './proxy/index.ts';
+import { EditorProxy, isEditorPath } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { ActivityTracker } from './controller/activity.ts';
 import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
@@ -47,6 +48,7 @@ import { syncRouter } from './api/routes/sync.ts';
 import { GitOps, gitOpsProblem } from './gitops/gitops.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
 import { RouterProcess } from './platform/router-process.ts';
+import { displayNameOf } from './manifests/types.ts';
 
 export interface Service {
   url: string;
@@ -190,7 +192,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       serverOn: (port, req) => {
         const name = port === servicePort ? undefined : ports.owner(port);
         const server = serverNamed(name);
-        return name !== undefined && server && access.sees(req, server) ? { name, displayName: server.spec.displayName ?? name } : undefined;
+        return name !== undefined && server && access.sees(req, server) ? { name, displayName: displayNameOf(server) } : undefined;
       },
       wakeState: (name) => reconciler.wakeState(name),
       wake: (name, why) => reconciler.wake(name, why),
@@ -207,6 +209,10 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     activity,
     intervalMs: () => heartbeatIntervalMs([...reconciler.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
   });
+  // The API's cross-origin policy, from the config in use (api.allowedOrigins), for every answer the API makes.
+  const cors = new ApiCors({ allowedOrigins: () => live.current.api.allowedOrigins });
+  /** The headers of an answer to `req` written outside express: the API's CORS headers, none for an editor's path. */
+  const apiHeaders = (req: IncomingMessage) => (isEditorPath(req.url) ? [] : cors.headersFor(req));
   const logStreams = new LogStreamServer(logs, (id, req) => {
     const name = reconciler.nameOfUid(id);
     return name !== undefined && access.sees(req, serverNamed(name)) ? { name } : undefined;
@@ -215,6 +221,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       const who = access.requester(req.headers);
       return (name) => access.allows(who, serverNamed(name));
     },
+    responseHeaders: (req) => cors.headersFor(req),
   });
 
   // Sections of GET /health, added by the parts that have something to report.
@@ -257,6 +264,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const apiTimer = metrics?.apiTimer();
   const app = createApp({
     first: apiTimer ? [apiTimer] : [],
+    cors: cors.middleware(),
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
@@ -297,8 +305,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
   started.catch(() => undefined);
 
-  // Locally, only names of this service (DNS rebinding); deployed, the platform's sign-in decides.
+  // Locally, only names of this service (DNS rebinding), and editors only for pages of those names;
+  // deployed, the platform's sign-in decides. The API's Origin rule is its CORS policy.
   const hosts = settings.requireIdentity ? undefined : new AllowedHosts({ boundHost: settings.host, extra: settings.allowedHosts });
+  const refusal = (req: IncomingMessage, isUpgrade: boolean) => missingHost(req) ?? hosts?.hostRefusal(req)
+    ?? (isEditorPath(req.url) ? hosts?.originRefusal(req, isUpgrade) : cors.refusal(req, isUpgrade));
   // Proxy paths are handled before express: its per-request set-up costs more than proxying.
   // A request without the identity the deployment requires goes to express, which refuses it.
   // Only express adds CORS headers: the API's, never an editor's.
@@ -306,7 +317,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // GET /servers and GET /servers/{id} in their plain form, from the feed's cached JSON (anything
   // else about them, errors included, is express's).
   const reads = fastReads({
-    feed, reconciler, access, watch,
+    feed, reconciler, access, watch, cors,
     answered: apiTimer && ((req, res, route) => {
       markRoute(req, route);
       apiTimer(req as never, res as never, () => undefined);
@@ -317,14 +328,14 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const api = app as unknown as (req: IncomingMessage, res: ServerResponse, last: () => void) => void;
   const toApp = (req: IncomingMessage, res: ServerResponse) => api(req, res, () => {
     if (res.headersSent) res.destroy();
-    else writeError(res, 400, 'BAD_REQUEST', 'the request target is not a path this service can read: send one such as /servers');
+    else writeError(res, 400, 'BAD_REQUEST', 'the request target is not a path this service can read: send one such as /servers', cors.headersFor(req));
   });
   const handle = guardRequests(log, (req: IncomingMessage, res: ServerResponse) => {
-    const refused = missingHost(req) ?? hosts?.refusal(req, false);
-    if (refused) return writeError(res, refused.status, refused.code, refused.message);
+    const refused = refusal(req, false);
+    if (refused) return writeError(res, refused.status, refused.code, refused.message, apiHeaders(req));
     if (settings.requireIdentity && !hasForwardedIdentity(req)) return toApp(req, res);
     toProxy(req, res, () => reads(req, res) || toApp(req, res));
-  });
+  }, apiHeaders);
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     if (ready) handle(req, res);
     else started.then(() => handle(req, res), () => res.destroy());
@@ -344,11 +355,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const upgraded = new Set<Duplex>();
   // WebSocket upgrades pass the same checks as ordinary requests.
   const upgrade = guardUpgrades(log, (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const refused = missingHost(req) ?? hosts?.refusal(req, true) ?? (settings.requireIdentity && !hasForwardedIdentity(req) ? unauthenticated() : undefined);
-    if (refused) return writeRawError(socket, refused.status, refused.code, refused.message);
+    const refused = refusal(req, true) ?? (settings.requireIdentity && !hasForwardedIdentity(req) ? unauthenticated() : undefined);
+    if (refused) return writeRawError(socket, refused.status, refused.code, refused.message, apiHeaders(req));
     if (logStreams.handleUpgrade(req, socket, head) || proxy.handleUpgrade(req, socket, head)) return;
-    writeRawError(socket, 404, 'NOT_FOUND', 'there is no WebSocket at this path: use /ws/logs, /ws/logs/{id} or /vscode/{port}/');
-  });
+    writeRawError(socket, 404, 'NOT_FOUND', 'there is no WebSocket at this path: use /ws/logs, /ws/logs/{id} or /vscode/{port}/', apiHeaders(req));
+  }, apiHeaders);
   server.on('upgrade', (req, socket, head) => {
     // Node leaves an upgraded socket without an error listener: a client gone meanwhile must not end the process.
     socket.on('error', () => socket.destroy());

@@ -1,10 +1,10 @@
-// Without the platform's sign-in, only the user's own browser may reach the service. A page on
+// Without the platform's sign-in, only the user's own browser may reach the editors. A page on
 // another site can still point its own name at 127.0.0.1 (DNS rebinding) and then send requests
 // that carry that name in Host; refusing every Host that is not a name of this service stops it,
-// as webpack-dev-server's and Vite's allowedHosts do. A page of another site can also address
-// 127.0.0.1 by its right name: browsers then send its Origin, which must be of an allowed host too
-// (for WebSockets, which browsers open to any site, and for every request but a CORS preflight:
-// the API's `Access-Control-Allow-Origin: *` would otherwise let any site create and start editors).
+// as webpack-dev-server's and Vite's allowedHosts do, for the API and the editors alike. A page
+// of another site can also address 127.0.0.1 by its right name: browsers then send its Origin,
+// which must be of an allowed host for the editor proxy (editors have terminals; WebSockets open
+// to any site). The API's own cross-origin policy is src/api/cors.ts.
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { HttpError } from '../core/errors.ts';
@@ -44,16 +44,21 @@ export class AllowedHosts {
   }
 
   /**
-   * Why this request may not reach the service (403), or undefined when it may. A request
-   * without Host (HTTP/1.0) did not come from a browser, which always sends one.
+   * Why this request may not reach the service (403) for its Host, or undefined when it may. A
+   * request without Host (HTTP/1.0) did not come from a browser, which always sends one.
    */
-  refusal(req: IncomingMessage, isUpgrade: boolean): HttpError | undefined {
+  hostRefusal(req: IncomingMessage): HttpError | undefined {
     const host = req.headers.host;
     if (host !== undefined && !this.#allowsHost(host)) {
       return new HttpError(403, 'HOST_NOT_ALLOWED',
         `this service does not answer to the host "${printable(host)}": open it as http://localhost:${req.socket.localPort}/, ` +
         'or add that name to DEVBOX_ALLOWED_HOSTS');
     }
+    return undefined;
+  }
+
+  /** Why this request may not reach an editor (403) for the page it came from, or undefined when it may. */
+  originRefusal(req: IncomingMessage, isUpgrade: boolean): HttpError | undefined {
     const origin = req.headers.origin;
     // A preflight only asks; the request it announces is checked when it comes.
     if (origin !== undefined && req.method !== 'OPTIONS' && !this.#allowsOrigin(origin)) {
@@ -93,7 +98,7 @@ function normalizeHostname(name: string): string | undefined {
 }
 
 /** A header value fit for a message: visible ASCII only, bounded. */
-function printable(value: string): string {
+export function printable(value: string): string {
   const safe = value.replace(/[^\x20-\x7e]/g, '?');
   return safe.length > 100 ? `${safe.slice(0, 100)}…` : safe;
 }

@@ -1,25 +1,10 @@
 // The express application: CORS, JSON bodies, the routes, and one error handler.
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { HttpError } from '../core/errors.ts';
+import { ApiCors } from './cors.ts';
 import { BODY_LIMITS, boundBodyCost } from './validation.ts';
 
-/** The CORS headers of every API response, as name, value, name, value… (writeHead's raw form). */
-export const CORS_HEADERS: readonly string[] = [
-  'Access-Control-Allow-Origin', '*',
-  'Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS',
-  'Access-Control-Allow-Headers', 'Content-Type, Authorization',
-  'Access-Control-Max-Age', '600',
-];
-
-/** Every response allows all origins; preflights are answered here. */
-export const cors: RequestHandler = (req, res, next) => {
-  for (let i = 0; i < CORS_HEADERS.length; i += 2) res.setHeader(CORS_HEADERS[i], CORS_HEADERS[i + 1]);
-  if (req.method === 'OPTIONS') {
-    res.status(204).end();
-    return;
-  }
-  next();
-};
+const ANY_ORIGIN = new ApiCors({ allowedOrigins: () => ['*'] }).middleware();
 
 /** Turns every error into JSON: HttpError as it says, body-parser's into 400/413, the rest 500. */
 export function errorHandler(log: (message: string) => void): ErrorRequestHandler {
@@ -51,6 +36,8 @@ export function errorHandler(log: (message: string) => void): ErrorRequestHandle
 export interface AppParts {
   /** Mounted before everything else, so they see every request, preflights and refusals included (the API's timing). */
   first?: RequestHandler[];
+  /** The API's CORS headers on every response it makes, and preflights answered; default: every origin allowed. */
+  cors?: RequestHandler;
   /** Mounted before the JSON body parser, so proxied bodies stream untouched. */
   before?: RequestHandler[];
   routers: Router[];
@@ -62,7 +49,7 @@ export function createApp(parts: AppParts): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   for (const handler of parts.first ?? []) app.use(handler);
-  app.use(cors);
+  app.use(parts.cors ?? ANY_ORIGIN);
   for (const handler of parts.before ?? []) app.use(handler);
   app.use(express.json({ limit: BODY_LIMITS.maxBytes }), boundBodyCost);
   for (const router of parts.routers) app.use(router);

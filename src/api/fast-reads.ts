@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Reconciler } from '../controller/reconciler.ts';
 import type { ServerAccess } from './access.ts';
-import { CORS_HEADERS } from './app.ts';
+import type { ApiCors } from './cors.ts';
 import type { WatchStreams } from './routes/watch.ts';
 import { LentBuffer } from './lent-buffer.ts';
 import { ServerFeed } from './server-feed.ts';
@@ -28,6 +28,8 @@ export interface FastReadsDeps {
   access: Pick<ServerAccess, 'filterFor' | 'sees'>;
   /** GET /servers?watch=1 exactly is opened here too while the streams take one (else express answers the 503). */
   watch?: Pick<WatchStreams, 'accepting' | 'open'>;
+  /** The API's CORS headers for each answer. */
+  cors: Pick<ApiCors, 'headersFor'>;
   /** Told of each answered request with the route pattern express would have matched (the API's timing). */
   answered?: (req: IncomingMessage, res: ServerResponse, route: string) => void;
 }
@@ -37,7 +39,7 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
   const { feed, reconciler, access } = deps;
   const send = (req: IncomingMessage, res: ServerResponse, route: string, body: string | Buffer) => {
     deps.answered?.(req, res, route);
-    res.writeHead(200, [...CORS_HEADERS, 'Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+    res.writeHead(200, [...deps.cors.headersFor(req), 'Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
     res.end(body);
     return true;
   };
@@ -53,7 +55,8 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
       return send(req, res, '/servers', bytes);
     }
     if (url === WATCH && deps.watch?.accepting) {
-      for (let i = 0; i < CORS_HEADERS.length; i += 2) res.setHeader(CORS_HEADERS[i], CORS_HEADERS[i + 1]);
+      const cors = deps.cors.headersFor(req);
+      for (let i = 0; i < cors.length; i += 2) res.setHeader(cors[i], cors[i + 1]);
       deps.watch.open(req, res);
       return true;
     }

@@ -7,10 +7,14 @@ import { writeError, writeRawError } from '../core/errors.ts';
 
 const INTERNAL_MESSAGE = 'the service failed to handle this request; its log has the details';
 
+/** The headers an answer to `req` carries whoever writes it (the API's CORS headers). */
+type HeadersFor = (req: IncomingMessage) => readonly string[];
+
 /** Wraps a request listener: a throw is logged with its stack and answered 500, and the service goes on. */
 export function guardRequests(
   log: (message: string) => void,
   handle: (req: IncomingMessage, res: ServerResponse) => void,
+  headersFor: HeadersFor = () => [],
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     try {
@@ -22,7 +26,7 @@ export function guardRequests(
         return;
       }
       res.shouldKeepAlive = false;
-      writeError(res, 500, 'INTERNAL', INTERNAL_MESSAGE);
+      writeError(res, 500, 'INTERNAL', INTERNAL_MESSAGE, headersFor(req));
     }
   };
 }
@@ -31,6 +35,7 @@ export function guardRequests(
 export function guardUpgrades(
   log: (message: string) => void,
   handle: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
+  headersFor: HeadersFor = () => [],
 ): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   return (req, socket, head) => {
     try {
@@ -38,7 +43,7 @@ export function guardUpgrades(
     } catch (error) {
       log(`upgrade ${req.method} ${req.url} failed: ${(error as Error)?.stack ?? error}`);
       if (!socket.writable || ((socket as { bytesWritten?: number }).bytesWritten ?? 0) > 0) socket.destroy();
-      else writeRawError(socket, 500, 'INTERNAL', INTERNAL_MESSAGE);
+      else writeRawError(socket, 500, 'INTERNAL', INTERNAL_MESSAGE, headersFor(req));
     }
   };
 }

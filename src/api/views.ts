@@ -1,13 +1,18 @@
-// Turns controller records into the interface's JSON shapes (section 2 of the interface).
+// Turns controller records into the JSON shapes clients read: server records, envelopes, views.
 import type { ServerRecord } from '../controller/reconciler.ts';
-import type { EditorServer, Phase } from '../manifests/types.ts';
+import { displayNameOf, type EditorServer, type Phase } from '../manifests/types.ts';
 import type { ProcessStats } from '../runtime/stats.ts';
 import { ownerOf } from './access.ts';
 
-/** The interface's status word for each phase: `running` and `stopped` once settled. */
+/**
+ * The interface's status word for each phase: `running` and `stopped` once settled. A server
+ * still being prepared (workspace, extensions) has no editor yet: it is `stopped` until it is
+ * asked to run, as the interface's state table has every create answer; the progress itself is
+ * in `phase`, the conditions and the events.
+ */
 const STATUS: Record<Phase, string> = {
-  Pending: 'provisioning',
-  Provisioning: 'provisioning',
+  Pending: 'stopped',
+  Provisioning: 'stopped',
   Stopped: 'stopped',
   Starting: 'starting',
   Running: 'running',
@@ -17,7 +22,10 @@ const STATUS: Record<Phase, string> = {
 };
 
 export function statusOf(server: EditorServer): string {
-  return STATUS[server.status?.phase ?? 'Pending'];
+  const phase = server.status?.phase ?? 'Pending';
+  // Asked to run while still being prepared: on its way to `running`.
+  if ((phase === 'Pending' || phase === 'Provisioning') && server.spec.running) return 'starting';
+  return STATUS[phase];
 }
 
 export function pidOf(server: EditorServer): number | null {
@@ -37,7 +45,7 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
   const startTime = pid !== null ? status?.startTime ?? null : null;
   return {
     id: server.metadata.uid ?? null,
-    name: server.spec.displayName ?? server.metadata.name,
+    name: displayNameOf(server),
     port: server.spec.port ?? status?.port ?? null,
     workspace_path: status?.workspacePath ?? null,
     extensions: server.spec.extensions ?? [],

@@ -45,6 +45,8 @@ export interface Config {
   access: 'shared' | 'owner';
   /** Users (emails or user ids, any case) who see and drive every server under `access: owner`. */
   admins: string[];
+  /** The API's cross-origin policy (src/api/cors.ts): the origins whose pages may call it; `*`: every one. */
+  api: { allowedOrigins: string[] };
 }
 
 /**
@@ -163,6 +165,7 @@ export const DEFAULT_CONFIG: Config = {
   packagedAssets: {},
   access: 'shared',
   admins: [],
+  api: { allowedOrigins: ['*'] },
 };
 
 /** What a user is, in `admins` and in the identity headers: an email address or user id, in lower case. */
@@ -202,6 +205,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
     workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
     ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },
+    api: { ...structuredClone(DEFAULT_CONFIG.api), ...given.api },
   };
   // Beyond JSON Schema: each placed at the field to change.
   const found: ErrorObject[] = [];
@@ -214,6 +218,11 @@ export function parseConfig(file: string, text: string): { config: Config; probl
   config.admins.forEach((admin, i) => {
     if (!USER_SHAPE.test(admin.trim().toLowerCase())) {
       problem(['admins', i], `"${admin}" is not an email address or user id (letters, digits and . _ % + - ' @): write it as the platform forwards it, for example ada@example.com`);
+    }
+  });
+  config.api.allowedOrigins.forEach((origin, i) => {
+    if (origin !== '*' && !isOrigin(origin)) {
+      problem(['api', 'allowedOrigins', i], `"${origin}" is not an origin: write the scheme, host and port a page is served from, without a path (for example https://portal.example.com), or "*" for every origin`);
     }
   });
   // The default ones only while their groups are there (a file may replace all the groups).
@@ -241,6 +250,13 @@ export function loadConfig(file: string | undefined): Config {
     throw new SettingsError(`the config file ${file} is not valid; fix ${read.problems.length === 1 ? 'this' : `these ${read.problems.length} problems`} and start again:\n  ${read.problems.map(formatProblem).join('\n  ')}`);
   }
   return read.config;
+}
+
+/** An origin as browsers send it: http(s), a host, maybe a port, nothing after. */
+function isOrigin(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text.toLowerCase().replace(/\/$/, '');
 }
 
 /** Each group as an object; a bare list of ids (the older form) becomes one without settings. */

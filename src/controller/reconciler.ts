@@ -4,7 +4,7 @@
 // queries the API and the proxy make.
 import { EventEmitter } from 'node:events';
 import type { LogLevel } from '../logs/entry.ts';
-import { RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase } from '../manifests/types.ts';
+import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase } from '../manifests/types.ts';
 import type { EditorEndpoint, EditorHandle, ProcessIdentity } from '../runtime/processes.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
 import { ServerCache, type ServerRecord } from './cache.ts';
@@ -169,7 +169,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     // In the same tick as the record is shown: no answer names a process the service did not launch.
     if (server.status?.pid && !live.identity) distrustForeignPid(this, name, server.status);
     record.absence = undefined;
-    const displayName = server.spec.displayName ?? name;
+    const displayName = displayNameOf(server);
     deps.logs.track({ name, id: uid, displayName });
     if (server.metadata.deletionTimestamp || cache.deletions.has(name)) return deleteServer(this, name);
     await this.identities.store(name);

@@ -27,22 +27,27 @@ export function errorBody(code: string, message: string): string {
   return JSON.stringify({ status: 'error', error: { code, message } });
 }
 
-/** Answers a request with an error in the envelope, outside express (before it, or in the proxy). */
-export function writeError(res: ServerResponse, status: number, code: string, message: string): void {
+/**
+ * Answers a request with an error in the envelope, outside express (before it, or in the proxy);
+ * `headers` (raw name, value pairs) go with it, such as the API's CORS headers.
+ */
+export function writeError(res: ServerResponse, status: number, code: string, message: string, headers: readonly string[] = []): void {
   const body = errorBody(code, message);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
+  res.writeHead(status, [...headers, 'Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body))]).end(body);
 }
 
 /**
  * Answers a request on its raw socket (an upgrade or CONNECT request, before any upgrade) with an
  * HTTP error in the envelope, then closes the socket.
  */
-export function writeRawError(socket: Duplex, status: number, code: string, message: string): void {
+export function writeRawError(socket: Duplex, status: number, code: string, message: string, headers: readonly string[] = []): void {
   const body = errorBody(code, message);
+  let extra = '';
+  for (let i = 0; i < headers.length; i += 2) extra += `${headers[i]}: ${headers[i + 1]}\r\n`;
   socket.on('error', () => socket.destroy()); // the client may already be gone
   socket.once('finish', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` +
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` + extra +
       'Content-Type: application/json\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );

@@ -22,6 +22,8 @@ export interface LogStreamOptions {
    * every entry (the answer may change while the stream is open). Default: every server's.
    */
   visibleTo?: (req: IncomingMessage) => (name: string) => boolean;
+  /** Headers (raw name, value pairs) for every answer to `req`, the 101 and refusals alike: the API's CORS headers. */
+  responseHeaders?: (req: IncomingMessage) => readonly string[];
 }
 
 interface Client {
@@ -37,7 +39,7 @@ const PATH = /^\/ws\/logs(?:\/([^/]+))?\/?$/;
 /** WebSocket.OPEN. */
 const OPEN = 1;
 
-/** The frame of section 2.6 of the interface, exactly these fields. */
+/** The log frame clients read: type, server_id, server_name, level, source, message, timestamp; exactly these fields. */
 function frame(entry: LogEntry): string {
   return JSON.stringify({
     type: 'log',
@@ -55,6 +57,7 @@ export class LogStreamServer {
   readonly #hub: LogHub;
   readonly #resolve: (id: string, req: IncomingMessage) => { name: string } | undefined;
   readonly #visibleTo: LogStreamOptions['visibleTo'];
+  readonly #headersFor: (req: IncomingMessage) => readonly string[];
   readonly #maxBufferedBytes: number;
   /** Made at the first stream's upgrade: ws is required then, not at start (memory at rest). */
   #wss: WebSocketServer | undefined;
@@ -73,6 +76,7 @@ export class LogStreamServer {
     this.#hub = hub;
     this.#resolve = resolve;
     this.#visibleTo = options.visibleTo;
+    this.#headersFor = options.responseHeaders ?? (() => []);
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024;
     // One subscription for all clients, so each entry is serialised once however many listen.
     this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
@@ -88,7 +92,11 @@ export class LogStreamServer {
     // A handshake ws refuses (a POST, a bad key or version) gets the error envelope, not ws's HTML.
     wss.on('wsClientError', (error, socket, req) => {
       writeRawError(socket, req.method === 'GET' ? 400 : 405, 'BAD_HANDSHAKE',
-        `${error.message}: open the log stream with a WebSocket client (GET, Upgrade: websocket, Sec-WebSocket-Version: 13)`);
+        `${error.message}: open the log stream with a WebSocket client (GET, Upgrade: websocket, Sec-WebSocket-Version: 13)`, this.#headersFor(req));
+    });
+    wss.on('headers', (lines, req) => {
+      const extra = this.#headersFor(req);
+      for (let i = 0; i < extra.length; i += 2) lines.push(`${extra[i]}: ${extra[i + 1]}`);
     });
     this.#wss = wss;
     return wss;
@@ -117,7 +125,7 @@ export class LogStreamServer {
       }
     } catch (err) {
       const error = err instanceof HttpError ? err : new HttpError(400, 'INVALID_PATH', 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}');
-      writeRawError(socket, error.status, error.code, error.message);
+      writeRawError(socket, error.status, error.code, error.message, this.#headersFor(req));
       return true;
     }
     const sees = this.#visibleTo?.(req);

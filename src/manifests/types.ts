@@ -24,7 +24,8 @@ export interface WorkspaceSource {
 }
 
 export interface EditorServerSpec {
-  displayName: string;
+  /** The interface's `name`; optional in a hand-written manifest, where the manifest name stands in. */
+  displayName?: string;
   running: boolean;
   port?: number;
   restartPolicy?: RestartPolicy;
@@ -85,4 +86,9 @@ export interface EditorServer {
   metadata: EditorServerMetadata;
   spec: EditorServerSpec;
   status?: EditorServerStatus;
+}
+
+/** The name a person knows the server by: spec.displayName, else the manifest name (as the records' `name` says). */
+export function displayNameOf(server: Pick<EditorServer, 'metadata' | 'spec'>): string {
+  return server.spec.displayName ?? server.metadata.name;
 }

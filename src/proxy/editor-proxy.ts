@@ -479,6 +479,13 @@ function rawHead(statusLine: string, raw: string[]): string {
   return `${head}\r\n`;
 }
 
+/** Whether a request target is one of the proxy's paths (`/vscode/{port}…`, `/editor/{port}…`), which the API's rules do not cover. */
+export function isEditorPath(target: string | undefined): boolean {
+  const url = target ?? '/';
+  const query = url.indexOf('?');
+  return ROUTE.test(query < 0 ? url : url.slice(0, query));
+}
+
 function parseRoute(req: IncomingMessage): Route | undefined {
   // Express rewrites req.url under a mount path; the original is the full path the client asked for.
   const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';

@@ -1,3 +1,3 @@
 // The editor proxy: how a browser reaches a running code-server through the service.
 
-export { EditorProxy, SERVICE_COOKIE_PREFIX, type EditorProxyOptions, type ProxyObserver } from './editor-proxy.ts';
+export { EditorProxy, isEditorPath, SERVICE_COOKIE_PREFIX, type EditorProxyOptions, type ProxyObserver } from './editor-proxy.ts';

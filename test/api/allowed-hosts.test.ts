@@ -4,8 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { AllowedHosts } from '../../src/api/allowed-hosts.ts';
 
 const request = (headers: Record<string, string>, method: string) => ({ method, headers, socket: { localPort: 8000 } }) as unknown as IncomingMessage;
-const code = (hosts: AllowedHosts, headers: Record<string, string>, upgrade = false, method = 'GET') =>
-  hosts.refusal(request(headers, method), upgrade)?.code ?? 'allowed';
+/** What an editor's path gets: the Host check, then the Origin check. */
+const code = (hosts: AllowedHosts, headers: Record<string, string>, upgrade = false, method = 'GET') => {
+  const req = request(headers, method);
+  return (hosts.hostRefusal(req) ?? hosts.originRefusal(req, upgrade))?.code ?? 'allowed';
+};
 
 describe('allowed hosts', () => {
   it('bound to one address: loopback names, that address and the configured names', () => {
@@ -27,7 +30,7 @@ describe('allowed hosts', () => {
     }
   });
 
-  it("checks the Origin too, of every request but a preflight", () => {
+  it("checks the Origin too (for editors), of every request but a preflight", () => {
     const hosts = new AllowedHosts({ boundHost: '127.0.0.1' });
     const host = 'localhost:8000';
     expect(code(hosts, { host, origin: 'http://localhost:8000' }, true)).toBe('allowed');

@@ -189,6 +189,7 @@ describe('the list buffer lent to an answer', () => {
     feed: { listBytes: (_sees: unknown, alloc: (n: number) => Buffer) => alloc(64 * 1024).fill(next) } as never,
     reconciler: { nameOfUid: () => undefined, records: new Map() },
     access: { filterFor: () => undefined, sees: () => true },
+    cors: { headersFor: () => [] },
   });
   const answer = (letter: string) => {
     next = letter;

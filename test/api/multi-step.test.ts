@@ -94,9 +94,10 @@ describe('POST /servers with extensions', () => {
       const created = await service.request('POST', '/servers', { name: 'Slow', extensions: ['acme.quick', 'acme.slow'] });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       expect(Date.now() - started).toBeLessThan(8_000);
-      expect(created.body).toMatchObject({ status: 'provisioning', extensions: ['acme.quick', 'acme.slow'] });
+      // The interface's word for a created server is `stopped`; the progress is in phase, reason and message.
+      expect(created.body).toMatchObject({ status: 'stopped', pid: null, extensions: ['acme.quick', 'acme.slow'] });
       const record = (await service.request('GET', `/servers/${created.body.id}`)).body;
-      expect(record).toMatchObject({ reason: 'InstallingExtensions', message: 'installing acme.slow (2 of 2)' });
+      expect(record).toMatchObject({ status: 'stopped', phase: 'Provisioning', reason: 'InstallingExtensions', message: 'installing acme.slow (2 of 2)' });
       expect(record.extension_status).toEqual([{ id: 'acme.quick', state: 'Installed', version: '1.0.0' }]);
       const logs = (await service.request('GET', `/servers/${created.body.id}/logs?lines=20`)).body.data.logs.join('\n');
       expect(logs).toContain('installing extension acme.slow');

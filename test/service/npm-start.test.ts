@@ -70,12 +70,18 @@ describe('npm start', () => {
     const service = descendants(npm.pid!).find((p) => readCmdline(p.pid).includes('dist/main.js'));
     expect(service, `no dist/main.js under npm:\n${output}`).toBeDefined();
     servicePid = service!.pid;
+    // One editor running: the shutdown line says it stays, and how to stop editors with the service.
+    const created = await (await fetch(`${url}/servers`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"Kept"}' })).json() as { id: string };
+    const started = await (await fetch(`${url}/servers/${created.id}/start`, { method: 'POST' })).json() as { data: { pid: number } };
+    expect(started.data.pid, JSON.stringify(started)).toBeGreaterThan(0);
 
     process.kill(npm.pid!, signal);
     await eventually(() => !processExists(servicePid!), 15_000);
     expect(await accepts(port)).toBe(false);
     const exit = await exited(npm);
     expect(exit, output).toEqual({ code: 0, signal: null });
-    expect(output).toContain(`${signal}: shutting down`);
+    expect(output).toContain(`${signal}: shutting down; 1 editor keeps running and the next start adopts it; ` +
+      'to stop editors with the service, start it with DEVBOX_STOP_EDITORS_ON_EXIT=1');
+    expect(processExists(started.data.pid)).toBe(true);
   }, 90_000);
 });

@@ -9,7 +9,7 @@ import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
 import type { LogHub } from '../../logs/index.ts';
 import type { ManifestStore } from '../../manifests/store.ts';
-import type { EditorServer, Phase } from '../../manifests/types.ts';
+import { displayNameOf, type EditorServer, type Phase } from '../../manifests/types.ts';
 import type { StatsSampler } from '../../runtime/stats.ts';
 import type { DataLayout } from '../../workspace/layout.ts';
 import type { ServerAccess } from '../access.ts';
@@ -93,7 +93,7 @@ export function ownedByRepository(deps: ServersDeps, record: ServerRecord, inste
   const owner = deps.ownerOf?.(record.name);
   if (!owner) return undefined;
   return new HttpError(409, 'MANAGED_BY_GIT',
-    `server "${record.server?.spec.displayName ?? record.name}" is declared by the git repository ${owner.repository}, which owns its manifest: ${instead(owner.file)} there and push (POST /sync applies it at once)`);
+    `server "${record.server ? displayNameOf(record.server) : record.name}" is declared by the git repository ${owner.repository}, which owns its manifest: ${instead(owner.file)} there and push (POST /sync applies it at once)`);
 }
 
 export function envelope(record: ServerRecord, message: string) {

@@ -2,6 +2,7 @@
 // the real process and /healthz compared with the recorded status.
 import type { Router } from 'express';
 import type { ServerRecord } from '../../controller/reconciler.ts';
+import { displayNameOf } from '../../manifests/types.ts';
 import { checkHealth } from '../../runtime/health.ts';
 import { statusOf } from '../views.ts';
 import { findServer, type ServersDeps } from './context.ts';
@@ -66,7 +67,7 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
     return {
       status: 'success',
       id: before.metadata.uid,
-      name: before.spec.displayName ?? record.name,
+      name: displayNameOf(before),
       port: port ?? null,
       old_status: oldStatus,
       new_status: newStatus,

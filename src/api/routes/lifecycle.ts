@@ -6,7 +6,7 @@ import type { Admission } from '../../controller/capacity.ts';
 import { heldForCapacity } from '../../controller/ensure-capacity.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
-import { RESTARTED_AT } from '../../manifests/types.ts';
+import { displayNameOf, RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
 import { lifecycleView } from '../views.ts';
 import { envelope, findServer, folderMissing, ownedByRepository, phaseIs, updateSpec, type ServersDeps } from './context.ts';
@@ -19,7 +19,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     const record = findServer(deps, req);
     const server = record.server!;
     if (server.spec.running && server.status?.phase === 'Running') {
-      res.json(envelope(record, `server "${server.spec.displayName}" is already running`));
+      res.json(envelope(record, `server "${displayNameOf(server)}" is already running`));
       return;
     }
     // A failed editor, or one stopped to make room, is started again with a restart request, as the spec may already say running.
@@ -40,8 +40,8 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     if (!done?.server) throw notFound(String(req.params.id));
     const settled = done.server.status?.phase === 'Stopped';
     res.status(settled ? 200 : 202).json(envelope(done, settled
-      ? `server "${done.server.spec.displayName}" stopped`
-      : `server "${done.server.spec.displayName}" is still stopping`));
+      ? `server "${displayNameOf(done.server)}" stopped`
+      : `server "${displayNameOf(done.server)}" is still stopping`));
   });
 
   router.post('/servers/:id/restart', async (req, res) => {
@@ -59,7 +59,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     const owned = ownedByRepository(deps, record, (file) => `delete ${file}`);
     if (owned) throw owned;
     const id = record.server!.metadata.uid!;
-    const displayName = record.server!.spec.displayName;
+    const displayName = displayNameOf(record.server!);
     const result = await store.update(record.name, (doc, server) => {
       if (server.metadata.deletionTimestamp) return false;
       doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
@@ -85,7 +85,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
   async function withRoom(record: ServerRecord, write: () => Promise<void>): Promise<Admission | undefined> {
     const admission = deps.capacity?.admit(record.name);
     if (admission?.kind === 'refused') {
-      const display = record.server!.spec.displayName ?? record.name;
+      const display = displayNameOf(record.server!);
       throw new HttpError(409, 'CAPACITY_EXCEEDED', `server "${display}" was not started: ${admission.message}`, { limit: admission.limit });
     }
     try {
@@ -110,7 +110,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     );
     if (!done?.server) throw notFound(record.server!.metadata.uid!);
     const server = done.server;
-    const display = server.spec.displayName ?? done.name;
+    const display = displayNameOf(server);
     if (server.status?.phase === 'Running') {
       res.json(envelope(done, `server "${display}" ${verb} on port ${server.status.port}`));
     } else if (server.status?.phase === 'Failed') {

@@ -158,8 +158,8 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
   controller.enqueue(name);
   const settled = (r: ServerRecord | undefined) =>
     Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r);
-  // Quick installs are waited for, so the answer says stopped; long ones are not: once they have
-  // run for INSTALL_GRACE_MS the answer says provisioning, and status and the log show how far.
+  // Quick installs are waited for; long ones are not: once they have run for INSTALL_GRACE_MS the
+  // server is answered (status `stopped`, phase Provisioning), and status and the log show how far.
   const started = Date.now();
   let record = await controller.waitFor(name, settled, INSTALL_GRACE_MS);
   if (!settled(record)) {
@@ -167,6 +167,6 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
     record = await controller.waitFor(name, (r) => settled(r) || installing(r), Math.max(deps.startTimeoutMs, CREATE_WAIT_MS) - (Date.now() - started));
   }
   // Created either way: the manifest is written and the controller will provision it. A busy
-  // machine only means the answer shows it still provisioning, without a port yet.
+  // machine only means the answer comes before the controller has assigned a port.
   return createdView(record?.server ? record : { name, server });
 }

@@ -8,7 +8,7 @@ import type { Request, RequestHandler, Router } from 'express';
 import type multer from 'multer';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError } from '../../core/errors.ts';
-import type { WorkspaceSource } from '../../manifests/types.ts';
+import { displayNameOf, type WorkspaceSource } from '../../manifests/types.ts';
 import { describeErrors } from '../../manifests/schema.ts';
 import { readProjectJson } from '../../project.ts';
 import { ArchiveError, planArchive } from '../../workspace/archive-source.ts';
@@ -114,7 +114,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     const workspace = deps.layout.workspace(record.name);
     const entries = await fs.readdir(workspace).catch(() => []);
     if (entries.length > 0) {
-      throw new HttpError(409, 'WORKSPACE_NOT_EMPTY', `the workspace of server "${record.server!.spec.displayName ?? record.name}" already holds files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}): a source fills an empty workspace only; create a new server for it`);
+      throw new HttpError(409, 'WORKSPACE_NOT_EMPTY', `the workspace of server "${displayNameOf(record.server!)}" already holds files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}): a source fills an empty workspace only; create a new server for it`);
     }
     await updateSpec(deps, record, (_server, set) => set(['spec', 'workspace', 'source'], source));
     const outcome = await populated(deps, record.server!.metadata.uid!, timeoutMs());
@@ -127,7 +127,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
     }
     const current = outcome?.server ? outcome : record;
-    res.status(200).json({ ...envelope(current, `workspace of server "${current.server!.spec.displayName ?? current.name}" ${source.git ? `cloned from ${source.git.url}` : `extracted from the uploaded ZIP`}`), workspace_path: workspace });
+    res.status(200).json({ ...envelope(current, `workspace of server "${displayNameOf(current.server!)}" ${source.git ? `cloned from ${source.git.url}` : `extracted from the uploaded ZIP`}`), workspace_path: workspace });
   });
 }
 
