@@ -57,5 +57,5 @@ if (wanted('workbench')) {
   report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor, quick ? 6 : 20, 14));
 }
 const rows = targetRows(results);
-if (rows.length > 0) console.log(`\n## targets (issue 14)\n${targetTable(rows)}`);
+if (rows.length > 0) console.log(`\n## targets\n${targetTable(rows)}`);
 console.log(`\n## summary\n${JSON.stringify({ ...results, targets: rows })}`);

@@ -1,5 +1,5 @@
-// Issue 14's figures, each beside its target, read from the results of the sections that ran in
-// this `npm run bench`: the table the README's performance section is updated from.
+// The performance targets, each figure beside its target, read from the results of the sections
+// that ran in this `npm run bench`: the table bench/README.md's targets are updated from.
 
 type Results = Record<string, any>;
 
@@ -70,7 +70,7 @@ export function targetRows(results: Results): TargetRow[] {
   return rows.filter((r): r is TargetRow => r !== undefined);
 }
 
-/** The rows as a Markdown table, as the README shows them. */
+/** The rows as a Markdown table, as bench/README.md shows them. */
 export function targetTable(rows: TargetRow[]): string {
   const lines = ['| figure | measured | target | met | floor, same run |', '|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.figure} | ${r.measured} | ${r.target} | ${r.met === undefined ? '—' : r.met ? 'yes' : 'no'} | ${r.floor ?? ''} |`);

@@ -1,5 +1,5 @@
 // Orderings without `localeCompare`: collation touches about 6 MB of ICU data pages, resident
-// from then on, for names that are ASCII (issue 14, memory at rest).
+// from then on, for names that are ASCII (memory at rest).
 
 /** Code-unit order: what `sort()` does, as a comparator. */
 export function byCodeUnits(a: string, b: string): number {

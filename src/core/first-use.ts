@@ -1,5 +1,5 @@
 // Packages the service needs only for some requests are required on the first of them, not at
-// start (issue 14, memory at rest; test/service/lazy-modules.test.ts checks what start loads).
+// start (memory at rest; test/service/lazy-modules.test.ts checks what start loads).
 // require, not import(): it is synchronous, so a caller stays synchronous and the first request
 // is handled in the same turn.
 import { createRequire } from 'node:module';

@@ -1,7 +1,7 @@
 // node:http through require rather than an ESM import. An ESM import of a built-in module reads
 // every export to build its namespace, and node:http's exports include lazy getters (WebSocket,
 // CloseEvent, MessageEvent) that load Node's bundled undici with its WebAssembly parser: about
-// 10 MB of resident memory (RSS of bare node 46.2 → 56.7 MB) the service never uses (issue 14).
+// 10 MB of resident memory (RSS of bare node 46.2 → 56.7 MB) the service never uses.
 // One ESM `import … from 'node:http'` anywhere in the process costs it, so every module takes
 // node:http from here; `import type` from 'node:http' is erased and costs nothing.
 import { createRequire } from 'node:module';

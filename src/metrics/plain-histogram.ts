@@ -1,5 +1,5 @@
 // A histogram kept in plain numbers from the start, so that prom-client need not be loaded until
-// /metrics is first scraped (issue 14, memory at rest). Put in a prom-client registry, it reads
+// /metrics is first scraped (to keep memory at rest low). Put in a prom-client registry, it reads
 // as prom-client's own Histogram would: the same series, labels and values, in the same order.
 
 interface Series {

@@ -3,7 +3,7 @@
 // name and uid, exist only for servers that exist, and are read from the controller's records,
 // the stats sampler, the activity tracker and plain counters at scrape time: nothing on the
 // request path calls prom-client. prom-client itself (with @opentelemetry/api, https and zlib) is
-// loaded at the first scrape, not at start (issue 14, memory at rest): until then the two
+// loaded at the first scrape, not at start (to keep memory at rest low): until then the two
 // histograms and the error count are kept in plain numbers, and every other family is read from
 // the service's state at scrape time anyway.
 import { Router, type RequestHandler } from 'express';

@@ -1,4 +1,4 @@
-// The orderings that replace localeCompare (issue 14, memory at rest) sort as it did.
+// The orderings used instead of localeCompare (which keeps ICU data resident) sort as it does.
 import { describe, expect, it } from 'vitest';
 import { byCodeUnits, byText, byVersion } from '../../src/core/compare.ts';
 import { slugify } from '../../src/api/naming.ts';

@@ -69,7 +69,7 @@ describe('the yaml-language-server line', () => {
     for (const name of files) {
       const text = await readFile(join(examples, name), 'utf8');
       expect(await schemaNamedBy(join(examples, name), text), name).toBe(await fs.realpath(SCHEMA));
-      // After `cp manifests/examples/<name> manifests/` and the README's one-line edit of the path.
+      // After `cp manifests/examples/<name> manifests/` and the one-line edit of the path docs/manifests.md describes.
       const copied = text.replace('$schema=../../schemas/', '$schema=../schemas/');
       expect(copied, name).not.toBe(text);
       expect(await schemaNamedBy(join(PROJECT, 'manifests', name), copied), name).toBe(await fs.realpath(SCHEMA));

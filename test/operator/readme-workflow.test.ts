@@ -1,4 +1,4 @@
-// The README's "Operating with YAML" section, run as written: each shell block marked
+// The "Operating with YAML" section of docs/manifests.md, run as written: each shell block marked
 // `<!-- operator-step: NAME -->` is run with bash against a running service (the stub editor),
 // and what it should have done is checked on disk, in /proc and through the API.
 import { execFile } from 'node:child_process';
@@ -10,7 +10,7 @@ import { processExists, startTestService, type TestService } from '../helpers/se
 const PROJECT = resolve(import.meta.dirname, '../..');
 const STEPS = ['setup', 'create', 'stop', 'edit', 'copy', 'remove', 'break', 'fix', 'delete'];
 
-/** The shell blocks of the README's operator section, by step name, in the order written. */
+/** The shell blocks of the operator section, by step name, in the order written. */
 function operatorSteps(readme: string): Map<string, string> {
   const start = readme.indexOf('\n## Operating with YAML\n');
   if (start < 0) return new Map();
@@ -25,7 +25,7 @@ let service: TestService;
 let steps: Map<string, string>;
 
 beforeAll(async () => {
-  steps = operatorSteps(await fs.readFile(join(PROJECT, 'README.md'), 'utf8'));
+  steps = operatorSteps(await fs.readFile(join(PROJECT, 'docs/manifests.md'), 'utf8'));
   // A removed file's editor is stopped after 1 s here (30 s by default).
   service = await startTestService({ config: { controller: { orphanGraceSeconds: 1 } } });
 });
@@ -45,7 +45,7 @@ function run(step: string): Promise<string> {
     // Asynchronous: the service answering the block's requests runs in this process.
     // Killed before the test's own 30 s run out, so a wait that hangs shows what the block printed.
     execFile('bash', ['-e', '-c', script], { cwd: PROJECT, env, timeout: 25_000 }, (error, stdout, stderr) => {
-      if (error) fail(new Error(`the README's step "${step}" failed (${error.code ?? error.signal}):\n${stderr}\n${stdout}`));
+      if (error) fail(new Error(`the step "${step}" of docs/manifests.md failed (${error.code ?? error.signal}):\n${stderr}\n${stdout}`));
       else done(stdout);
     });
   });
@@ -55,7 +55,7 @@ const file = (name: string) => join(service.settings.manifestsDir, `${name}.yaml
 const byManifest = async (name: string) =>
   (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === name);
 
-describe('the README\'s operator workflow, done by writing files only', () => {
+describe('the operator workflow of docs/manifests.md, done by writing files only', () => {
   let hello: { id: string; pid: number; port: number; workspace_path: string };
 
   it('has every step, each a marked shell block', () => {

@@ -1,4 +1,4 @@
-// Memory at rest (issue 14): what loading the service brings in. Packages needed only by some
+// Memory at rest: what loading the service brings in. Packages needed only by some
 // requests (git, ZIP, uploads, log streams, metrics scrapes, the editor proxy's pool) load on
 // first use, and no ESM import of node:http pulls in Node's bundled undici (an ESM namespace
 // reads every export, and http's WebSocket getters load it: about 10 MB). Checked in a fresh

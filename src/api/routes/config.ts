@@ -1,4 +1,4 @@
-// GET /config: the configuration clients need (interface section 2.7), from the config in use,
+// GET /config: the configuration clients need (extension groups, server limits, ui), from the config in use,
 // and where it came from: the file, when it was read, what is wrong with the file now, and edits
 // that wait for a restart. Also the config's section of GET /health.
 import { Router } from 'express';

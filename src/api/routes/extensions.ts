@@ -1,4 +1,4 @@
-// The multi-step creation routes (interface section 4): create-metadata, install-extensions,
+// The multi-step creation routes: create-metadata, install-extensions,
 // install-extension and apply-group-settings. Each changes the spec, then waits (bounded) for the
 // controller's outcome, like the lifecycle routes, and answers the envelope with the record and
 // what happened to each extension the request named.
