@@ -62,6 +62,11 @@ describe('the dashboard with the real code-server', () => {
       expect(tab.url().startsWith(`${service.url}/vscode/${server.port}/`)).toBe(true);
       await tab.waitForSelector('.monaco-workbench', { timeout: 90_000 });
       await tab.waitForSelector('.part.activitybar', { timeout: 60_000 });
+      // The tab is named by the workspace folder, which is the manifest name ("workbench -
+      // code-server"): unique, so servers sharing a display name open tabs named apart, by the
+      // same name the dashboard shows beside theirs.
+      expect(server.manifest).toBe('workbench');
+      await eventually(async () => (await tab.title()).split(' - ').includes(server.manifest), 30_000);
       await tab.waitForTimeout(2000);
       await screenshot(tab, 'dashboard-open-workbench');
       // code-server saw the browser attach.

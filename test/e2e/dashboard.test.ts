@@ -166,6 +166,17 @@ async function clickAndAwait(page: Page, button: Locator, method: string, path: 
   return response;
 }
 
+/**
+ * Opens a row's "More actions for {name}" menu and gives its item: Stop, Restart, Refresh, Logs
+ * and Delete… live there (the row shows Open or Start itself).
+ */
+async function menuItem(page: Page, name: string, item: string | RegExp): Promise<Locator> {
+  await page.getByRole('button', { name: `More actions for ${name}`, exact: true }).click();
+  const menu = page.getByRole('menu', { name: `More actions for ${name}`, exact: true });
+  await menu.waitFor();
+  return menu.getByRole('menuitem', { name: item });
+}
+
 const logLines = (page: Page) => page.getByRole('log', { name: 'Log lines' });
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
@@ -340,7 +351,7 @@ describe('the dashboard', () => {
     await onPage('refresh', async (_watched, page) => {
       await openDashboard(page);
       const alpha = await serverNamed('Alpha');
-      const one = await clickAndAwait(page, page.getByRole('button', { name: 'Refresh Alpha' }), 'POST', new RegExp(`/servers/${alpha.id}/refresh-status$`));
+      const one = await clickAndAwait(page, await menuItem(page, 'Alpha', 'Refresh'), 'POST', new RegExp(`/servers/${alpha.id}/refresh-status$`));
       expect(one.status()).toBe(200);
       const notes = page.getByRole('status', { name: 'Notifications' });
       await notes.getByText(/Alpha/).first().waitFor();
@@ -358,7 +369,7 @@ describe('the dashboard', () => {
     await onPage('logs', async (w, page) => {
       const alpha = await serverNamed('Alpha');
       await openDashboard(page);
-      await page.getByRole('link', { name: 'Logs for Alpha' }).click();
+      await (await menuItem(page, 'Alpha', 'Logs')).click();
       await page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
       expect(page.url()).toContain(`#/logs/${alpha.id}`);
       const server = page.getByRole('combobox', { name: 'Server' });
@@ -494,7 +505,7 @@ describe('the dashboard', () => {
       await openDashboard(page);
       const { pid, id } = await serverNamed('Zipped');
       expect(processExists(pid)).toBe(true);
-      const answer = await clickAndAwait(page, page.getByRole('button', { name: 'Stop Zipped' }), 'POST', new RegExp(`/servers/${id}/stop$`));
+      const answer = await clickAndAwait(page, await menuItem(page, 'Zipped', 'Stop'), 'POST', new RegExp(`/servers/${id}/stop$`));
       expect(answer.status()).toBe(200);
       await statusShows(page, 'Zipped', 'stopped');
       await eventually(() => !processExists(pid), 15_000);
@@ -537,14 +548,14 @@ describe('the dashboard', () => {
       await openDashboard(page);
       const name = 'From git (edited)';
       const { id } = await serverNamed(name);
-      await page.getByRole('button', { name: `Delete ${name}` }).click();
+      await (await menuItem(page, name, /^Delete/)).click();
       const confirm = page.getByRole('dialog', { name: `Delete ${name}?` });
       await confirm.getByRole('button', { name: 'Cancel' }).click();
       await confirm.waitFor({ state: 'hidden' });
       expect((await service.request('GET', `/servers/${id}`)).status).toBe(200);
       expect(await rowOf(page, name).count()).toBe(1);
 
-      await page.getByRole('button', { name: `Delete ${name}` }).click();
+      await (await menuItem(page, name, /^Delete/)).click();
       const answer = await clickAndAwait(page, confirm.getByRole('button', { name: 'Delete', exact: true }), 'DELETE', new RegExp(`/servers/${id}$`));
       expect([200, 202]).toContain(answer.status());
       await rowOf(page, name).waitFor({ state: 'detached' });

@@ -44,7 +44,8 @@ export function allowed(server: ServerRecord): Record<Action, boolean> {
   };
 }
 
-export async function runAction(server: ServerRecord, action: Action): Promise<boolean> {
+/** Runs the action; the notification names the server by `label` (its display name, or more where names collide). */
+export async function runAction(server: ServerRecord, action: Action, label = server.name): Promise<boolean> {
   if (pending.has(server.id)) return false;
   pending = new Map(pending).set(server.id, action);
   changed();
@@ -55,30 +56,30 @@ export async function runAction(server: ServerRecord, action: Action): Promise<b
       case 'restart': {
         const answer = await (action === 'start' ? startServer : restartServer)(server.id);
         // 202: still starting when the service stopped waiting; its message says so.
-        notify(answer.data.status === 'running' ? `${words.done} ${server.name}` : answer.message, answer.data.status === 'running' ? 'success' : 'info');
+        notify(answer.data.status === 'running' ? `${words.done} ${label}` : answer.message, answer.data.status === 'running' ? 'success' : 'info');
         break;
       }
       case 'stop': {
         const answer = await stopServer(server.id);
-        notify(answer.data.status === 'stopped' ? `${words.done} ${server.name}` : answer.message, answer.data.status === 'stopped' ? 'success' : 'info');
+        notify(answer.data.status === 'stopped' ? `${words.done} ${label}` : answer.message, answer.data.status === 'stopped' ? 'success' : 'info');
         break;
       }
       case 'refresh': {
         const answer = await refreshServer(server.id);
         notify(answer.updated
-          ? `${words.done} ${server.name}: ${answer.old_status} → ${answer.new_status}`
-          : `${words.done} ${server.name}: still ${answer.new_status}`);
+          ? `${words.done} ${label}: ${answer.old_status} → ${answer.new_status}`
+          : `${words.done} ${label}: still ${answer.new_status}`);
         break;
       }
       case 'delete': {
         const answer = await deleteServer(server.id);
-        notify(/deleted$/.test(answer.message) ? `${words.done} ${server.name}` : answer.message);
+        notify(/deleted$/.test(answer.message) ? `${words.done} ${label}` : answer.message);
         break;
       }
     }
     return true;
   } catch (error) {
-    notifyError(error, `${words.failed} ${server.name}`);
+    notifyError(error, `${words.failed} ${label}`);
     return false;
   } finally {
     pending = new Map(pending);

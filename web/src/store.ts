@@ -45,12 +45,6 @@ export function useServers(): ServersState {
   return value;
 }
 
-/** One server, or undefined (unknown id, or not listed yet: see `loaded`). */
-export function useServer(id: string): { server: ServerRecord | undefined; loaded: boolean } {
-  const { servers, loaded } = useServers();
-  return { server: servers.get(id), loaded };
-}
-
 const clockListeners = new Set<(now: number) => void>();
 let clock: ReturnType<typeof setInterval> | undefined;
 

@@ -1,78 +1,124 @@
-// A server's action buttons (its row's and its page's), the Delete confirmation, and its links.
+// A server's actions: on its page every button in a bar; in its table row the one action a person
+// came for (Open a running editor, Start a stopped one) and a menu with the rest. Both ask before
+// Delete. Accessible names carry the server's label, so equal display names stay apart.
 import { useState } from 'preact/hooks';
 import { ACTION_WORDS, allowed, runAction, usePending, type Action } from '../actions.ts';
 import { editorUrl } from '../api/servers.ts';
 import type { ServerRecord } from '../api/types.ts';
 import { Dialog } from './dialog.tsx';
+import { MenuButton, type MenuItem } from './menu.tsx';
 
 export interface ServerActionsProps {
   server: ServerRecord;
-  /** Links to the server's logs and editor (the row shows both; the page its own Logs link). */
-  links?: boolean;
+  /** How the server is named: "Hello", or "Hello (hello-2)" where display names collide. */
+  label: string;
   /** Called once the server is deleted (the server page goes back to the list). */
   onDeleted?: () => void;
-  /** Small buttons, as in a table row. */
-  compact?: boolean;
 }
 
 const ORDER: Action[] = ['start', 'stop', 'restart', 'refresh', 'delete'];
 
-export function ServerActions({ server, links = true, onDeleted, compact = true }: ServerActionsProps) {
-  const size = compact ? ' small' : '';
+/** The action running for the server, what its status allows, and Delete behind a confirmation. */
+function useServerActions({ server, label, onDeleted }: ServerActionsProps) {
   const { pending } = usePending();
   const [confirming, setConfirming] = useState(false);
   const running = pending.get(server.id);
   const can = allowed(server);
-
-  const click = (action: Action) => {
+  const act = (action: Action) => {
     if (action === 'delete') setConfirming(true);
-    else void runAction(server, action);
+    else void runAction(server, action, label);
   };
   const confirmDelete = async () => {
     setConfirming(false);
-    if (await runAction(server, 'delete')) onDeleted?.();
+    if (await runAction(server, 'delete', label)) onDeleted?.();
   };
+  const dialog = (
+    <Dialog title={`Delete ${label}?`} open={confirming} onClose={() => setConfirming(false)}>
+      <p>
+        This stops its editor and removes its manifest, its workspace folder and its logs. It cannot be undone.
+      </p>
+      <div class="dialog-buttons">
+        <button type="button" onClick={() => setConfirming(false)} autoFocus>Cancel</button>
+        <button type="button" class="danger" onClick={confirmDelete}>Delete</button>
+      </div>
+    </Dialog>
+  );
+  return { running, can, act, dialog };
+}
+
+/** One action's button: its word (its progress word while it runs), then the server's label for assistive technology. */
+function ActionButton({ action, label, running, onClick, extra = '' }: {
+  action: Action; label: string; running: Action | undefined; onClick: () => void; extra?: string;
+}) {
+  const words = ACTION_WORDS[action];
+  return (
+    <button
+      type="button"
+      class={`${extra}${action === 'delete' ? ' danger' : ''}`.trim() || undefined}
+      disabled={running !== undefined}
+      aria-busy={running === action ? 'true' : undefined}
+      onClick={onClick}
+    >
+      {running === action ? words.progress : words.label}
+      <span class="visually-hidden"> {label}</span>
+    </button>
+  );
+}
+
+/** The server page's bar: every action the status allows; the running one stays, showing progress. */
+export function ServerActions(props: ServerActionsProps) {
+  const { running, can, act, dialog } = useServerActions(props);
+  return (
+    <div class="row-actions">
+      {ORDER.map((action) => (can[action] || running === action) && (
+        <ActionButton key={action} action={action} label={props.label} running={running} onClick={() => act(action)} />
+      ))}
+      {dialog}
+    </div>
+  );
+}
+
+/** The one action shown in a row: Start for a server that can start, else none. */
+function primaryAction(server: ServerRecord): Action | undefined {
+  return allowed(server).start ? 'start' : undefined;
+}
+
+/**
+ * A table row's actions: the action in progress, or Open (running) or Start (stopped, failed),
+ * then "More actions for {label}", a menu of the others (Logs among them).
+ */
+export function RowActions(props: ServerActionsProps) {
+  const { server, label } = props;
+  const { running, can, act, dialog } = useServerActions(props);
+  const open = server.status === 'running' && server.port !== null;
+  const primary = primaryAction(server);
+
+  const items: MenuItem[] = [];
+  for (const action of ORDER) {
+    if (!can[action] || action === primary || action === 'delete') continue;
+    items.push({ key: action, text: ACTION_WORDS[action].label, label: ACTION_WORDS[action].label, disabled: running !== undefined, onSelect: () => act(action) });
+  }
+  items.push({ key: 'logs', text: 'Logs', label: 'Logs', href: `#/logs/${encodeURIComponent(server.id)}` });
+  items.push({ key: 'delete', text: 'Delete', label: 'Delete…', danger: true, disabled: running !== undefined, onSelect: () => act('delete') });
 
   return (
     <div class="row-actions">
-      {ORDER.map((action) => {
-        // The running action stays visible; the others show only when the status allows them.
-        if (!can[action] && running !== action) return null;
-        const words = ACTION_WORDS[action];
-        return (
-          <button
-            key={action}
-            type="button"
-            class={`${size}${action === 'delete' ? ' danger' : ''}`.trim() || undefined}
-            disabled={running !== undefined}
-            aria-busy={running === action ? 'true' : undefined}
-            onClick={() => click(action)}
-          >
-            {running === action ? words.progress : words.label}
-            <span class="visually-hidden"> {server.name}</span>
-          </button>
-        );
-      })}
-      {links && (
-        <a class={`button${size}`} href={`#/logs/${encodeURIComponent(server.id)}`}>
-          Logs<span class="visually-hidden"> for {server.name}</span>
-        </a>
-      )}
-      {links && server.status === 'running' && server.port !== null && (
-        <a class={`button${size} primary`} href={editorUrl(server.port)} target="_blank" rel="noopener noreferrer">
-          Open<span class="visually-hidden"> {server.name}</span>
-          <span aria-hidden="true"> ↗</span>
-        </a>
-      )}
-      <Dialog title={`Delete ${server.name}?`} open={confirming} onClose={() => setConfirming(false)}>
-        <p>
-          This stops its editor and removes its manifest, its workspace folder and its logs. It cannot be undone.
-        </p>
-        <div class="dialog-buttons">
-          <button type="button" onClick={() => setConfirming(false)} autoFocus>Cancel</button>
-          <button type="button" class="danger" onClick={confirmDelete}>Delete</button>
-        </div>
-      </Dialog>
+      <span class="primary-slot">
+        {running !== undefined ? (
+          <ActionButton action={running} label={label} running={running} onClick={() => undefined} extra="small" />
+        ) : open ? (
+          <a class="button small primary" href={editorUrl(server.port!)} target="_blank" rel="noopener noreferrer">
+            Open<span class="visually-hidden"> {label}</span>
+            <span aria-hidden="true"> ↗</span>
+          </a>
+        ) : primary ? (
+          <ActionButton action={primary} label={label} running={running} onClick={() => act(primary)} extra="small primary" />
+        ) : null}
+      </span>
+      <MenuButton label={`More actions for ${label}`} class="small more" items={items}>
+        <span aria-hidden="true">⋯</span>
+      </MenuButton>
+      {dialog}
     </div>
   );
 }

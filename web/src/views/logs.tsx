@@ -5,6 +5,7 @@ import { memo } from 'preact/compat';
 import { useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { formatLogLine, openLogStream, type LogLine, type StreamState } from '../api/logs.ts';
 import { formatExact } from '../components/format.ts';
+import { serverNames } from '../components/names.tsx';
 import { useServers } from '../store.ts';
 import './logs.css';
 
@@ -69,10 +70,13 @@ export function LogsView(props: { serverId?: string }) {
     setPaused(next);
   }
 
+  // Each line names its server as the table does: equal display names with their manifest names.
+  const names = serverNames(servers);
+  const serverOf = (line: LogLine) => names.get(line.server_id)?.label ?? line.server_name;
   const query = search.trim().toLowerCase();
   const shown = useMemo(() => lines.current.filter((line) =>
-    (!level || line.level.toLowerCase() === level) && (!query || line.message.toLowerCase().includes(query) || line.server_name.toLowerCase().includes(query)),
-  ), [lines.current, level, query]);
+    (!level || line.level.toLowerCase() === level) && (!query || line.message.toLowerCase().includes(query) || serverOf(line).toLowerCase().includes(query)),
+  ), [lines.current, level, query, names]);
 
   // Follow the newest line unless the reader has scrolled up.
   useLayoutEffect(() => {
@@ -94,16 +98,17 @@ export function LogsView(props: { serverId?: string }) {
     if (box.current) box.current.scrollTop = box.current.scrollHeight;
   }
 
-  const list = [...servers.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const list = [...servers.values()].sort((a, b) => a.name.localeCompare(b.name) || a.manifest.localeCompare(b.manifest));
   const current = serverId ? servers.get(serverId) : undefined;
+  const currentLabel = current ? names.get(current.id)?.label ?? current.name : undefined;
   const unknown = serverId !== undefined && loaded && current === undefined;
 
   function download() {
-    const text = lines.current.map((line) => formatLogLine(line, !serverId)).join('\n') + (lines.current.length ? '\n' : '');
+    const text = lines.current.map((line) => formatLogLine({ ...line, server_name: serverOf(line) }, !serverId)).join('\n') + (lines.current.length ? '\n' : '');
     const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
     const a = document.createElement('a');
     a.href = url;
-    a.download = serverId ? `${fileSafe(current?.name ?? serverId)}-logs.txt` : 'all-servers-logs.txt';
+    a.download = serverId ? `${fileSafe(currentLabel ?? serverId)}-logs.txt` : 'all-servers-logs.txt';
     document.body.append(a);
     a.click();
     a.remove();
@@ -119,7 +124,7 @@ export function LogsView(props: { serverId?: string }) {
           <select id={`${id}-server`} value={serverId ?? ''}
             onChange={(e) => { const v = e.currentTarget.value; location.hash = v ? `#/logs/${encodeURIComponent(v)}` : '#/logs'; }}>
             <option value="">All servers</option>
-            {list.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+            {list.map((s) => <option key={s.id} value={s.id}>{names.get(s.id)?.label ?? s.name}</option>)}
             {serverId && !current && <option value={serverId}>{loaded ? `unknown server ${serverId}` : 'loading…'}</option>}
           </select>
         </div>
@@ -143,7 +148,7 @@ export function LogsView(props: { serverId?: string }) {
 
       <p class="lv-status">
         <span class={`lv-dot ${stream.state}`} aria-hidden="true" />
-        {stream.state === 'live' && (serverId ? `Live: ${current?.name ?? serverId}` : 'Live: all servers')}
+        {stream.state === 'live' && (serverId ? `Live: ${currentLabel ?? serverId}` : 'Live: all servers')}
         {stream.state === 'connecting' && 'Connecting to the log stream…'}
         {stream.state === 'waiting' && `Disconnected (${stream.reason}); reconnecting in ${Math.round(stream.retryInMs / 1000)} s`}
         {' · '}
@@ -167,7 +172,7 @@ export function LogsView(props: { serverId?: string }) {
                 : 'No log lines yet: lines show here as the editor prints them and as the controller creates, starts and stops it.'}
             </p>
           )}
-          {shown.map((line) => <LogRow key={line.seq} line={line} query={query} withServer={!serverId} />)}
+          {shown.map((line) => <LogRow key={line.seq} line={line} server={serverOf(line)} query={query} withServer={!serverId} />)}
         </div>
         {!following && shown.length > 0 && (
           <button type="button" class="lv-jump primary" onClick={jumpToLatest}>Jump to latest</button>
@@ -177,14 +182,14 @@ export function LogsView(props: { serverId?: string }) {
   );
 }
 
-const LogRow = memo(function LogRow({ line, query, withServer }: { line: Entry; query: string; withServer: boolean }) {
+const LogRow = memo(function LogRow({ line, server, query, withServer }: { line: Entry; server: string; query: string; withServer: boolean }) {
   const date = new Date(line.timestamp);
   const valid = !Number.isNaN(date.getTime());
   return (
     <div class={`lv-line lv-${line.level.toLowerCase()}`}>
       {valid ? <time dateTime={line.timestamp} title={formatExact(date)}>{clock.format(date)}</time> : <span class="lv-time">{line.timestamp}</span>}
       {' '}<span class="lv-level">{line.level}</span>
-      {withServer && <>{' '}<span class="lv-server">{highlight(line.server_name, query)}</span></>}
+      {withServer && <>{' '}<span class="lv-server">{highlight(server, query)}</span></>}
       {' '}<span class="lv-source">{line.source}</span>
       {' '}<span class="lv-msg">{highlight(line.message, query)}</span>
     </div>

@@ -6,13 +6,15 @@ import { getEvents, getManifest } from '../api/servers.ts';
 import type { Condition, ServerEvent, ServerRecord } from '../api/types.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
 import { ServerActions } from '../components/server-actions.tsx';
-import { StatusBadge } from '../components/status.tsx';
+import { nameOf, ServerNameText } from '../components/names.tsx';
+import { preparing, StatusBadge } from '../components/status.tsx';
 import { RelativeTime } from '../components/time.tsx';
-import { useNow, useServer } from '../store.ts';
+import { useNow, useServers } from '../store.ts';
 import { uptimeSeconds } from './servers.tsx';
 
 export function ServerPage({ id }: { id: string }) {
-  const { server, loaded } = useServer(id);
+  const { servers, loaded } = useServers();
+  const server = servers.get(id);
   if (!loaded) return <p class="empty" aria-busy="true">Loading…</p>;
   if (!server) {
     return (
@@ -23,7 +25,7 @@ export function ServerPage({ id }: { id: string }) {
       </div>
     );
   }
-  return <ServerDetails server={server} />;
+  return <ServerDetails server={server} servers={servers} />;
 }
 
 /** What changes when the controller acts: stats (CPU, memory) alone do not refetch events. */
@@ -50,7 +52,8 @@ function useFetched<T>(load: () => Promise<T>, key: string): { value?: T; error?
   return state;
 }
 
-function ServerDetails({ server }: { server: ServerRecord }) {
+function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map<string, ServerRecord> }) {
+  const name = nameOf(server, servers);
   const now = useNow();
   const key = `${server.id}:${changeKey(server)}`;
   const events = useFetched(() => getEvents(server.id), key);
@@ -61,10 +64,10 @@ function ServerDetails({ server }: { server: ServerRecord }) {
 
   return (
     <>
-      <p class="crumbs"><a href="#/">Servers</a> <span aria-hidden="true">›</span> {server.name}</p>
+      <p class="crumbs"><a href="#/">Servers</a> <span aria-hidden="true">›</span> {name.label}</p>
       <div class="page-head">
         <div>
-          <h1 tabIndex={-1}>{server.name}</h1>
+          <h1 tabIndex={-1}><ServerNameText name={name} /></h1>
           <p class="status-line">
             <StatusBadge status={server.status} />
             {server.reason && <span class="reason"> {server.reason}</span>}
@@ -72,7 +75,7 @@ function ServerDetails({ server }: { server: ServerRecord }) {
           </p>
         </div>
         <div class="toolbar">
-          <ServerActions server={server} links={false} compact={false} onDeleted={() => (location.hash = '#/')} />
+          <ServerActions server={server} label={name.label} onDeleted={() => (location.hash = '#/')} />
           <a class="button" href={`#/logs/${encodeURIComponent(server.id)}`}>Logs</a>
           {server.status === 'running' && server.port !== null && (
             <a class="button primary" href={`vscode/${server.port}/`} target="_blank" rel="noopener noreferrer">
@@ -242,11 +245,12 @@ function EventsTable({ events }: { events: ServerEvent[] }) {
  * a step done) and their messages; undefined once the server is settled.
  */
 function provisioning(server: ServerRecord, conditions: Condition[]): { label: string; done?: number; total: number; detail?: string } | undefined {
-  if (server.status !== 'provisioning' && server.status !== 'starting') return undefined;
+  // The status word says `stopped` while a server is prepared: the phase tells the progress.
+  if (server.status !== 'provisioning' && server.status !== 'starting' && !preparing(server)) return undefined;
   const steps = conditions.filter((c) => c.type !== 'Ready');
   const done = steps.filter((c) => c.status === 'True').length;
   const waiting = steps.find((c) => c.status !== 'True');
-  const label = server.status === 'starting' ? 'Starting the editor' : 'Provisioning';
+  const label = preparing(server) || server.status === 'provisioning' ? 'Provisioning' : 'Starting the editor';
   return {
     label,
     done: steps.length === 0 ? undefined : done,

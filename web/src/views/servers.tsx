@@ -3,7 +3,8 @@ import { useMemo, useState } from 'preact/hooks';
 import type { ServerRecord } from '../api/types.ts';
 import { runRefreshAll, usePending } from '../actions.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
-import { ServerActions } from '../components/server-actions.tsx';
+import { nameOf, ServerNameText, type ServerName } from '../components/names.tsx';
+import { RowActions } from '../components/server-actions.tsx';
 import { ServerStatus } from '../components/status.tsx';
 import { useNow, useServers } from '../store.ts';
 import { CreateServerDialog } from './create-dialog.tsx';
@@ -53,13 +54,14 @@ function compare(a: ServerRecord, b: ServerRecord, column: Column, direction: 1 
   if (x === null && y !== null) return 1;
   if (y === null && x !== null) return -1;
   if (x !== null && y !== null && x !== y) return (x < y ? -1 : 1) * direction;
-  return a.name.localeCompare(b.name) || a.id.localeCompare(b.id);
+  // Equal names: by manifest name, which tells them apart on screen.
+  return a.name.localeCompare(b.name) || a.manifest.localeCompare(b.manifest) || a.id.localeCompare(b.id);
 }
 
 function matches(server: ServerRecord, filter: string): boolean {
   if (!filter) return true;
   const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
-  const text = [server.name, server.status, server.reason ?? '', server.owner ?? ''].join(' ').toLowerCase();
+  const text = [server.name, server.manifest, server.status, server.reason ?? '', server.owner ?? ''].join(' ').toLowerCase();
   return words.every((word) => text.includes(word));
 }
 
@@ -126,7 +128,8 @@ export function ServersView() {
               : `${rows.length} of ${servers.size} servers match`}
           </p>
           <CapacitySummary servers={[...servers.values()]} />
-          <div class="table-scroll" tabIndex={0} role="group" aria-label="Servers table, scrolls sideways">
+          {/* Scrolls sideways only in a narrow window, with the names and the actions kept in view. */}
+          <div class="table-scroll servers-scroll" tabIndex={0} role="group" aria-label="Servers table">
             <table class="servers" aria-label="Servers">
               <thead>
                 <tr>
@@ -150,7 +153,7 @@ export function ServersView() {
                 </tr>
               </thead>
               <tbody>
-                {rows.map((server) => <ServerRow key={server.id} server={server} now={now} />)}
+                {rows.map((server) => <ServerRow key={server.id} server={server} name={nameOf(server, servers)} now={now} />)}
               </tbody>
             </table>
           </div>
@@ -168,13 +171,13 @@ export function ServersView() {
   );
 }
 
-function ServerRow({ server, now }: { server: ServerRecord; now: number }) {
+function ServerRow({ server, name, now }: { server: ServerRecord; name: ServerName; now: number }) {
   const uptime = uptimeSeconds(server, now);
   const live = server.pid !== null;
   return (
     <tr>
       <td class="col-name">
-        <a href={`#/servers/${encodeURIComponent(server.id)}`} class="server-name">{server.name}</a>
+        <a href={`#/servers/${encodeURIComponent(server.id)}`} class="server-name"><ServerNameText name={name} /></a>
         {server.manifest_errors?.length ? <span class="warn-mark" title="Its manifest has errors"> ⚠ manifest errors</span> : null}
       </td>
       <td class="col-status"><ServerStatus server={server} /></td>
@@ -187,7 +190,7 @@ function ServerRow({ server, now }: { server: ServerRecord; now: number }) {
         {extensionsSummary(server)}
       </td>
       <td class="col-owner">{server.owner ?? <span class="muted">—</span>}</td>
-      <td class="col-actions"><ServerActions server={server} /></td>
+      <td class="col-actions"><RowActions server={server} label={name.label} /></td>
     </tr>
   );
 }
