@@ -192,7 +192,11 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       serverOn: (port, req) => {
         const name = port === servicePort ? undefined : ports.owner(port);
         const server = serverNamed(name);
-        return name !== undefined && server && access.sees(req, server) ? { name, displayName: displayNameOf(server) } : undefined;
+        if (name === undefined || !server || !access.sees(req, server)) return undefined;
+        // Display names may repeat: then the manifest name tells this one apart, as the dashboard does.
+        const display = displayNameOf(server);
+        const shared = [...reconciler.records.values()].some((r) => r.name !== name && r.server && displayNameOf(r.server).toLowerCase() === display.toLowerCase());
+        return { name, displayName: shared ? `${display} (${name})` : display };
       },
       wakeState: (name) => reconciler.wakeState(name),
       wake: (name, why) => reconciler.wake(name, why),

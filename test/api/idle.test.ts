@@ -148,6 +148,17 @@ describe('idle autostop', () => {
 });
 
 describe('wake on open', () => {
+  it('names the server on its starting page apart from another of the same display name', async () => {
+    const started = await runningServer(service, 'twin-a', 2);
+    // A second server with the same display name, as two creates of "twin-a" would make.
+    await fs.writeFile(file(service, 'twin-b'), ['apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata:', '  name: twin-b',
+      'spec:', '  displayName: twin-a', '  running: false', ''].join('\n'));
+    await eventually(() => byManifest(service, 'twin-b'));
+    await idleStopped(service, 'twin-a');
+    const html = await (await open(started.port)).text();
+    expect(html).toContain('Starting twin-a (twin-a)…');
+  }, 60_000);
+
   it('starts an idle-stopped editor when it is opened: a starting page, then the editor', async () => {
     const started = await runningServer(service, 'wake-me', 3);
     await idleStopped(service, 'wake-me');
