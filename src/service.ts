@@ -41,6 +41,7 @@ import type { EditorEndpoint } from './runtime/processes.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
 import { Capacity } from './controller/capacity.ts';
 import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
+import { openApiRouter } from './api/openapi/index.ts';
 import { templatesHealth } from './api/routes/templates.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { configHealthSection, configRouter } from './api/routes/config.ts';
@@ -272,6 +273,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
       health,
+      // GET /openapi.json: this API described for machines.
+      openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
       configRouter(live, defaultGitSchemes(!settings.requireIdentity)),
       syncRouter(gitops),

@@ -1,0 +1,294 @@
+// The response shapes of the REST API as JSON Schemas (OpenAPI 3.1 speaks JSON Schema 2020-12),
+// field for field as src/api/views.ts and the route handlers send them. The request bodies are not
+// here: they are the files of schemas/api/, read as they are (document.ts).
+
+type Schema = Record<string, unknown>;
+
+export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const nullable = (type: string, more: Schema = {}): Schema => ({ type: [type, 'null'], ...more });
+const strings: Schema = { type: 'array', items: { type: 'string' } };
+const object = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), more: Schema = {}): Schema =>
+  ({ type: 'object', required, properties, ...more });
+/** `{status: "success", data}`: the envelope most answers use. */
+const envelope = (data: Schema, more: Record<string, Schema> = {}, required: string[] = []): Schema =>
+  object({ status: { const: 'success' }, ...more, data }, ['status', ...required, 'data']);
+
+const STATUS = {
+  type: 'string',
+  description: 'The server\'s status word: `stopped` (also while its workspace and extensions are prepared), `starting`, `running`, `stopping` or `failed`.',
+};
+const PHASE = {
+  enum: ['Pending', 'Provisioning', 'Stopped', 'Starting', 'Running', 'Stopping', 'Failed', 'Terminating'],
+  description: 'The controller\'s phase (status.phase of the manifest).',
+};
+const UID = { type: 'string', description: 'The server\'s id: a UUID, or the uid a hand-written manifest gave it.' };
+const TIME = { type: 'string', format: 'date-time' };
+
+export const SCHEMAS: Record<string, Schema> = {
+  Error: object({
+    status: { const: 'error' },
+    error: object({
+      code: { type: 'string', description: 'A stable code, such as SERVER_NOT_FOUND, INVALID_BODY or PORT_TAKEN.' },
+      message: { type: 'string', description: 'What went wrong and what to change.' },
+      details: { description: 'More about the error where there is more, such as `{problems: [...]}` for an invalid body.' },
+    }, ['code', 'message']),
+  }, ['status', 'error'], { description: 'Every refusal and failure, from every part of the service (API, proxy, WebSocket handshakes).' }),
+
+  Condition: object({
+    type: { type: 'string', description: 'WorkspaceReady, ExtensionsInstalled, Ready…' },
+    status: { enum: ['True', 'False', 'Unknown'] },
+    reason: { type: 'string' },
+    message: { type: 'string' },
+    lastTransitionTime: TIME,
+  }, ['type', 'status', 'lastTransitionTime']),
+
+  ExtensionStatus: object({
+    id: { type: 'string' },
+    state: { enum: ['Installed', 'Failed'] },
+    version: { type: 'string' },
+    message: { type: 'string', description: 'Why the install failed.' },
+  }, ['id', 'state']),
+
+  ServerRecord: object({
+    id: UID,
+    name: { type: 'string', description: 'The display name (spec.displayName, else the manifest name).' },
+    port: nullable('integer', { description: 'The editor\'s port; null until one is assigned.' }),
+    workspace_path: nullable('string', { description: 'The workspace folder; null until it is made.' }),
+    extensions: { ...strings, description: 'Extension ids of spec.extensions.' },
+    status: STATUS,
+    pid: nullable('integer', { description: 'null when no editor process runs.' }),
+    start_time: nullable('string', { format: 'date-time', description: 'When the running editor started; null when none runs.' }),
+    uptime: { type: 'number', description: 'Seconds since start_time, fractional; 0 when none runs.' },
+    cpu_percent: { type: 'number' },
+    memory_mb: { type: 'number' },
+    manifest: { type: 'string', description: 'The manifest name (metadata.name), unique like the id.' },
+    owner: nullable('string', { description: 'Who created it (the devbox.dev/owner annotation); null when nobody signed in did.' }),
+    phase: PHASE,
+    reason: nullable('string'),
+    message: nullable('string'),
+    restart_policy: { enum: ['Never', 'OnFailure', 'Always'] },
+    idle_timeout_seconds: nullable('number', { description: 'spec.idleTimeoutSeconds; null: the config\'s editor.idleTimeoutSeconds applies.' }),
+    idle_stopped_at: nullable('string', { format: 'date-time', description: 'When the controller stopped it for idleness.' }),
+    extension_status: { type: 'array', items: ref('ExtensionStatus') },
+    conditions: { type: 'array', items: ref('Condition') },
+    generation: nullable('integer', { description: 'Spec changes counted (metadata.generation).' }),
+    observed_generation: nullable('integer', { description: 'The last generation the controller has acted on.' }),
+    manifest_errors: { ...strings, description: 'Present when the manifest file is invalid: its problems.' },
+  }, ['id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb', 'manifest', 'phase']),
+
+  CreatedServer: object({
+    id: UID,
+    name: { type: 'string' },
+    port: nullable('integer'),
+    workspace_path: nullable('string'),
+    extensions: strings,
+    status: STATUS,
+    pid: nullable('integer', { description: 'null: a new server is stopped.' }),
+  }, undefined, { description: 'The create operations\' answer: a subset of the server record.' }),
+
+  WorkspaceCreated: object({
+    id: UID,
+    name: { type: 'string' },
+    port: nullable('integer'),
+    workspace_path: nullable('string'),
+    status: STATUS,
+  }),
+
+  Lifecycle: object({
+    id: UID,
+    status: STATUS,
+    pid: nullable('integer'),
+  }, undefined, { description: '`data` of start, stop, restart and the multi-step routes.' }),
+
+  LifecycleEnvelope: object({
+    status: { const: 'success' },
+    message: { type: 'string', description: 'What happened, naming the server: `server "Data pipeline" started on port 8012`.' },
+    data: ref('Lifecycle'),
+  }),
+
+  Deleted: object({
+    status: { const: 'success' },
+    message: { type: 'string' },
+    data: object({ id: UID }),
+  }),
+
+  ExtensionResults: object({
+    status: { const: 'success' },
+    message: { type: 'string' },
+    data: ref('Lifecycle'),
+    results: {
+      type: 'array',
+      description: 'Each extension the request named: Installed, Failed (with code-server\'s reason; the request still succeeds) or, with 202, Pending.',
+      items: object({
+        id: { type: 'string' },
+        state: { enum: ['Installed', 'Failed', 'Pending'] },
+        version: { type: 'string' },
+        message: { type: 'string' },
+      }, ['id', 'state']),
+    },
+  }),
+
+  WorkspaceCloned: object({
+    status: { const: 'success' },
+    message: { type: 'string' },
+    data: ref('Lifecycle'),
+    workspace_path: { type: 'string' },
+  }),
+
+  ServerHealth: envelope(object({
+    status: STATUS,
+    http_healthy: { type: 'boolean', description: 'Whether the editor\'s /healthz answered.' },
+    cpu_percent: { type: 'number' },
+    memory_mb: { type: 'number' },
+    uptime_seconds: { type: 'number' },
+    process_exists: { type: 'boolean' },
+  })),
+
+  RefreshResult: object({
+    status: { const: 'success' },
+    id: UID,
+    name: { type: 'string' },
+    port: nullable('integer'),
+    old_status: { type: 'string' },
+    new_status: { type: 'string', description: 'A status word, or `deleted` when the server went meanwhile.' },
+    pid_status: { type: 'string', description: 'Whether the recorded process exists, in words.' },
+    healthz_status: { type: 'string', description: 'What /healthz on the server\'s port answered, in words.' },
+    updated: { type: 'boolean', description: 'true when new_status differs from old_status.' },
+  }),
+
+  RefreshAll: object({
+    status: { const: 'success' },
+    total_servers: { type: 'integer' },
+    updated: { type: 'integer', description: 'How many servers\' status changed.' },
+    message: { type: 'string' },
+    servers: { type: 'array', items: ref('RefreshResult') },
+  }),
+
+  ServerLogs: envelope(object({
+    logs: { ...strings, description: 'Lines `2026-11-22T06:00:01.123Z [INFO] [server] text`, oldest first.' },
+  })),
+
+  ServerEvents: envelope(object({
+    events: {
+      type: 'array',
+      description: 'What recently happened to the server (phases, reasons, conditions), oldest first.',
+      items: object({ time: TIME, type: { enum: ['Normal', 'Warning'] }, reason: { type: 'string' }, message: { type: 'string' } }),
+    },
+  })),
+
+  ServerManifest: envelope(object({
+    file: { type: 'string', description: 'The manifest file\'s path.' },
+    yaml: { type: 'string', description: 'Its text as it is on disk.' },
+  })),
+
+  ManifestEntry: object({
+    name: { type: 'string' },
+    file: { type: 'string' },
+    id: nullable('string'),
+    valid: { type: 'boolean' },
+    errors: strings,
+    warnings: { ...strings, description: 'What the controller noticed: a copied uid or status, a missing file or folder.' },
+  }),
+
+  FileProblem: object({
+    file: { type: 'string' },
+    line: nullable('integer'),
+    column: nullable('integer'),
+    problem: { type: 'string' },
+  }),
+
+  Template: object({
+    id: { type: 'string' },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    tab: { type: 'string' },
+    extension_groups: strings,
+    extensions_groups: { ...strings, description: 'The same list as extension_groups, under the key existing clients read.' },
+    extensions: strings,
+    settings: { type: 'object' },
+    restart_policy: { enum: ['Never', 'OnFailure', 'Always'] },
+    thumbnail_url: nullable('string'),
+    github_url: nullable('string'),
+    icon_links: { type: 'array', items: object({ lucide_icon: { type: 'string' }, url: { type: 'string' } }) },
+    version: { type: 'string' },
+    workspace_source: {
+      oneOf: [
+        { type: 'null' },
+        object({ type: { const: 'git' }, url: { type: 'string' }, ref: nullable('string') }),
+        object({ type: { const: 'archive' }, path: { type: 'string' } }),
+      ],
+    },
+  }),
+
+  Templates: envelope(object({
+    tabs: { type: 'array', items: object({ name: { type: 'string' }, items: { type: 'array', items: ref('Template') } }) },
+  }), { errors: { type: 'array', items: ref('FileProblem'), description: 'Present when a template file is invalid.' } }),
+
+  Config: envelope(object({
+    extension_groups: {
+      type: 'object',
+      additionalProperties: object({ name: { type: 'string' }, description: { type: 'string' }, extensions: strings, user_settings: { type: 'object' } }, ['extensions']),
+    },
+    server: object({
+      port_range: object({ min: { type: 'integer' }, max: { type: 'integer' } }),
+      start_timeout_seconds: { type: 'number' },
+      ready_timeout_seconds: { type: 'number' },
+      stop_grace_seconds: { type: 'number' },
+      default_restart_policy: { type: 'string' },
+      git_schemes: strings,
+      clone_timeout_seconds: { type: 'number' },
+      max_upload_mb: { type: 'number' },
+    }),
+    ui: object({
+      title: { type: 'string' },
+      default_extension_groups: strings,
+      max_upload_mb: { type: 'number' },
+      archive_types: strings,
+    }),
+    packaged_assets: { type: 'object' },
+  }), {
+    source: object({
+      file: nullable('string'),
+      loaded_at: TIME,
+      errors: { type: 'array', items: ref('FileProblem'), description: 'What is wrong with the config file now (the config in use is the last valid one).' },
+      pending_restart: { ...strings, description: 'Settings changed in the file that take effect at the next start.' },
+    }),
+  }, ['source']),
+
+  SyncResult: object({
+    status: { const: 'success' },
+    message: { type: 'string' },
+    data: object({
+      templates: nullable('object', { description: 'The templates repository\'s sync state; null when none is configured.' }),
+      manifests: nullable('object', { description: 'The manifests repository\'s sync state; null when none is configured.' }),
+    }),
+  }),
+
+  ServiceHealth: object({
+    status: { enum: ['healthy', 'degraded'] },
+    version: { type: 'string' },
+    uptime_seconds: { type: 'number' },
+    servers: { type: 'integer' },
+    editor: { type: 'string', description: 'The code-server binary in use.' },
+    memory_mb: object({ rss: { type: 'number' }, heap_used: { type: 'number' }, heap_total: { type: 'number' }, external: { type: 'number' } }),
+    problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
+  }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
+    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, capacity, and assistant and assistant_router when deployed.',
+    additionalProperties: { type: 'object' },
+  }),
+
+  WatchEvent: object({
+    type: { enum: ['ADDED', 'MODIFIED', 'DELETED', 'SYNCED'] },
+    object: { anyOf: [ref('ServerRecord'), { type: 'null' }], description: 'The server record; null for SYNCED.' },
+  }, undefined, { description: 'The `data:` of one server-sent event of GET /servers?watch=1.' }),
+
+  LogMessage: object({
+    type: { const: 'log' },
+    server_id: UID,
+    server_name: { type: 'string' },
+    level: { enum: ['INFO', 'WARN', 'ERROR'] },
+    source: { enum: ['server', 'controller'] },
+    message: { type: 'string' },
+    timestamp: TIME,
+  }, undefined, { description: 'One text frame of the log streams.' }),
+};
