@@ -1,0 +1,188 @@
+// The snapshot engine: incremental snapshots of servers into a SnapshotStore, restores, and the
+// store's housekeeping (retention, deletion marks, purge, garbage collection). One snapshot or
+// restore per server at a time; every store request goes through one bounded, retrying client.
+import { Catalog } from './catalog.ts';
+import { collectGarbage } from './garbage.ts';
+import { assertServerName, deletedMarkKey, indexKey, timeOfId } from './keys.ts';
+import { forEachLimited } from './limit.ts';
+import { IndexCache } from './local-cache.ts';
+import type { AfterRead } from './read-file.ts';
+import { restoreSnapshot, type RestoreContext } from './restore.ts';
+import { takeSnapshot, type SnapshotContext } from './snapshots.ts';
+import { StoreClient } from './store-client.ts';
+import type { RestoreResult, SnapshotInfo, SnapshotRoot, SnapshotSources, SnapshotStore } from './types.ts';
+
+export interface EngineOptions {
+  store: SnapshotStore;
+  /** A local folder of the engine's own (e.g. <data>/persistence): the last index per server, to skip hashing unchanged files. Losing it only costs time. */
+  cacheDir: string;
+  /** Store requests in flight at once, across all servers (default 8). */
+  concurrency?: number;
+  /** Target pack size (default 8 MiB). */
+  packBytes?: number;
+  /** Files below are packed together (default 1 MiB); larger ones are objects of their own. */
+  smallFileBytes?: number;
+  /** Largest object a file is cut into (default packBytes): bounds memory, and the size of one request. */
+  chunkBytes?: number;
+  /** Committed snapshots kept per server (default 10; older indexes deleted after a commit). */
+  keepSnapshots?: number;
+  /** Files read at once while snapshotting, and local writes at once while restoring (default 16). */
+  fileConcurrency?: number;
+  /** Pauses before retrying a transient store failure; its length is the number of retries (default [250, 1000]). */
+  retryDelaysMs?: number[];
+  /** Unreferenced objects younger than this are kept by garbage collection (default 1 hour). */
+  garbageMinAgeMs?: number;
+  now?: () => number;
+  log?: (message: string) => void;
+  /** Test seam: runs after a file's bytes are read, before they are checked for changes. */
+  afterRead?: AfterRead;
+}
+
+const MiB = 1024 * 1024;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export class SnapshotEngine {
+  private readonly client: StoreClient;
+  private readonly catalog: Catalog;
+  private readonly cache: IndexCache;
+  private readonly snapshotContext: SnapshotContext;
+  private readonly restoreContext: RestoreContext;
+  private readonly now: () => number;
+  private readonly log: (message: string) => void;
+  private readonly garbageMinAgeMs: number;
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(options: EngineOptions) {
+    this.now = options.now ?? Date.now;
+    this.log = options.log ?? (() => undefined);
+    const packBytes = options.packBytes ?? 8 * MiB;
+    const fileConcurrency = options.fileConcurrency ?? 16;
+    const concurrency = options.concurrency ?? 8;
+    this.client = new StoreClient(options.store, {
+      concurrency, uploadBudgetBytes: (concurrency + 2) * packBytes, retryDelaysMs: options.retryDelaysMs ?? [250, 1000], log: this.log,
+    });
+    this.catalog = new Catalog(this.client, this.log);
+    this.cache = new IndexCache(options.cacheDir, this.log);
+    this.garbageMinAgeMs = options.garbageMinAgeMs ?? 60 * 60 * 1000;
+    this.snapshotContext = {
+      client: this.client, catalog: this.catalog, cache: this.cache,
+      settings: {
+        packBytes,
+        smallFileBytes: options.smallFileBytes ?? MiB,
+        chunkBytes: options.chunkBytes ?? packBytes,
+        keepSnapshots: options.keepSnapshots ?? 10,
+        readConcurrency: fileConcurrency,
+        readAttempts: 3,
+        racyMs: 1000,
+        now: this.now,
+        log: this.log,
+        afterRead: options.afterRead,
+      },
+    };
+    this.restoreContext = { client: this.client, catalog: this.catalog, cache: this.cache, log: this.log, fileConcurrency };
+  }
+
+  /** Takes an incremental snapshot; when nothing differs from the latest (files, manifest text, status, extensions), writes nothing and returns it with unchanged: true. One snapshot per server at a time (a second call waits for the first). */
+  snapshot(sources: SnapshotSources, reason: string, signal?: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean }> {
+    return this.exclusive(sources.name, () => takeSnapshot(this.snapshotContext, sources, reason, signal));
+  }
+
+  /** Committed snapshots of a server, newest first ([] when none). */
+  async list(name: string): Promise<SnapshotInfo[]> {
+    assertServerName(name);
+    const { ids } = await this.catalog.server(name);
+    return this.catalog.list(name, ids);
+  }
+
+  /**
+   * Restores a snapshot (the latest when no id) into the given roots: missing files are written, a
+   * local file newer than the snapshot is kept (keptNewer; unless overwriteNewer), others replaced;
+   * stored content is checked against its hash (corrupted: reported, not written, the rest
+   * restored). With no roots it only reads the snapshot's manifest, status and extensions.
+   */
+  restore(name: string, options: { snapshotId?: string; roots: SnapshotRoot[]; signal?: AbortSignal; overwriteNewer?: boolean }): Promise<RestoreResult> {
+    return this.exclusive(name, () => restoreSnapshot(this.restoreContext, name, options));
+  }
+
+  /** Every server the store holds snapshots of, with its latest, and deletedAt when marked deleted. */
+  async servers(): Promise<Array<{ name: string; uid: string; latest: SnapshotInfo; deletedAt?: string }>> {
+    const found: Array<{ name: string; uid: string; latest: SnapshotInfo; deletedAt?: string }> = [];
+    await forEachLimited([...await this.catalog.servers()], this.client.concurrency, async ([name, server]) => {
+      let latest: SnapshotInfo | undefined;
+      for (const id of [...server.ids].reverse()) if ((latest = await this.catalog.info(name, id))) break;
+      if (!latest) return;
+      const deletedAt = server.marked ? await this.deletedAt(name) : undefined;
+      found.push({ name, uid: latest.uid, latest, ...(deletedAt !== undefined && { deletedAt }) });
+    });
+    return found.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async markDeleted(name: string, at: Date): Promise<void> {
+    assertServerName(name);
+    await this.client.put(deletedMarkKey(name), Buffer.from(JSON.stringify({ deletedAt: at.toISOString() })));
+  }
+
+  async unmarkDeleted(name: string): Promise<void> {
+    assertServerName(name);
+    await this.client.delete(deletedMarkKey(name));
+  }
+
+  /**
+   * Removes every server marked deleted more than retainDays ago: its snapshots taken before the
+   * mark, then the mark (snapshots taken since, of a server created again under the name, stay).
+   * Its objects go with garbage collection. Returns their names.
+   */
+  async purgeDeleted(retainDays: number): Promise<string[]> {
+    const cutoff = this.now() - retainDays * DAY_MS;
+    const purged: string[] = [];
+    for (const [name, server] of await this.catalog.servers()) {
+      if (!server.marked) continue;
+      const deletedAt = await this.deletedAt(name);
+      const markedMs = deletedAt === undefined ? NaN : Date.parse(deletedAt);
+      if (!(markedMs <= cutoff)) continue;
+      await this.exclusive(name, async () => {
+        const { ids } = await this.catalog.server(name);
+        const old = ids.filter((id) => (timeOfId(id) ?? Infinity) <= markedMs);
+        await forEachLimited(old, this.client.concurrency, async (id) => {
+          await this.client.delete(indexKey(name, id));
+          this.catalog.forget(name, id);
+        });
+        await this.client.delete(deletedMarkKey(name));
+        if (old.length === ids.length) await this.cache.remove(name);
+      });
+      this.log(`purged the snapshots of ${name}, deleted on ${deletedAt}`);
+      purged.push(name);
+    }
+    return purged;
+  }
+
+  /** Deletes objects no index refers to and older than an hour (a snapshot in progress is safe). */
+  collectGarbage(): Promise<{ removed: number; bytes: number }> {
+    return collectGarbage({ client: this.client, catalog: this.catalog, now: this.now, log: this.log, minAgeMs: this.garbageMinAgeMs });
+  }
+
+  /** The mark's time; undefined when it is gone or unreadable (then never purged, and said in the log). */
+  private async deletedAt(name: string): Promise<string | undefined> {
+    const bytes = await this.client.get(deletedMarkKey(name));
+    if (!bytes) return undefined;
+    try {
+      const { deletedAt } = JSON.parse(bytes.toString('utf8'));
+      if (typeof deletedAt === 'string' && Number.isFinite(Date.parse(deletedAt))) return deletedAt;
+    } catch {
+      // reported below
+    }
+    this.log(`the deletion mark of ${name} is damaged: it is kept, and the server never purged, until it is removed`);
+    return undefined;
+  }
+
+  /** Runs `work` after every earlier call for the same server has settled. */
+  private exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.locks.get(name) ?? Promise.resolve()).then(work, work);
+    const settled = run.catch(() => undefined);
+    this.locks.set(name, settled);
+    void settled.then(() => {
+      if (this.locks.get(name) === settled) this.locks.delete(name);
+    });
+    return run;
+  }
+}

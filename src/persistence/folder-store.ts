@@ -1,0 +1,162 @@
+// A SnapshotStore in a local folder (a mounted disk, a Kubernetes volume, the tests' temp
+// folders): each key is a file under the folder, written to a temporary file, flushed to disk
+// and renamed into place, so a reader or a crash sees the old object or the new one, never part.
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
+import { isValidKey } from './keys.ts';
+import { StoreError, type SnapshotStore } from './types.ts';
+
+/** Temporary files of puts in progress (or cut short by a crash); never listed as keys. */
+const TEMP_MARK = '.tmp-';
+
+export class FolderStore implements SnapshotStore {
+  readonly description: string;
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    this.description = `folder ${dir}`;
+  }
+
+  async put(key: string, body: Buffer, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const file = this.file(key);
+    const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
+    try {
+      const handle = await this.openForWrite(temp);
+      try {
+        await handle.writeFile(body);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await fs.rename(temp, file);
+    } catch (error) {
+      await fs.rm(temp, { force: true }).catch(() => undefined);
+      throw await this.mapped(error, `write ${key}`);
+    }
+    await this.syncFolder(dirname(file));
+  }
+
+  async get(key: string, signal?: AbortSignal): Promise<Buffer | undefined> {
+    signal?.throwIfAborted();
+    try {
+      return await fs.readFile(this.file(key), { signal });
+    } catch (error) {
+      if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') {
+        await this.assertBase();
+        return undefined;
+      }
+      throw await this.mapped(error, `read ${key}`);
+    }
+  }
+
+  async list(prefix: string, signal?: AbortSignal): Promise<string[]> {
+    // The folder holding every key with this prefix: `servers/a` may be a name's start, `servers/a/` a folder.
+    const folder = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+    if (folder !== '' && !isValidKey(folder)) throw new Error(`invalid store prefix "${prefix}"`);
+    await this.assertBase();
+    const keys: string[] = [];
+    const visit = async (dir: string): Promise<void> => {
+      signal?.throwIfAborted();
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return;
+        throw await this.mapped(error, `list ${prefix}`);
+      }
+      await Promise.all(entries.map(async (entry) => {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) return visit(path);
+        if (!entry.isFile() || entry.name.includes(TEMP_MARK)) return;
+        const key = relative(this.dir, path).split(sep).join('/');
+        if (key.startsWith(prefix) && isValidKey(key)) keys.push(key);
+      }));
+    };
+    await visit(folder === '' ? this.dir : join(this.dir, ...folder.split('/')));
+    return keys;
+  }
+
+  async delete(key: string, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const file = this.file(key);
+    try {
+      await fs.unlink(file);
+    } catch (error) {
+      if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return;
+      throw await this.mapped(error, `delete ${key}`);
+    }
+    // Folders left empty go too, so a purged server leaves nothing behind; the first non-empty one stops it.
+    for (let dir = dirname(file); dir.length > this.dir.length && dir.startsWith(this.dir); dir = dirname(dir)) {
+      try {
+        await fs.rmdir(dir);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  private file(key: string): string {
+    if (!isValidKey(key)) throw new Error(`invalid store key "${key}": segments of [A-Za-z0-9._-] joined by '/'`);
+    return join(this.dir, ...key.split('/'));
+  }
+
+  /** Opens a new file, making its folders below the base when missing (never the base itself). */
+  private async openForWrite(path: string): Promise<fs.FileHandle> {
+    try {
+      return await fs.open(path, 'wx');
+    } catch (error) {
+      if (code(error) !== 'ENOENT') throw error;
+      await this.assertBase();
+      await fs.mkdir(dirname(path), { recursive: true });
+      return fs.open(path, 'wx');
+    }
+  }
+
+  private async syncFolder(dir: string): Promise<void> {
+    // The rename is durable only once the folder is flushed; some file systems refuse fsync on a folder.
+    const handle = await fs.open(dir, 'r').catch(() => undefined);
+    if (!handle) return;
+    await handle.sync().catch(() => undefined);
+    await handle.close();
+  }
+
+  private async assertBase(): Promise<void> {
+    try {
+      const stat = await fs.stat(this.dir);
+      if (stat.isDirectory()) return;
+    } catch (error) {
+      if (code(error) !== 'ENOENT' && code(error) !== 'ENOTDIR') throw await this.mapped(error, 'reach the folder');
+    }
+    throw new StoreError('missing', `the persistence folder ${this.dir} does not exist`, `create ${this.dir}, or set DEVBOX_PERSIST_TO to a folder that exists`);
+  }
+
+  private async mapped(error: unknown, doing: string): Promise<unknown> {
+    if (error instanceof StoreError) return error;
+    const failure = code(error);
+    const reason = error instanceof Error ? error.message : String(error);
+    if (failure === 'EACCES' || failure === 'EPERM' || failure === 'EROFS') {
+      return new StoreError('denied', `could not ${doing} in ${this.dir}: ${reason}`, `make ${this.dir} writable by the service's user`);
+    }
+    if (failure === 'ENOENT' || failure === 'ENOTDIR') {
+      try {
+        await this.assertBase();
+      } catch (missing) {
+        return missing;
+      }
+    }
+    if (failure === 'ENOSPC' || failure === 'EDQUOT') {
+      return new StoreError('transient', `could not ${doing} in ${this.dir}: ${reason}`, `free space on the disk of ${this.dir}`);
+    }
+    if (failure === 'EIO' || failure === 'EMFILE' || failure === 'ENFILE' || failure === 'EBUSY') {
+      return new StoreError('transient', `could not ${doing} in ${this.dir}: ${reason}`, `check the disk of ${this.dir}`);
+    }
+    return error;
+  }
+}
+
+function code(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
