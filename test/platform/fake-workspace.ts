@@ -1,10 +1,14 @@
 // A fake Databricks workspace on loopback, for the real SDK and the real claude-code-router:
 // OIDC discovery and the client-credentials token endpoint (checking the client id and secret),
-// the token API (create, delete; recording comment and lifetime), and a serving endpoint that
-// checks the bearer against the tokens it handed out.
+// the token API (create, delete; recording comment and lifetime), a serving endpoint that
+// checks the bearer against the tokens it handed out, and the Files API on Unity Catalog volumes
+// (fake-volumes.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeVolumes, type FilesFaults, type FilesStats } from './fake-volumes.ts';
+
+export type { FilesFaults, FilesStats } from './fake-volumes.ts';
 
 export interface CreatedToken {
   tokenId: string;
@@ -36,6 +40,19 @@ export interface FakeWorkspace {
   denyTokenCreate(deny: boolean): void;
   /** Makes every request fail at the socket (as an unreachable workspace would), or work again. */
   setReachable(reachable: boolean): void;
+  /** Creates the Unity Catalog volume `/Volumes/<catalog>/<schema>/<volume>`; no other volume exists. */
+  addVolume(path: string): void;
+  /** Replaces the Files API's fault settings (`{}` clears them). */
+  filesFaults(faults: FilesFaults): void;
+  /** Files API requests by method, pages listed, bytes in and out, requests in flight (live). */
+  readonly filesStats: FilesStats;
+  resetFilesStats(): void;
+  /** The volumes' files, by absolute path: read, written (to corrupt an object), listed. */
+  volumeFile(path: string): Buffer | undefined;
+  writeVolumeFile(path: string, bytes: Buffer): void;
+  volumeFilePaths(): string[];
+  /** OAuth access tokens the token endpoint handed out (to check that none leaks). */
+  readonly accessTokens: string[];
   close(): Promise<void>;
 }
 
@@ -49,6 +66,7 @@ export async function startFakeWorkspace(): Promise<FakeWorkspace> {
   let createAttempts = 0;
   let reachable = true;
   let url = '';
+  const volumes = new FakeVolumes();
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -64,6 +82,15 @@ export async function startFakeWorkspace(): Promise<FakeWorkspace> {
   const server: Server = createServer(async (req, res) => {
     if (!reachable) return req.socket.destroy();
     const path = (req.url ?? '').split('?')[0];
+    // Files move as raw bytes, read by the Files API itself (which may cut an upload short).
+    if (path.startsWith('/api/2.0/fs/')) {
+      const token = bearer(req);
+      if (!token || !oauthTokens.has(token)) {
+        req.resume();
+        return json(res, 401, { error_code: 'UNAUTHENTICATED', message: 'Credential was not sent or was of an unsupported type' });
+      }
+      return volumes.handle(req, res, new URL(req.url ?? '/', 'http://fake'));
+    }
     const body = await readBody(req);
     if (req.method === 'GET' && path === '/oidc/.well-known/oauth-authorization-server') {
       return json(res, 200, { issuer: `${url}/oidc`, authorization_endpoint: `${url}/oidc/v1/authorize`, token_endpoint: `${url}/oidc/v1/token` });
@@ -144,6 +171,16 @@ export async function startFakeWorkspace(): Promise<FakeWorkspace> {
     },
     denyTokenCreate: (value) => { deny = value; },
     setReachable: (value) => { reachable = value; },
+    addVolume: (path) => volumes.addVolume(path),
+    filesFaults: (faults) => volumes.setFaults(faults),
+    filesStats: volumes.stats,
+    resetFilesStats: () => volumes.resetStats(),
+    volumeFile: (path) => volumes.file(path),
+    writeVolumeFile: (path, bytes) => volumes.writeFile(path, bytes),
+    volumeFilePaths: () => volumes.filePaths(),
+    get accessTokens() {
+      return [...oauthTokens];
+    },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
