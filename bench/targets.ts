@@ -43,6 +43,8 @@ export function targetRows(results: Results): TargetRow[] {
   const list300 = 'GET /servers with 300 servers, 30 running';
   const memory = 'service memory, 30 running editors';
   const workbench = 'code-server workbench in Chromium: navigation → usable, proxy ÷ direct';
+  const persistence = 'persistence: snapshot and restore of 2,000 files, 50 MB, vs tar';
+  const persistenceRemote = 'persistence through the fake Files API, 20 ms a request';
   const rows = [
     row('GET /servers p95, 30 servers', at(results, list30, 'p95_ms'), ' ms', 1, true),
     row('GET /servers/{id} p95, 30 servers', at(results, list30, 'one_server', 'p95_ms'), ' ms', 1, true),
@@ -66,6 +68,15 @@ export function targetRows(results: Results): TargetRow[] {
     row('service RSS growth over the second half of the churn', at(results, memory, 'growth_second_half_mb'), ' MB', 3, true),
     row('workbench usable, proxy ÷ direct, cold cache', at(results, workbench, 'cold', 'ratio_of_medians'), '×', 1.1, true),
     row('workbench usable, proxy ÷ direct, warm cache', at(results, workbench, 'warm', 'ratio_of_medians'), '×', 1.1, true),
+    row('full snapshot ÷ tar -cf, 2,000 files, 50 MB', at(results, persistence, 'full_vs_tar_cf'), '×', 1.5, true, [
+      ['tar -cf then fsync of the archive', at(results, persistence, 'tar_cf_then_fsync_vs_tar_cf')],
+      ['reading and sha256 of every file, one thread', at(results, persistence, 'read_and_sha256_vs_tar_cf')],
+    ]),
+    row('incremental snapshot after 10 changes ÷ full', at(results, persistence, 'incremental_vs_full'), '×', 0.05, true),
+    row('restore ÷ tar -xf', at(results, persistence, 'restore_vs_tar_xf'), '×', 1.5, true),
+    row('full snapshot, 20 ms a request', at(results, persistenceRemote, 'full_snapshot_median_ms'), ' ms', 10_000, true),
+    row('SIGTERM snapshot after 10 changes, 20 ms a request', at(results, persistenceRemote, 'shutdown_snapshot_after_10_changes_median_ms'), ' ms', 3000, true),
+    row('restore, 20 ms a request', at(results, persistenceRemote, 'restore_median_ms'), ' ms', 10_000, true),
   ];
   return rows.filter((r): r is TargetRow => r !== undefined);
 }

@@ -1,9 +1,13 @@
 // Entry point: `npm start`. Reads settings from the environment and serves until a signal.
 import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
+import type { ShutdownSummary } from './persistence/service-persistence.ts';
 import { startService, StartupError } from './service.ts';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
+
+/** The platform gives an app 15 s after SIGTERM: the final snapshots get 12 of them, closing the rest. */
+const FINAL_SNAPSHOTS_MS = 12_000;
 
 try {
   const settings = loadSettings();
@@ -18,6 +22,11 @@ try {
     const stopEditors = process.env.DEVBOX_STOP_EDITORS_ON_EXIT === '1';
     const running = service.controller.reconciler.handles().size;
     log(`${signal}: shutting down; ${keptEditors(running, stopEditors)}`);
+    // Every running server's last changes are kept before anything closes (only what changed is uploaded).
+    if (service.persistence) {
+      const summary = await service.persistence.snapshotAll('shutdown', FINAL_SNAPSHOTS_MS).catch((error: Error) => error);
+      log(summary instanceof Error ? `${signal}: the final snapshots failed: ${summary.message}` : finalSnapshots(signal, summary));
+    }
     await service.close({ stopEditors });
     process.exit(0);
   };
@@ -38,4 +47,12 @@ function keptEditors(running: number, stopEditors: boolean): string {
   if (running === 0) return 'no editor is running';
   return `${editors} keep${running === 1 ? 's' : ''} running and the next start adopts ${running === 1 ? 'it' : 'them'}; ` +
     'to stop editors with the service, start it with DEVBOX_STOP_EDITORS_ON_EXIT=1';
+}
+
+/** The final snapshots in one line: what was kept, what failed, how long it took. */
+function finalSnapshots(signal: string, summary: ShutdownSummary): string {
+  const { servers, saved, unchanged, failed, uploadedBytes, seconds } = summary;
+  const mb = (uploadedBytes / 1024 / 1024).toFixed(1);
+  return `${signal}: final snapshots of ${servers} server${servers === 1 ? '' : 's'} in ${seconds.toFixed(1)} s: ${saved} saved (${mb} MB uploaded), ${unchanged} unchanged`
+    + (failed.length > 0 ? `, ${failed.length} failed: ${failed.join('; ')}` : '');
 }

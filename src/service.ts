@@ -50,6 +50,10 @@ import { GitOps, gitOpsProblem } from './gitops/gitops.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
 import { RouterProcess } from './platform/router-process.ts';
 import { displayNameOf } from './manifests/types.ts';
+import type { PersistenceService } from './persistence/service-persistence.ts';
+
+/** What the health page says without a persistence target. */
+const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';
 
 export interface Service {
   url: string;
@@ -64,6 +68,8 @@ export interface Service {
   stats: StatsSampler;
   /** The router's access token (deployed, or given Databricks credentials); else undefined. */
   assistant?: TokenKeeper;
+  /** Snapshots of every server to the persistence target (DEVBOX_PERSIST_TO); undefined without one. */
+  persistence?: PersistenceService;
   close(options?: { stopEditors?: boolean }): Promise<void>;
 }
 
@@ -132,14 +138,22 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconciler.records.get(name)?.server?.status?.startTime ?? '') || undefined),
     enqueue: (name) => controller?.enqueue(name),
   });
+  const installer = new CodeServerExtensionInstaller(editor.path);
+  // Work kept across restarts: opened (its code loaded) only when a target is set; a target that
+  // cannot be used refuses the start before anything is written.
+  let persistence: PersistenceService | undefined;
+  let controllerStarted = false;
   const reconciler = new Reconciler({
     store, runtime, ports, layout, logs, capacity, activity,
     get config() {
       return live.current;
     },
+    get persistence() {
+      return persistence;
+    },
     gitSchemes: defaultGitSchemes(!settings.requireIdentity),
     portIsFree,
-    installer: new CodeServerExtensionInstaller(editor.path),
+    installer,
     enqueue: (name) => controller?.enqueue(name),
     log,
   });
@@ -180,6 +194,25 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
     }),
   });
+  if (settings.persist) {
+    const { openPersistence, PersistTargetError } = await import('./persistence/service-open.ts');
+    try {
+      persistence = await openPersistence({
+        persist: settings.persist, platform: settings.platform, dataDir: settings.dataDir,
+        store, layout, installer, records: reconciler.records, logs, log,
+        running: () => reconciler.handles().keys(),
+        // Only once the controller has its uids: a name queued before would get a new one.
+        enqueue: (name) => {
+          if (controllerStarted) controller?.enqueue(name);
+        },
+        config: () => live.current,
+        metrics: metrics?.persistence,
+      });
+    } catch (error) {
+      if (error instanceof PersistTargetError) throw new StartupError(error.message);
+      throw error;
+    }
+  }
   const proxy = new EditorProxy({
     // DEVBOX_ACTIVITY_TRACKING=0 with DEVBOX_METRICS=0 leaves the proxy without an observer (the benchmark's baseline).
     observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
@@ -232,7 +265,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
   // GET /servers?watch=1: records serialised once per change, shared by every stream.
-  const feed = new ServerFeed(reconciler, stats);
+  const feed = new ServerFeed(reconciler, stats, persistence);
   const watch = new WatchStreams({ feed, access, log });
   healthSections.set('watch', { read: () => watch.state });
   // A full fleet is not a problem: the section has figures only.
@@ -251,6 +284,10 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
   healthSections.set('templates', templatesHealth(templates));
   healthSections.set('config', configHealthSection(live));
+  const persisted = persistence;
+  healthSections.set('persistence', persisted
+    ? { read: () => persisted.health(), problems: () => persisted.problems() }
+    : { read: () => ({ target: null, state: 'disabled', message: NOT_PERSISTED }) });
   const gitops = new GitOps({
     settings, store, schemes: gitSchemes, timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
     enqueue: (name) => controller?.enqueue(name), requestDeletion: (name) => reconciler.requestDeletion(name), log,
@@ -289,6 +326,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         capacity,
         watch,
         feed,
+        persistence,
         get startTimeoutMs() {
           return live.current.editor.startTimeoutSeconds * 1000;
         },
@@ -377,6 +415,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   });
 
   const shutDown = async (stopEditors: boolean) => {
+    // Background snapshots and restores end first (the final snapshots are the caller's, before close).
+    await persistence?.dispose();
     await router?.dispose();
     // Revokes the token it created (bounded): a clean shutdown leaves no live token behind.
     await assistant?.dispose();
@@ -407,7 +447,10 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     servicePort = port;
     // Before the controller hands out any port.
     ports.exclude(port, 'the port of this service itself (devbox-controller listens on it)');
+    // Servers the target holds and this data folder lacks come back: manifests before the controller lists them.
+    await persistence?.start();
     await controller.start();
+    controllerStarted = true;
     stats.start();
     heartbeats.start();
     await gitops.start();
@@ -442,7 +485,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
 
   return {
-    url, port, server, controller, logs, proxy, activity, assistant, stats,
+    url, port, server, controller, logs, proxy, activity, assistant, stats, persistence,
     close: (options = {}) => shutDown(options.stopEditors === true),
   };
 }

@@ -43,6 +43,13 @@ interface Sources {
   readonly metadata: unknown;
   readonly problems: string[] | undefined;
   readonly stats: ProcessStats | undefined;
+  readonly persistence: object | null;
+}
+
+/** Each server's persistence state (the same object until it changes), and news of a change. */
+export interface PersistenceSource {
+  stateOf(name: string): object;
+  onChange(listener: (name: string) => void): () => void;
 }
 
 const UPTIME = '"uptime":';
@@ -129,10 +136,15 @@ export class ServerFeed {
   readonly #listeners = new Set<(change: FeedChange) => void>();
   readonly #onName = (name: string) => this.refresh(name);
   readonly #offSample: () => void;
+  readonly #persistence: PersistenceSource | undefined;
+  readonly #offPersistence: () => void;
 
-  constructor(reconciler: FeedSource, stats: StatsSampler) {
+  constructor(reconciler: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
     this.#reconciler = reconciler;
     this.#stats = stats;
+    this.#persistence = persistence;
+    // A snapshot or restore changes the record's `persistence` without a status write.
+    this.#offPersistence = persistence?.onChange(this.#onName) ?? (() => undefined);
     // 'changed' and 'deleted' come with each status write and removal; 'reconciled' after every
     // reconcile, which may have read a hand-edited spec without writing status.
     for (const event of ['changed', 'deleted', 'reconciled']) reconciler.on(event, this.#onName);
@@ -220,9 +232,14 @@ export class ServerFeed {
     const entry = this.#entries.get(record.name);
     const from = this.#sources.get(record.name);
     if (entry && from && from.server === server && from.status === server.status && from.spec === server.spec && from.metadata === server.metadata
-      && from.problems === record.problems && from.stats === this.#statsOf(record.name, server)) return entry;
+      && from.problems === record.problems && from.stats === this.#statsOf(record.name, server)
+      && from.persistence === this.#persistenceOf(record.name)) return entry;
     this.refresh(record.name);
     return this.#entries.get(record.name);
+  }
+
+  #persistenceOf(name: string): object | null {
+    return this.#persistence?.stateOf(name) ?? null;
   }
 
   #statsOf(name: string, server: EditorServer): ProcessStats | undefined {
@@ -244,8 +261,9 @@ export class ServerFeed {
     }
     const server = record.server;
     const stats = this.#statsOf(name, server);
-    const from: Sources = { server, status: server.status, spec: server.spec, metadata: server.metadata, problems: record.problems, stats };
-    const view = serverView(record, stats);
+    const persistence = this.#persistenceOf(name);
+    const from: Sources = { server, status: server.status, spec: server.spec, metadata: server.metadata, problems: record.problems, stats, persistence };
+    const view = serverView(record, stats, persistence);
     const { prefix, suffix } = splitJson(view);
     // Both halves with the uptime left out: the record without it.
     const key = prefix + suffix;
@@ -268,6 +286,7 @@ export class ServerFeed {
   dispose(): void {
     for (const event of ['changed', 'deleted', 'reconciled']) this.#reconciler.off(event, this.#onName);
     this.#offSample();
+    this.#offPersistence();
     this.#listeners.clear();
   }
 

@@ -1,5 +1,5 @@
 // The server API, by area: CRUD and the watch stream, the multi-step extension routes, lifecycle,
-// health and refresh, logs and events, the manifests listing, and templates
+// health and refresh, logs and events, snapshots, the manifests listing, and templates
 // (each in src/api/routes/). Routes change desired state in the manifest and read the controller's.
 import { Router } from 'express';
 import type { TemplateCatalog } from '../templates/catalog.ts';
@@ -11,6 +11,7 @@ import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { logRoutes } from './routes/logs.ts';
 import { manifestRoutes } from './routes/manifests.ts';
 import { serversCrudRoutes } from './routes/servers-crud.ts';
+import { snapshotRoutes } from './routes/snapshots.ts';
 import { templateRoutes } from './routes/templates.ts';
 import { watchRoutes } from './routes/watch.ts';
 import { workspaceSourceRoutes } from './routes/workspace-sources.ts';
@@ -30,5 +31,6 @@ export function serversRouter(deps: ServersDeps, templates?: TemplateCatalog): R
   lifecycleRoutes(deps, router);
   logRoutes(deps, router);
   eventRoutes(deps, router);
+  snapshotRoutes(deps, router);
   return router;
 }

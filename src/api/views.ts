@@ -37,8 +37,8 @@ export function uptimeOf(startTime: string | null): number {
   return startTime ? Math.max(0, (Date.now() - Date.parse(startTime)) / 1000) : 0;
 }
 
-/** The full server record (2.1), with the manifest's own words alongside. */
-export function serverView(record: ServerRecord, stats: ProcessStats | undefined) {
+/** The full server record (2.1), with the manifest's own words alongside; `persistence` is null without a persistence target. */
+export function serverView(record: ServerRecord, stats: ProcessStats | undefined, persistence: object | null = null) {
   const server = record.server!;
   const status = server.status;
   const pid = pidOf(server);
@@ -71,6 +71,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     // Spec changes counted, and the last one the controller has finished acting on.
     generation: server.metadata.generation ?? null,
     observed_generation: status?.observedGeneration ?? null,
+    // Its snapshots (src/persistence): last_snapshot_at, last_snapshot_id, size_bytes, files, last_error, in_progress.
+    persistence,
     ...(record.problems ? { manifest_errors: record.problems } : {}),
   };
 }

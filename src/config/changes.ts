@@ -4,10 +4,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Config } from './settings.ts';
 
 /**
- * Values read once at start-up: the work queue's worker count, and the periods of the resync and
- * stats timers. Everything else is read where it is used, so an edit applies at once.
+ * Values read once at start-up: the work queue's worker count, the periods of the resync and
+ * stats timers, and the persistence target. Everything else is read where it is used, so an edit applies at once.
  */
-export const RESTART_ONLY = ['controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds'] as const;
+export const RESTART_ONLY = ['controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds', 'persistence.target'] as const;
 
 /** The changes from `before` to `after`, one phrase each ("ports.max: 8100 -> 9000", "extensionGroups: added web"). */
 export function describeChanges(before: Config, after: Config): string[] {

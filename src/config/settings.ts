@@ -8,6 +8,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { readProjectJson } from '../project.ts';
 import { workspaceUrl } from '../platform/host.ts';
+import { parsePersistTarget } from '../persistence/target.ts';
 
 export interface Config {
   ports: { min: number; max: number };
@@ -47,6 +48,22 @@ export interface Config {
   admins: string[];
   /** The API's cross-origin policy (src/api/cors.ts): the origins whose pages may call it; `*`: every one. */
   api: { allowedOrigins: string[] };
+  /** Work kept across restarts (src/persistence): where, how often, what is left out, how long a deleted server is kept. */
+  persistence: PersistenceConfig;
+}
+
+/** The config's `persistence` block; without a target (here or DEVBOX_PERSIST_TO) nothing is kept. */
+export interface PersistenceConfig {
+  /** An absolute folder, or dbfs:/Volumes/<catalog>/<schema>/<volume>/<prefix>; DEVBOX_PERSIST_TO wins. Read at start-up only. */
+  target?: string;
+  /** A running server is snapshotted this often when something changed. */
+  intervalSeconds: number;
+  /** gitignore patterns left out of snapshots, after the built-in ones (node_modules/, .venv/ …); `!` keeps one again. */
+  exclude: string[];
+  /** A deleted server's snapshots are kept this long, so the delete can be undone. */
+  retainDeletedDays: number;
+  /** A workspace whose kept files add up to more is not snapshotted (its previous snapshot stays). */
+  maxWorkspaceMb: number;
 }
 
 /**
@@ -87,7 +104,22 @@ export interface Settings {
   metrics?: boolean;
   /** DEVBOX_ACTIVITY_TRACKING: proxy traffic marks servers as used (default on; off only to measure what it costs). */
   activityTracking?: boolean;
+  /** Where work is kept across restarts (DEVBOX_PERSIST_TO, else the config's persistence.target); unset: nothing is kept. */
+  persist?: PersistSettings;
   config: Config;
+}
+
+/** The persistence target and how failures are retried. */
+export interface PersistSettings {
+  /** As given: an absolute folder, or dbfs:/Volumes/<catalog>/<schema>/<volume>/<prefix> (checked for its form only). */
+  target: string;
+  /** Where it was given, for messages. */
+  from: 'DEVBOX_PERSIST_TO' | 'persistence.target';
+  /** First and longest wait between retries while the target fails (tests shorten them). */
+  retryInitialMs: number;
+  retryMaxMs: number;
+  /** The clock snapshots and the retention of deleted servers go by (tests move it); unset: Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -166,6 +198,7 @@ export const DEFAULT_CONFIG: Config = {
   access: 'shared',
   admins: [],
   api: { allowedOrigins: ['*'] },
+  persistence: { intervalSeconds: 300, exclude: [], retainDeletedDays: 7, maxWorkspaceMb: 2048 },
 };
 
 /** What a user is, in `admins` and in the identity headers: an email address or user id, in lower case. */
@@ -206,6 +239,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
     ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },
     api: { ...structuredClone(DEFAULT_CONFIG.api), ...given.api },
+    persistence: { ...structuredClone(DEFAULT_CONFIG.persistence), ...given.persistence },
   };
   // Beyond JSON Schema: each placed at the field to change.
   const found: ErrorObject[] = [];
@@ -386,6 +420,24 @@ function switchFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean): bo
   throw new SettingsError(`${name}="${value}" must be 1 (on) or 0 (off), or unset for the default (${fallback ? 'on' : 'off'} here)`);
 }
 
+
+/**
+ * DEVBOX_PERSIST_TO, else the config's persistence.target, checked for its form (the target
+ * itself is opened at start: src/persistence/target.ts); undefined when neither is set.
+ */
+export function persistFrom(env: NodeJS.ProcessEnv, config: Config): PersistSettings | undefined {
+  const fromEnv = env.DEVBOX_PERSIST_TO?.trim();
+  const from = fromEnv ? 'DEVBOX_PERSIST_TO' : 'persistence.target';
+  const target = fromEnv || config.persistence.target?.trim();
+  if (!target) return undefined;
+  try {
+    parsePersistTarget(target);
+  } catch (error) {
+    throw new SettingsError(`${from}="${target}" is not a place to keep work: ${(error as Error).message}`);
+  }
+  return { target, from, retryInitialMs: 1000, retryMaxMs: 5 * 60_000 };
+}
+
 /** Deployed as a Databricks app: the platform sets DATABRICKS_APP_PORT and DATABRICKS_APP_NAME; either one says so. */
 export function isDeployed(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.DATABRICKS_APP_PORT || env.DATABRICKS_APP_NAME);
@@ -398,7 +450,7 @@ export function isDeployed(env: NodeJS.ProcessEnv): boolean {
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { readConfig?: boolean } = {}): Settings {
   const configFile = configFileFrom(env);
   const portVariable = env.DEVBOX_PORT ? 'DEVBOX_PORT' : env.DATABRICKS_APP_PORT ? 'DATABRICKS_APP_PORT' : undefined;
-  return {
+  const settings: Settings = {
     host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
     port: portFrom(portVariable && env[portVariable], portVariable ?? 'DEVBOX_PORT', 8000),
     portVariable,
@@ -416,4 +468,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     activityTracking: switchFrom(env, 'DEVBOX_ACTIVITY_TRACKING', true),
     config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
   };
+  const persist = persistFrom(env, settings.config);
+  return persist ? { ...settings, persist } : settings;
 }

@@ -21,11 +21,18 @@ export async function deleteServer(ctx: ReconcileContext, name: string): Promise
   const { store } = ctx.deps;
   // An install under way ends first: its process writes into folders about to go.
   await ctx.operations.cancel(name, 'the server is deleted');
+  const persistence = ctx.deps.persistence;
+  if (persistence) {
+    // Its last changes are kept (bounded), so an undelete within the retention brings them back.
+    await stopEditorsOf(ctx, name);
+    await persistence.deleting(name);
+  }
   await teardown(ctx, name);
   await store.remove(name).catch((error) =>
     ctx.log(`deleted server ${name}, but its manifest ${store.fileOf(name)} could not be removed: ${(error as Error).message}`));
   ctx.cache.deletions.delete(name);
   ctx.identities.forget(name);
+  persistence?.serverDeleted(name);
   return forget(ctx, name);
 }
 

@@ -10,6 +10,7 @@ import type { DataLayout } from '../workspace/layout.ts';
 import type { ActivityTracker } from './activity.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
 import type { Capacity } from './capacity.ts';
+import type { PersistenceHooks } from './ensure-restored.ts';
 import type { ServerEvents } from './events.ts';
 import type { ServerIdentities } from './identity.ts';
 import type { Operations } from './operations.ts';
@@ -39,6 +40,8 @@ export interface ReconcilerDeps {
   activity?: ActivityTracker;
   /** The capacity limits every start passes (src/controller/capacity.ts); without it, none. */
   capacity?: Capacity;
+  /** Work kept across restarts (src/persistence): told of stops and deletes, and holds a server while it is restored. Without it, nothing is kept. */
+  persistence?: PersistenceHooks;
   /** Puts a name back on the queue (a probe finished, a process exited). */
   enqueue: (name: string) => void;
   log?: (message: string) => void;

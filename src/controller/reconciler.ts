@@ -14,6 +14,7 @@ import { clearIdleStop, ensureIdle, holdIdleStop, wake, wakeState, type WakeStat
 import { observeRunning, recordHealth } from './ensure-health.ts';
 import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
+import { ensureRestored } from './ensure-restored.ts';
 import { ensureCapacity, heldForCapacity, stopForCapacity } from './ensure-capacity.ts';
 import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
@@ -192,6 +193,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       throw new TerminalError('PortUnavailable', port.problem);
     }
     status.port = port;
+    // A restore under way holds the server before its folders, settings and editor are touched.
+    const restored = await ensureRestored(this, record, uid, status);
+    if (restored !== 'ready') return restored === 'gone' ? undefined : restored;
     status.workspacePath = await ensureWorkspaceOnce(deps, name, live);
     const source = await ensureWorkspaceSource(this, record, uid, status).catch((error) => {
       if (error instanceof TerminalError) live.terminal = specKey;

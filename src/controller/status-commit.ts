@@ -22,11 +22,15 @@ export async function commitStatus(
   const clean = JSON.parse(JSON.stringify(status)) as EditorServerStatus;
   const result = await ctx.deps.store.writeStatus(record.name, clean, uid);
   if (result === 'missing' || result === 'invalid') return 'gone';
-  ctx.events.recordStatus(record.name, server.status, clean);
+  const before = server.status;
+  ctx.events.recordStatus(record.name, before, clean);
   server.metadata.uid = uid;
   server.status = clean;
   ctx.cache.setRecord(record);
   ctx.emit('changed', record.name);
+  // Every stop ends here, whoever asked (API, manifest edit, idle, capacity, a crash): the pid
+  // goes once the process is gone.
+  if (before?.pid && !clean.pid) ctx.deps.persistence?.stopped(record.name);
   return 'ok';
 }
 

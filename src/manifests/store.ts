@@ -170,6 +170,22 @@ export class ManifestStore {
   }
 
   /**
+   * Creates the manifest with exactly `text` unless an entry has that name (a manifest restored
+   * from a snapshot never replaces one); false when the name is taken. Atomic and exclusive, as
+   * create() is. The watcher sees it as any new file.
+   */
+  async createText(name: string, text: string): Promise<boolean> {
+    return this.withLock(name, async () => {
+      const tmp = await this.writeTemp(name, text);
+      try {
+        return await linkUnlessTaken(tmp, this.fileOf(name));
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+    });
+  }
+
+  /**
    * Changes a manifest's metadata or spec (the API's part) through the YAML document, so the
    * comments stay. `mutate` returns false to leave the file as it is; it may run more than
    * once, when the file changed under the write.

@@ -32,6 +32,8 @@ export interface EditorServerSpec {
   /** Stop after this long without activity (IdleTimeout); 0: never; unset: the config's editor.idleTimeoutSeconds. */
   idleTimeoutSeconds?: number;
   workspace?: { source?: WorkspaceSource };
+  /** What this server's snapshots leave out (gitignore patterns), after the defaults and the config's persistence.exclude. */
+  persistence?: { exclude?: string[] };
   extensionGroups?: string[];
   extensions?: string[];
   settings?: Record<string, unknown>;

@@ -39,6 +39,15 @@ export interface MetricsSources {
 
 type ServerLabels = { name: string; uid: string };
 
+/** What persistence counts (src/persistence/service-persistence.ts): kept in plain numbers, read at scrape time. */
+export interface PersistenceMetrics {
+  /** A snapshot ended (also one that found nothing changed, which uploads 0 bytes). */
+  snapshot(seconds: number, uploadedBytes: number): void;
+  snapshotFailed(): void;
+  restore(seconds: number): void;
+  restoreFailed(): void;
+}
+
 /** CPU seconds of a server's editors, kept rising across restarts of the editor. */
 interface CpuCount {
   /** The editor process the last sample was of (pid and start time). */
@@ -61,6 +70,11 @@ export class ServiceMetrics {
   #reconcileErrors = 0;
   readonly #apiDurations = new PlainHistogram('devbox_api_request_duration_seconds', 'API requests by route pattern (unmatched: no route took it) and status, until the response was done; watch streams and editor proxy paths are not in it', ['method', 'route', 'status'],
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]);
+  readonly #snapshotSeconds = new PlainHistogram('devbox_snapshot_duration_seconds', 'How long a snapshot of one server to the persistence target took (also one that found nothing changed)', [],
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]);
+  readonly #restoreSeconds = new PlainHistogram('devbox_restore_duration_seconds', 'How long restoring one server\'s files from the persistence target took', [],
+    [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]);
+  readonly #persisted = { uploadedBytes: 0, snapshotFailures: 0, restoreFailures: 0 };
   readonly #disposers: Array<() => void> = [];
 
   constructor(sources: MetricsSources) {
@@ -211,6 +225,24 @@ export class ServiceMetrics {
       },
     });
     registry.registerMetric(this.#apiDurations as never);
+
+    // Persistence (zero without a target).
+    registry.registerMetric(this.#snapshotSeconds as never);
+    registry.registerMetric(this.#restoreSeconds as never);
+    const persisted = this.#persisted;
+    for (const [name, help, read] of [
+      ['devbox_snapshot_bytes_total', 'Bytes snapshots uploaded to the persistence target (new content only)', () => persisted.uploadedBytes],
+      ['devbox_snapshot_failures_total', 'Snapshots that failed (the previous snapshot stays current)', () => persisted.snapshotFailures],
+      ['devbox_restore_failures_total', 'Restores of a server\'s files that failed (tried again with backoff)', () => persisted.restoreFailures],
+    ] as const) {
+      new Counter({
+        name, help, registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    }
     new Gauge({
       name: 'devbox_stream_clients', help: 'Clients of the log streams (/ws/logs) and of the watch streams (GET /servers?watch=1) now', labelNames: ['stream'], registers,
       collect() {
@@ -230,6 +262,20 @@ export class ServiceMetrics {
     });
 
     return registry;
+  }
+
+  /** For persistence: its durations, bytes and failures. */
+  get persistence(): PersistenceMetrics {
+    const persisted = this.#persisted;
+    return {
+      snapshot: (seconds, uploadedBytes) => {
+        this.#snapshotSeconds.observe({}, seconds);
+        persisted.uploadedBytes += uploadedBytes;
+      },
+      snapshotFailed: () => void persisted.snapshotFailures++,
+      restore: (seconds) => this.#restoreSeconds.observe({}, seconds),
+      restoreFailed: () => void persisted.restoreFailures++,
+    };
   }
 
   /** For the proxy: counts each request and WebSocket per server. */

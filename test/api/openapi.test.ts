@@ -100,7 +100,8 @@ describe('the request bodies', () => {
     const withoutBody = operationsOf(doc).filter(({ method, operation }) => method === 'post' && operation.tags[0] !== 'editor proxy' && !operation.requestBody);
     // These take none: they act on the server the path names, or on all of them.
     expect(withoutBody.map(({ path }) => path).sort()).toEqual([
-      '/servers/refresh-all', '/servers/{id}/refresh-status', '/servers/{id}/restart', '/servers/{id}/start', '/servers/{id}/stop', '/sync',
+      '/servers/refresh-all', '/servers/{id}/refresh-status', '/servers/{id}/restart', '/servers/{id}/snapshot', '/servers/{id}/start', '/servers/{id}/stop',
+      '/snapshots/deleted/{name}/restore', '/sync',
     ]);
   });
 });

@@ -2,7 +2,7 @@
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, loadConfig, type Config, type Settings } from '../../src/config/settings.ts';
+import { DEFAULT_CONFIG, loadConfig, type Config, type PersistSettings, type Settings } from '../../src/config/settings.ts';
 import { discoverEditors, stopAllEditors } from '../../src/runtime/processes.ts';
 import { readStat } from '../../src/runtime/procfs.ts';
 import { startService, type Service } from '../../src/service.ts';
@@ -53,6 +53,10 @@ export interface SettingsOverrides {
   platform?: Settings['platform'];
   /** The service runs claude-code-router (DEVBOX_ROUTER; off by default in tests). */
   runRouter?: boolean;
+  /** DEVBOX_PERSIST_TO: where work is kept (a folder); retries are quick in tests. */
+  persistTo?: string;
+  /** More of the persistence settings: retry waits, the clock. */
+  persist?: Partial<PersistSettings>;
 }
 
 export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
@@ -71,6 +75,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     ...(overrides.platform ? { platform: overrides.platform } : {}),
     runRouter: overrides.runRouter ?? false,
     ...(overrides.configFile ? { configFile: overrides.configFile } : {}),
+    ...(overrides.persistTo ? { persist: { target: overrides.persistTo, from: 'DEVBOX_PERSIST_TO' as const, retryInitialMs: 50, retryMaxMs: 1000, ...overrides.persist } } : {}),
     config: overrides.configFile ? loadConfig(overrides.configFile) : {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),

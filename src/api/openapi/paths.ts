@@ -18,6 +18,8 @@ const NOT_CHANGEABLE = error('The manifest cannot be changed now: invalid on dis
 const FOLDER_MISSING = error('The manifests folder is missing (`MANIFESTS_FOLDER_MISSING`): the service waits for it to come back.');
 const CREATE_CONFLICT = error('The port asked for is taken (`PORT_TAKEN`), or no port is free in the range (`NO_FREE_PORT`).');
 const CREATED = json(ref('CreatedServer'), 'Created, stopped: the manifest is written and the port and workspace assigned.');
+const NO_PERSISTENCE = error('The service keeps no snapshots (`PERSISTENCE_DISABLED`): set DEVBOX_PERSIST_TO.');
+const STORE_FAILED = error('The persistence target failed (`PERSISTENCE_UNAVAILABLE`); the message says what to do.');
 
 /** The form of the multipart routes: a git repository or a ZIP archive. */
 const SOURCE_FIELDS: Record<string, Json> = {
@@ -191,6 +193,46 @@ export const PATHS: Record<string, Json> = {
     get: op('servers', 'getServerEvents', 'What recently happened to a server', {
       200: json(ref('ServerEvents'), 'The events, oldest first.'), 404: NO_SERVER,
     }, { parameters: [param('ServerId')] }),
+  },
+  '/servers/{id}/snapshots': {
+    get: op('snapshots', 'listServerSnapshots', 'A server\'s snapshots at the persistence target', {
+      200: json(ref('Snapshots'), 'Newest first.'), 404: NO_SERVER, 409: NO_PERSISTENCE, 503: STORE_FAILED,
+    }, { parameters: [param('ServerId')] }),
+  },
+  '/servers/{id}/snapshot': {
+    post: op('snapshots', 'snapshotServer', 'Keep a server\'s work now: an incremental snapshot of its manifest, workspace and settings', {
+      200: json(ref('SnapshotTaken'), 'Committed (or the latest, when nothing changed since).'),
+      404: NO_SERVER,
+      409: error('The service keeps no snapshots (`PERSISTENCE_DISABLED`), or the server is being restored (`SERVER_RESTORING`).'),
+      413: error('The workspace holds more than persistence.maxWorkspaceMb (`WORKSPACE_TOO_LARGE`): the previous snapshot stays current.'),
+      503: STORE_FAILED,
+    }, { parameters: [param('ServerId')] }),
+  },
+  '/servers/{id}/restore': {
+    post: op('snapshots', 'restoreServer', 'Restore a snapshot (the latest unless snapshot_id names one) into a stopped server', {
+      200: json(ref('SnapshotRestored'), 'Restored; local files newer than the snapshot are kept, damaged ones reported.'),
+      400: BAD_BODY,
+      404: error('No server has this id (`SERVER_NOT_FOUND`), or it has no such snapshot (`SNAPSHOT_NOT_FOUND`).'),
+      409: error('The server is not stopped (`SERVER_RUNNING`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
+      503: STORE_FAILED,
+    }, {
+      parameters: [param('ServerId')],
+      requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', additionalProperties: false, properties: { snapshot_id: { type: 'string' } } } } } },
+    }),
+  },
+  '/snapshots/deleted': {
+    get: op('snapshots', 'listDeletedServers', 'Servers deleted within persistence.retainDeletedDays, which can be brought back', {
+      200: json(ref('DeletedServers'), 'Each with its last snapshot.'), 409: NO_PERSISTENCE, 503: STORE_FAILED,
+    }),
+  },
+  '/snapshots/deleted/{name}/restore': {
+    post: op('snapshots', 'undeleteServer', 'Undo a delete: the server comes back from its last snapshot, with its id, manifest and files', {
+      201: CREATED,
+      400: error('The name is not a manifest name (`INVALID_NAME`).'),
+      404: error('No deleted server of that name is kept (`SNAPSHOT_NOT_FOUND`).'),
+      409: error('A server of that name exists (`SERVER_EXISTS`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
+      503: STORE_FAILED,
+    }, { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' }, description: 'The manifest name of the deleted server.' }] }),
   },
   '/servers/{id}/manifest': {
     get: op('servers', 'getServerManifest', 'A server\'s manifest file as it is on disk', {

@@ -74,7 +74,51 @@ export const SCHEMAS: Record<string, Schema> = {
     generation: nullable('integer', { description: 'Spec changes counted (metadata.generation).' }),
     observed_generation: nullable('integer', { description: 'The last generation the controller has acted on.' }),
     manifest_errors: { ...strings, description: 'Present when the manifest file is invalid: its problems.' },
+    persistence: {
+      anyOf: [ref('PersistenceState'), { type: 'null' }],
+      description: 'Its snapshots at the persistence target (DEVBOX_PERSIST_TO); null when the service keeps none.',
+    },
   }, ['id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb', 'manifest', 'phase']),
+
+  PersistenceState: object({
+    last_snapshot_at: nullable('string', { format: 'date-time', description: 'When the last snapshot was committed; null before the first.' }),
+    last_snapshot_id: nullable('string'),
+    size_bytes: nullable('integer', { description: 'Bytes of the files the last snapshot kept.' }),
+    files: nullable('integer', { description: 'Files the last snapshot kept.' }),
+    last_error: nullable('string', { description: 'Why the last attempt failed, and what to do; null after a success.' }),
+    in_progress: { type: 'boolean' },
+  }),
+
+  Snapshot: object({
+    id: { type: 'string', description: 'Sortable by time.' },
+    created_at: TIME,
+    reason: { type: 'string', description: 'What took it: stop, interval, api, shutdown…' },
+    files: { type: 'integer' },
+    bytes: { type: 'integer', description: 'Bytes of every file it keeps.' },
+    uploaded_bytes: { type: 'integer', description: 'Bytes it added to the target (new content only).' },
+    duration_ms: { type: 'integer' },
+    skipped: {
+      type: 'array',
+      items: object({ root: { enum: ['workspace', 'user'] }, path: { type: 'string' }, reason: { type: 'string' } }),
+      description: 'What was not kept, and why: FIFOs, sockets, devices, unreadable files; files that changed while read are kept as read and listed.',
+    },
+  }),
+  Snapshots: envelope(object({ snapshots: { type: 'array', items: ref('Snapshot'), description: 'Newest first.' } })),
+  SnapshotTaken: envelope(ref('Snapshot'), { message: { type: 'string' } }, ['message']),
+  SnapshotRestored: envelope(object({
+    snapshot: ref('Snapshot'),
+    files: { type: 'integer' },
+    bytes: { type: 'integer' },
+    kept_newer: { ...strings, description: 'Local files newer than the snapshot, left as they were.' },
+    corrupted: { ...strings, description: 'Files whose stored content failed its hash check: not restored.' },
+  }), { message: { type: 'string' } }, ['message']),
+  DeletedServers: envelope(object({
+    servers: {
+      type: 'array',
+      items: object({ name: { type: 'string', description: 'The manifest name.' }, id: UID, deleted_at: TIME, latest: ref('Snapshot') }),
+      description: 'Servers deleted within persistence.retainDeletedDays, which POST /snapshots/deleted/{name}/restore brings back.',
+    },
+  })),
 
   CreatedServer: object({
     id: UID,
@@ -273,7 +317,7 @@ export const SCHEMAS: Record<string, Schema> = {
     memory_mb: object({ rss: { type: 'number' }, heap_used: { type: 'number' }, heap_total: { type: 'number' }, external: { type: 'number' } }),
     problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
   }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
-    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, capacity, and assistant and assistant_router when deployed.',
+    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, capacity, persistence, and assistant and assistant_router when deployed.',
     additionalProperties: { type: 'object' },
   }),
 

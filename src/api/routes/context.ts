@@ -15,6 +15,7 @@ import type { DataLayout } from '../../workspace/layout.ts';
 import type { ServerAccess } from '../access.ts';
 import { lifecycleView } from '../views.ts';
 import type { ServerFeed } from '../server-feed.ts';
+import type { PersistenceApi } from './snapshots.ts';
 import type { WatchStreams } from './watch.ts';
 
 export interface ServersDeps {
@@ -40,6 +41,8 @@ export interface ServersDeps {
   watch?: WatchStreams;
   /** The records serialised once per change: GET /servers and GET /servers/{id} answer from it; without it, each is built per request. */
   feed?: ServerFeed;
+  /** Snapshots at the persistence target (DEVBOX_PERSIST_TO); without one, the snapshot routes answer 409. */
+  persistence?: PersistenceApi;
 }
 
 export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined) =>

@@ -73,5 +73,8 @@ export async function getManifest(id: string): Promise<string> {
 
 export const getHealth = () => request<ServiceHealth>('GET', 'health');
 
+/** Keeps the server's work now (an incremental snapshot at the persistence target). */
+export const snapshotServer = (id: string) => request<{ status: 'success'; message: string }>('POST', path(id, '/snapshot'));
+
 /** The editor's address for a port, relative to the page (works under any path prefix). */
 export const editorUrl = (port: number) => `vscode/${port}/`;

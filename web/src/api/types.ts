@@ -44,6 +44,17 @@ export interface ServerRecord {
   observed_generation: number | null;
   manifest_errors?: string[];
   conditions?: Condition[];
+  /** Its snapshots at the persistence target; null when the service keeps none. */
+  persistence?: PersistenceState | null;
+}
+
+export interface PersistenceState {
+  last_snapshot_at: string | null;
+  last_snapshot_id: string | null;
+  size_bytes: number | null;
+  files: number | null;
+  last_error: string | null;
+  in_progress: 'snapshot' | 'restore' | null;
 }
 
 /** One message of GET /servers?watch=1. */

@@ -1,15 +1,16 @@
 // A server's page (#/servers/{id}): its status and actions, conditions and provisioning progress,
-// extensions, manifest errors, the manifest as written, and its recent events.
+// extensions, snapshots, manifest errors, the manifest as written, and its recent events.
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
-import { getEvents, getManifest } from '../api/servers.ts';
-import type { Condition, ServerEvent, ServerRecord } from '../api/types.ts';
+import { getEvents, getManifest, snapshotServer } from '../api/servers.ts';
+import type { Condition, PersistenceState, ServerEvent, ServerRecord } from '../api/types.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
 import { ServerActions } from '../components/server-actions.tsx';
 import { nameOf, ServerNameText } from '../components/names.tsx';
 import { preparing, StatusBadge } from '../components/status.tsx';
 import { RelativeTime } from '../components/time.tsx';
 import { useNow, useServers } from '../store.ts';
+import { notify, notifyError } from '../notify.ts';
 import { uptimeSeconds } from './servers.tsx';
 
 export function ServerPage({ id }: { id: string }) {
@@ -30,7 +31,7 @@ export function ServerPage({ id }: { id: string }) {
 
 /** What changes when the controller acts: stats (CPU, memory) alone do not refetch events. */
 function changeKey(s: ServerRecord): string {
-  return JSON.stringify([s.phase, s.reason, s.message, s.pid, s.generation, s.observed_generation, s.extension_status, s.manifest_errors, s.conditions]);
+  return JSON.stringify([s.phase, s.reason, s.message, s.pid, s.generation, s.observed_generation, s.extension_status, s.manifest_errors, s.conditions, s.persistence?.last_snapshot_id]);
 }
 
 /** Fetches with the client while `key` changes (debounced), keeping the last answer meanwhile. */
@@ -140,6 +141,12 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
         <ExtensionsTable server={server} />
       </Section>
 
+      {server.persistence && (
+        <Section title="Snapshots">
+          <Snapshots id={server.id} label={name.label} state={server.persistence} />
+        </Section>
+      )}
+
       {server.manifest_errors && server.manifest_errors.length > 0 && (
         <Section title="Manifest errors">
           <p>The manifest file <code>{server.manifest}.yaml</code> is invalid; the server keeps its last valid state until the file is fixed.</p>
@@ -168,6 +175,31 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
           !events.error && <p class="muted">No events yet.</p>
         )}
       </Section>
+    </>
+  );
+}
+
+/** Where the server's work is kept: its last snapshot, what went wrong, and keeping it now. */
+function Snapshots({ id, label, state }: { id: string; label: string; state: PersistenceState }) {
+  const [busy, setBusy] = useState(false);
+  const keep = () => {
+    setBusy(true);
+    snapshotServer(id).then((answer) => notify(answer.message), (error) => notifyError(error, `keeping ${label}'s work`)).finally(() => setBusy(false));
+  };
+  return (
+    <>
+      <dl class="facts">
+        <Fact term="Last snapshot"><RelativeTime value={state.last_snapshot_at} /></Fact>
+        <Fact term="Files">{state.files ?? '—'}</Fact>
+        <Fact term="Size">{state.size_bytes === null ? '—' : state.size_bytes < 1024 * 1024 ? `${Math.ceil(state.size_bytes / 1024)} KB` : formatMb(state.size_bytes / (1024 * 1024))}</Fact>
+        <Fact term="Now">{state.in_progress === 'snapshot' ? 'taking a snapshot' : state.in_progress === 'restore' ? 'restoring' : '—'}</Fact>
+      </dl>
+      {state.last_error && <p role="alert" class="inline-error">The last snapshot failed: {state.last_error}</p>}
+      <p>
+        <button type="button" onClick={keep} disabled={busy || state.in_progress !== null} aria-label={`Keep ${label}'s work now`}>
+          {busy ? 'Keeping…' : 'Keep now'}
+        </button>
+      </p>
     </>
   );
 }

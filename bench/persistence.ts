@@ -1,0 +1,230 @@
+// Snapshots and restores of a 2,000-file, 50 MB workspace (`src/persistence/engine.ts`) against
+// tar: a full snapshot to a folder ÷ `tar -cf` of the same tree, an incremental one after 10
+// files change ÷ the full one, and a restore into an empty folder ÷ `tar -xf`, alternating
+// sides over several rounds, medians. `throughStore` measures the same work through any
+// SnapshotStore: here the loopback fake of the Files API with 20 ms added to each request.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promises as fs, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SnapshotEngine } from '../src/persistence/engine.ts';
+import { FolderStore } from '../src/persistence/folder-store.ts';
+import type { SnapshotSources, SnapshotStore } from '../src/persistence/types.ts';
+import { median, round } from './harness.ts';
+
+const FILES = 2000;
+const LARGE = [3, 2.5, 2.5, 2, 2, 2, 1.5, 1.5, 1.5, 1.5].map((mb) => Math.round(mb * 1024 * 1024)); // 20 MiB in 10 files
+const TOTAL = 50 * 1024 * 1024;
+
+/** Deterministic bytes, a quarter of them text-like (source code), the rest random. */
+function bytesFor(seed: number, length: number): Buffer {
+  if (seed % 4 === 0) {
+    const line = `export function f${seed}(value: number): number { return value * ${seed}; }\n`;
+    return Buffer.from(line.repeat(Math.ceil(length / line.length)).slice(0, length));
+  }
+  const out = Buffer.allocUnsafe(length);
+  let block = createHash('sha256').update(String(seed)).digest();
+  for (let at = 0; at < length; at += 32) {
+    block.copy(out, at, 0, Math.min(32, length - at));
+    if ((at & 4095) === 0) block = createHash('sha256').update(block).digest();
+    else block[at & 31] ^= at & 0xff;
+  }
+  return out;
+}
+
+/** 2,000 files, 50 MB: 10 large (1.5–3 MiB) and 1,990 small of 1–25 kB, in 40 folders, last changed an hour ago. */
+export async function buildBenchTree(dir: string): Promise<string[]> {
+  const smallCount = FILES - LARGE.length;
+  const smallTotal = TOTAL - LARGE.reduce((a, b) => a + b, 0);
+  const weights = Array.from({ length: smallCount }, (_, i) => 1 + ((i * 7919) % 25));
+  const weightSum = weights.reduce((a, b) => a + b, 0);
+  const paths: string[] = [];
+  for (let i = 0; i < FILES; i++) {
+    const large = i < LARGE.length;
+    const path = large ? `data/blob-${i}.bin` : `src/pkg${i % 40}/module-${i}.${i % 4 === 0 ? 'ts' : 'bin'}`;
+    const size = large ? LARGE[i] : Math.floor((weights[i - LARGE.length] / weightSum) * smallTotal);
+    await fs.mkdir(join(dir, path, '..'), { recursive: true });
+    await fs.writeFile(join(dir, path), bytesFor(i, size));
+    paths.push(path);
+  }
+  const anHourAgo = new Date(Date.now() - 3600_000);
+  await Promise.all(paths.map((path) => fs.utimes(join(dir, path), anHourAgo, anHourAgo)));
+  return paths;
+}
+
+/** Rewrites 10 of the small files with new content (as an editing session does). */
+async function changeTen(dir: string, paths: string[], round: number): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    const path = paths[LARGE.length + ((round * 97 + i * 131) % (paths.length - LARGE.length))];
+    await fs.writeFile(join(dir, path), bytesFor(1_000_000 + round * 10 + i, 8000));
+  }
+}
+
+const sources = (dir: string): SnapshotSources => ({
+  name: 'bench', uid: 'bench', manifestText: 'kind: EditorServer\n', status: {}, extensions: [], exclude: [],
+  roots: [{ id: 'workspace', dir }],
+});
+
+async function timed<T>(work: () => Promise<T> | T): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await work();
+  return { ms: performance.now() - started, value };
+}
+
+/** A sha256 over every file's path and content: the same for two trees with the same files. */
+async function treeDigest(dir: string): Promise<string> {
+  const hash = createHash('sha256');
+  const files = (await fs.readdir(dir, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name)).sort();
+  for (const file of files) hash.update(file.slice(dir.length)).update(await fs.readFile(file));
+  return hash.digest('hex');
+}
+
+export async function benchPersistence(rounds: number) {
+  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-persist-'));
+  try {
+    const tree = join(root, 'tree');
+    const paths = await buildBenchTree(tree);
+    const tarCf: number[] = [];
+    const tarCfSync: number[] = [];
+    const sha256Only: number[] = [];
+    const full: number[] = [];
+    const incremental: number[] = [];
+    const tarXf: number[] = [];
+    const restore: number[] = [];
+    let uploadedIncremental = 0;
+    for (let r = 0; r < rounds; r++) {
+      const work = join(root, `round-${r}`);
+      await fs.mkdir(work);
+      const archive = join(work, 'tree.tar');
+      const engine = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache') });
+      await fs.mkdir(join(work, 'store'));
+      const tar = () => {
+        settle();
+        tarCf.push(timedSync(() => execFileSync('tar', ['-cf', archive, '-C', tree, '.'])));
+      };
+      const snap = async () => {
+        settle();
+        full.push((await timed(() => engine.snapshot(sources(tree), 'bench'))).ms);
+      };
+      if (r % 2 === 0) { tar(); await snap(); } else { await snap(); tar(); }
+      // Floors: what durability costs (tar, then its archive flushed to disk, as every put is) and
+      // what hashing costs (every file read and hashed with sha256 in one thread).
+      settle();
+      tarCfSync.push(timedSync(() => execFileSync('sh', ['-c', 'tar -cf "$1" -C "$2" . && sync "$1"', 'sh', join(work, 'synced.tar'), tree])));
+      settle();
+      sha256Only.push(timedSync(() => {
+        for (const path of paths) createHash('sha256').update(readFileSync(join(tree, path))).digest();
+      }));
+
+      await changeTen(tree, paths, r);
+      settle();
+      const inc = await timed(() => engine.snapshot(sources(tree), 'bench'));
+      incremental.push(inc.ms);
+      uploadedIncremental = inc.value.snapshot.uploadedBytes;
+
+      const untarred = join(work, 'untarred');
+      const restored = join(work, 'restored');
+      await fs.mkdir(untarred);
+      const fresh = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache-2') });
+      const untar = () => {
+        settle();
+        tarXf.push(timedSync(() => execFileSync('tar', ['-xf', archive, '-C', untarred])));
+      };
+      const back = async () => {
+        settle();
+        restore.push((await timed(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: restored }] }))).ms);
+      };
+      if (r % 2 === 0) { untar(); await back(); } else { await back(); untar(); }
+      if (r === 0 && (await treeDigest(restored)) !== (await treeDigest(tree))) throw new Error('the restored tree differs from the snapshot taken');
+    }
+    return {
+      files: FILES, mb: TOTAL / 1024 / 1024, rounds,
+      tar_cf_median_ms: round(median(tarCf)), full_snapshot_median_ms: round(median(full)),
+      full_vs_tar_cf: round(median(full) / median(tarCf)),
+      tar_cf_then_fsync_median_ms: round(median(tarCfSync)), tar_cf_then_fsync_vs_tar_cf: round(median(tarCfSync) / median(tarCf)),
+      read_and_sha256_median_ms: round(median(sha256Only)), read_and_sha256_vs_tar_cf: round(median(sha256Only) / median(tarCf)),
+      incremental_median_ms: round(median(incremental)), incremental_uploaded_bytes: uploadedIncremental,
+      incremental_vs_full: round(median(incremental) / median(full), 3),
+      tar_xf_median_ms: round(median(tarXf)), restore_median_ms: round(median(restore)),
+      restore_vs_tar_xf: round(median(restore) / median(tarXf)),
+    };
+  } finally {
+    await fs.rm(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Writes dirty pages out before a measured step, so no step pays for the writeback of the one
+ * before it. (Rounds keep their files until the end: deleting hundreds of MB between steps, on
+ * a disk mounted with `discard`, slowed whatever came next by several times.)
+ */
+function settle(): void {
+  execFileSync('sync');
+}
+
+function timedSync(work: () => unknown): number {
+  const started = performance.now();
+  work();
+  return performance.now() - started;
+}
+
+/** A store made for one measurement, and how to end it (a loopback fake Files API, a folder). */
+export interface BenchStore {
+  store: SnapshotStore;
+  close(): Promise<void>;
+}
+
+/**
+ * The shutdown-time work through a given store: a full snapshot of the tree, the snapshot after
+ * 10 files change (what SIGTERM must finish), and a restore into an empty folder by an engine
+ * with an empty cache (a fresh container). `makeStore` gives a new, empty store each round.
+ */
+export async function throughStore(label: string, makeStore: () => Promise<BenchStore>, rounds: number) {
+  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-persist-store-'));
+  try {
+    const tree = join(root, 'tree');
+    const paths = await buildBenchTree(tree);
+    const full: number[] = [];
+    const shutdown: number[] = [];
+    const restore: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const { store, close } = await makeStore();
+      try {
+        const engine = new SnapshotEngine({ store, cacheDir: join(root, `cache-${r}`) });
+        full.push((await timed(() => engine.snapshot(sources(tree), 'bench'))).ms);
+        await changeTen(tree, paths, r);
+        shutdown.push((await timed(() => engine.snapshot(sources(tree), 'shutdown'))).ms);
+        const fresh = new SnapshotEngine({ store, cacheDir: join(root, `cache-fresh-${r}`) });
+        const target = join(root, `restored-${r}`);
+        restore.push((await timed(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: target }] }))).ms);
+        await fs.rm(target, { recursive: true, force: true });
+      } finally {
+        await close();
+      }
+    }
+    return {
+      store: label, rounds,
+      full_snapshot_median_ms: round(median(full)),
+      shutdown_snapshot_after_10_changes_median_ms: round(median(shutdown)),
+      restore_median_ms: round(median(restore)),
+    };
+  } finally {
+    await fs.rm(root, { recursive: true, force: true });
+  }
+}
+
+/** The loopback fake of the Files API (test/platform), answering after `delayMs`, through the real SDK and VolumeStore. */
+export async function fakeFilesApi(delayMs: number): Promise<BenchStore> {
+  const { startFakeWorkspace } = await import('../test/platform/fake-workspace.ts');
+  const { createVolumeStore } = await import('../src/persistence/volume-store.ts');
+  const workspace = await startFakeWorkspace();
+  workspace.addVolume('/Volumes/main/bench/devbox');
+  workspace.filesFaults({ delayMs });
+  const store = await createVolumeStore({
+    path: 'dbfs:/Volumes/main/bench/devbox/persist',
+    platform: { host: workspace.url, clientId: workspace.clientId, clientSecret: workspace.clientSecret },
+  });
+  return { store, close: () => workspace.close() };
+}

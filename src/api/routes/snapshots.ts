@@ -1,0 +1,116 @@
+// Snapshots of a server's work kept at the persistence target (DEVBOX_PERSIST_TO): list them,
+// take one now, restore a chosen one into a stopped server, and undo a delete within
+// persistence.retainDeletedDays. Without a target every route answers 409 PERSISTENCE_DISABLED.
+import type { Router } from 'express';
+import { HttpError } from '../../core/errors.ts';
+import type { RestoreResult, SnapshotInfo } from '../../persistence/types.ts';
+import { StoreError } from '../../persistence/types.ts';
+import { displayNameOf } from '../../manifests/types.ts';
+import { createdView } from '../views.ts';
+import { findServer, phaseIs, type ServersDeps } from './context.ts';
+
+/** What the routes need of the service's persistence (src/persistence/service-persistence.ts). */
+export interface PersistenceApi {
+  snapshot(name: string, reason: string): Promise<SnapshotInfo>;
+  list(name: string): Promise<SnapshotInfo[]>;
+  restoreInto(name: string, snapshotId?: string): Promise<RestoreResult>;
+  deleted(): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>>;
+  undelete(name: string): Promise<void>;
+}
+
+const SNAPSHOT_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const MANIFEST_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export function snapshotRoutes(deps: ServersDeps, router: Router): void {
+  const persistence = (): PersistenceApi => {
+    if (!deps.persistence) {
+      throw new HttpError(409, 'PERSISTENCE_DISABLED',
+        'this service keeps no snapshots: set DEVBOX_PERSIST_TO (or persistence.target in the config file) to a folder or to dbfs:/Volumes/<catalog>/<schema>/<volume>, and restart it');
+    }
+    return deps.persistence;
+  };
+
+  router.get('/servers/:id/snapshots', async (req, res) => {
+    const record = findServer(deps, req);
+    const snapshots = await storeCall(() => persistence().list(record.name));
+    res.json({ status: 'success', data: { snapshots: snapshots.map(snapshotView) } });
+  });
+
+  router.post('/servers/:id/snapshot', async (req, res) => {
+    const record = findServer(deps, req);
+    const snapshot = await storeCall(() => persistence().snapshot(record.name, 'api'));
+    res.json({ status: 'success', message: `snapshot ${snapshot.id} of server "${displayNameOf(record.server!)}" kept`, data: snapshotView(snapshot) });
+  });
+
+  router.post('/servers/:id/restore', async (req, res) => {
+    const record = findServer(deps, req);
+    const body = (req.body ?? {}) as { snapshot_id?: unknown };
+    const wanted = body.snapshot_id;
+    if (wanted !== undefined && (typeof wanted !== 'string' || !SNAPSHOT_ID.test(wanted))) {
+      throw new HttpError(400, 'INVALID_BODY', 'snapshot_id must be the id of one of the server\'s snapshots (GET /servers/{id}/snapshots), or left out for the latest');
+    }
+    if (record.server!.spec.running || !phaseIs('Stopped', 'Failed')(record)) {
+      throw new HttpError(409, 'SERVER_RUNNING', 'a snapshot is restored into a stopped server only: stop it first (POST /servers/{id}/stop), then restore');
+    }
+    const api = persistence();
+    const known = await storeCall(() => api.list(record.name));
+    if (wanted !== undefined && !known.some((s) => s.id === wanted)) {
+      throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot "${wanted}": list them with GET /servers/{id}/snapshots`);
+    }
+    if (known.length === 0) throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot yet: take one with POST /servers/{id}/snapshot`);
+    const result = await storeCall(() => api.restoreInto(record.name, wanted));
+    res.json({
+      status: 'success',
+      message: `restored ${result.files} files of snapshot ${result.snapshot.id}` +
+        (result.corrupted.length > 0 ? `; ${result.corrupted.length} damaged in the store were not restored` : ''),
+      data: {
+        snapshot: snapshotView(result.snapshot), files: result.files, bytes: result.bytes,
+        kept_newer: result.keptNewer, corrupted: result.corrupted,
+      },
+    });
+  });
+
+  router.get('/snapshots/deleted', async (_req, res) => {
+    const deleted = await storeCall(() => persistence().deleted());
+    res.json({
+      status: 'success',
+      data: { servers: deleted.map((d) => ({ name: d.name, id: d.uid, deleted_at: d.deletedAt, latest: snapshotView(d.latest) })) },
+    });
+  });
+
+  router.post('/snapshots/deleted/:name/restore', async (req, res) => {
+    const name = String(req.params.name);
+    if (!MANIFEST_NAME.test(name)) throw new HttpError(400, 'INVALID_NAME', `"${name}" is not a manifest name: list deleted servers with GET /snapshots/deleted`);
+    const reconciler = deps.controller.reconciler;
+    if (reconciler.records.has(name)) throw new HttpError(409, 'SERVER_EXISTS', `a server named "${name}" exists: delete or rename it first`);
+    const api = persistence();
+    const deleted = await storeCall(() => api.deleted());
+    if (!deleted.some((d) => d.name === name)) {
+      throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `no deleted server "${name}" is kept: list them with GET /snapshots/deleted`);
+    }
+    await storeCall(() => api.undelete(name));
+    deps.controller.enqueue(name);
+    // Its files are back once the controller has taken the workspace step after the restore.
+    const record = await deps.controller.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
+    if (!record?.server) throw new HttpError(500, 'RESTORE_FAILED', `server "${name}" was restored but the controller has not taken it up: see GET /health and the log`);
+    res.status(201).json(createdView(record));
+  });
+}
+
+/** A snapshot as the API shows it. */
+export function snapshotView(s: SnapshotInfo) {
+  return {
+    id: s.id, created_at: s.createdAt, reason: s.reason, files: s.files, bytes: s.bytes,
+    uploaded_bytes: s.uploadedBytes, duration_ms: Math.round(s.durationMs), skipped: s.skipped,
+  };
+}
+
+/** A failing store answers 503 with what to do; everything else passes. */
+async function storeCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof StoreError) throw new HttpError(503, 'PERSISTENCE_UNAVAILABLE', `the persistence target failed (${error.message}): ${error.hint}`);
+    throw error;
+  }
+}

@@ -1,0 +1,390 @@
+// Work that outlives the machine, as the service runs it: when each server is snapshotted (its
+// editor stopped, every intervalSeconds while it runs and something changed, on request, at
+// shutdown), what comes back when a fresh container starts (restore.ts), deleted servers kept
+// for persistence.retainDeletedDays, and what the records, the health page and /metrics show.
+// The snapshots themselves are the engine's (engine.ts); this file only decides when.
+import type { PersistenceHooks, RestoreState } from '../controller/ensure-restored.ts';
+import { TerminalError, WorkQueue } from '../controller/queue.ts';
+import { HttpError } from '../core/errors.ts';
+import { RestoreGate } from './restore-gate.ts';
+import { snapshotSources } from './service-records.ts';
+import { Restorer, type RestoreReason } from './service-restore.ts';
+import {
+  answer, describeError, fromSnapshot, isDeleted, NO_SNAPSHOT, type PersistenceDeps, type ServerPersistence, type ShutdownSummary,
+} from './service-types.ts';
+import { StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
+
+export type { PersistenceDeps, ServerPersistence, ShutdownSummary, SnapshotEngineApi } from './service-types.ts';
+
+/** A delete waits this long for the server's last snapshot, then goes on without it. */
+const DELETE_SNAPSHOT_MS = 10_000;
+const HOUR_MS = 3600_000;
+const SNAPSHOT_REASONS = ['shutdown', 'delete', 'stop', 'api', 'interval'];
+
+export class PersistenceService implements PersistenceHooks {
+  readonly gate = new RestoreGate();
+  readonly #deps: PersistenceDeps;
+  readonly #restorer: Restorer;
+  readonly #states = new Map<string, ServerPersistence>();
+  readonly #listeners = new Set<(name: string) => void>();
+  /** Background work by key (`snapshot:<name>`, `restore:<name>`, `mark:<name>`), retried with capped backoff. */
+  readonly #queue: WorkQueue;
+  /** Why each queued snapshot is taken; names whose last background snapshot is still owed. */
+  readonly #reasons = new Map<string, string>();
+  /** One snapshot or restore per server at a time. */
+  readonly #chains = new Map<string, Promise<unknown>>();
+  readonly #lifetime = new AbortController();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #storeError: StoreError | undefined;
+  #lastSuccessAt: string | null = null;
+  #lastGcAt = 0;
+  #closing = false;
+  readonly #counts = { snapshots: 0, unchanged: 0, snapshot_failures: 0, restores: 0, restore_failures: 0, deleted: 0 };
+
+  constructor(deps: PersistenceDeps) {
+    this.#deps = deps;
+    this.#queue = new WorkQueue((key) => this.#work(key), {
+      workers: 3, baseBackoffMs: deps.retry.initialMs, maxBackoffMs: deps.retry.maxMs,
+      onError: (key, error, attempt) => this.#failedAgain(key, error, attempt),
+      onTerminal: () => undefined,
+    });
+    this.#restorer = new Restorer({
+      ...deps, gate: this.gate, signal: this.#lifetime.signal,
+      serial: (name, work) => this.#serial(name, work),
+      setState: (name, change) => this.#update(name, change),
+      storeWorks: () => this.#storeWorks(),
+      storeFails: (error) => this.#storeFails(error),
+      counted: (ok) => (ok ? this.#counts.restores++ : this.#counts.restore_failures++),
+      retryLater: (name, reason, delayMs) => this.#queue.addAfter(`restore:${reason}:${name}`, delayMs),
+      backoffFor: (attempt) => this.#queue.backoffFor(attempt),
+    });
+  }
+
+  /**
+   * Before the controller starts: brings back the servers the target holds and this data folder
+   * lacks (manifests first, then their files, each held by the gate until done). A target that
+   * does not answer within `boundMs` is tried again in the background while the service serves.
+   */
+  async start(boundMs = 30_000): Promise<void> {
+    const discovery = this.#restorer.discover().catch((error) => {
+      this.#failedAgain('discover', error, 1);
+      this.#queue.addAfter('discover', this.#queue.backoffFor(1));
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([discovery, new Promise((resolve) => (timer = setTimeout(resolve, boundMs)))]);
+    clearTimeout(timer);
+    this.#after(HOUR_MS, () => this.#queue.add('purge'), true);
+    this.#queue.add('purge');
+    this.#scheduleInterval();
+  }
+
+  // --- The PersistenceService API (REST routes sit on these) ---
+
+  /** Takes a snapshot of the server now (POST /servers/{id}/snapshot); throws with the store's hint when it fails. */
+  async snapshot(name: string, reason = 'api'): Promise<SnapshotInfo> {
+    this.#known(name);
+    if (this.gate.holds(name)) throw new HttpError(409, 'SERVER_RESTORING', `server ${name} is being restored: take a snapshot once its Restored condition is True`);
+    const result = await answer(this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal)));
+    if (!result) throw new HttpError(409, 'NOTHING_TO_SNAPSHOT', `server ${name} has no manifest to snapshot right now: try again in a moment`);
+    return result.snapshot;
+  }
+
+  /** The server's snapshots, newest first. */
+  async list(name: string): Promise<SnapshotInfo[]> {
+    return answer(this.#storeCall(() => this.#deps.engine.list(name)));
+  }
+
+  /** Restores a chosen snapshot (the latest by default) into a stopped server; 409 when its editor runs. */
+  async restoreInto(name: string, snapshotId?: string): Promise<RestoreResult> {
+    const server = this.#known(name);
+    const phase = server.status?.phase ?? 'Pending';
+    const running = [...this.#deps.running()].includes(name);
+    if (running || !['Stopped', 'Failed', 'Pending'].includes(phase)) {
+      throw new HttpError(409, 'SERVER_NOT_STOPPED', `server ${name} is ${phase.toLowerCase()}: stop it (POST /servers/{id}/stop), then restore a snapshot into it`);
+    }
+    if (this.gate.holds(name)) throw new HttpError(409, 'SERVER_RESTORING', `server ${name} is being restored already`);
+    return answer(this.#restorer.restoreFiles(name, { snapshotId, reason: 'chosen' }));
+  }
+
+  /** Servers deleted within persistence.retainDeletedDays, whose snapshots are kept: each can be undeleted. */
+  async deleted(): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>> {
+    const servers = await answer(this.#storeCall(() => this.#deps.engine.servers()));
+    return servers.flatMap((s) => (isDeleted(s) ? [{ name: s.name, uid: s.uid, deletedAt: s.deletedAt, latest: s.latest }] : []));
+  }
+
+  /** Brings a deleted server back: its manifest as it was (without the deletion mark), then its files; the delete is forgotten. */
+  async undelete(name: string): Promise<void> {
+    const entry = (await this.deleted()).find((s) => s.name === name);
+    if (!entry) throw new HttpError(404, 'NOT_DELETED', `no deleted server named ${name} is kept (a delete is kept ${this.#deps.config().persistence.retainDeletedDays} days, persistence.retainDeletedDays)`);
+    if (this.#deps.records.has(name) || (await this.#deps.store.textOf(name)) !== undefined) {
+      throw new HttpError(409, 'NAME_TAKEN', `a server named ${name} exists: delete it, or rename its manifest, before bringing the deleted one back`);
+    }
+    await answer(this.#restorer.undelete(entry));
+  }
+
+  /** The server's record field `persistence`; the same object until it changes. */
+  stateOf(name: string): ServerPersistence {
+    return this.#states.get(name) ?? NO_SNAPSHOT;
+  }
+
+  /** Calls `listener(name)` when a server's persistence state changed; returns its removal. */
+  onChange(listener: (name: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The health page's `persistence` section. */
+  health(): Record<string, unknown> {
+    const error = this.#storeError;
+    const restoring = this.gate.held().length;
+    const { snapshots, unchanged, snapshot_failures, restores, restore_failures, deleted } = this.#counts;
+    return {
+      target: this.#deps.target,
+      state: error ? 'failing' : restoring > 0 ? 'restoring' : 'ok',
+      last_error: error?.message ?? null,
+      hint: error?.hint ?? null,
+      last_success_at: this.#lastSuccessAt,
+      interval_seconds: this.#deps.config().persistence.intervalSeconds,
+      restoring,
+      // Since the service started.
+      counts: { snapshots, unchanged, snapshot_failures, restores, restore_failures, deleted },
+    };
+  }
+
+  /** Problems of the health page: a failing target makes the service "degraded". */
+  problems(): string[] {
+    return this.#storeError ? [`persistence: ${this.#deps.target} fails: ${this.#storeError.message}: ${this.#storeError.hint}`] : [];
+  }
+
+  /** The final snapshots, at shutdown: every running server and every one still owed one, in parallel, within `deadlineMs`. */
+  async snapshotAll(reason: string, deadlineMs: number): Promise<ShutdownSummary> {
+    const began = performance.now();
+    this.#closing = true;
+    const names = [...new Set([...this.#deps.running(), ...this.#reasons.keys()])].filter((name) => !this.gate.holds(name) && this.#deps.records.has(name));
+    const deadline = setTimeout(() => this.#lifetime.abort(new Error(`the shutdown's ${deadlineMs / 1000} s were up`)), deadlineMs);
+    const summary: ShutdownSummary = { servers: names.length, saved: 0, unchanged: 0, failed: [], uploadedBytes: 0, seconds: 0 };
+    try {
+      await Promise.all(names.map(async (name) => {
+        try {
+          const result = await this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal));
+          if (result?.unchanged) summary.unchanged++;
+          else if (result) {
+            summary.saved++;
+            summary.uploadedBytes += result.snapshot.uploadedBytes;
+          }
+          this.#reasons.delete(name);
+        } catch (error) {
+          summary.failed.push(`${name} (${describeError(error)})`);
+        }
+      }));
+    } finally {
+      clearTimeout(deadline);
+    }
+    summary.seconds = (performance.now() - began) / 1000;
+    return summary;
+  }
+
+  /** Stops timers and background work (a snapshot under way is abandoned: the previous one stays current). */
+  async dispose(): Promise<void> {
+    this.#closing = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    this.#queue.stop();
+    if (!this.#lifetime.signal.aborted) this.#lifetime.abort(new Error('the service is stopping'));
+    this.gate.releaseAll();
+    // Aborted work ends at once; the wait is bounded, so a shutdown stays within the platform's 15 s.
+    await Promise.race([this.#queue.idle(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    this.#listeners.clear();
+  }
+
+  // --- Hooks the controller calls ---
+
+  restoreState(name: string): RestoreState | undefined {
+    return this.gate.stateOf(name);
+  }
+
+  restoreRecorded(name: string): void {
+    this.gate.recorded(name);
+  }
+
+  stopped(name: string): void {
+    this.#enqueueSnapshot(name, 'stop');
+  }
+
+  async deleting(name: string): Promise<void> {
+    if (this.#closing || this.gate.holds(name) || !this.#restorer.discovered) return;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error(`it took longer than ${DELETE_SNAPSHOT_MS / 1000} s`)), DELETE_SNAPSHOT_MS);
+    try {
+      await this.#serial(name, () => this.#take(name, 'delete', AbortSignal.any([abort.signal, this.#lifetime.signal])));
+    } catch (error) {
+      this.#deps.log(`persistence: the last snapshot of ${name} before its delete failed (${describeError(error)}): an undelete brings back its snapshot before`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A deliberate delete finished: the server's snapshots are kept retainDeletedDays, then purged. */
+  serverDeleted(name: string): void {
+    this.gate.release(name);
+    this.#reasons.delete(name);
+    this.#states.delete(name);
+    this.#queue.add(`mark:${name}`);
+  }
+
+  // --- Inside ---
+
+  /** Takes one snapshot now (inside the server's chain); undefined when there is nothing to take it of. */
+  async #take(name: string, reason: string, signal: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean } | undefined> {
+    const sources = await snapshotSources(this.#deps, name, this.#restorer.roots(name));
+    if (!sources) return undefined;
+    this.#update(name, { in_progress: 'snapshot' });
+    const began = performance.now();
+    try {
+      const result = await this.#deps.engine.snapshot(sources, reason, signal);
+      this.#storeWorks();
+      const seconds = (performance.now() - began) / 1000;
+      this.#deps.metrics?.snapshot(seconds, result.unchanged ? 0 : result.snapshot.uploadedBytes);
+      if (result.unchanged) this.#counts.unchanged++;
+      else this.#counts.snapshots++;
+      this.#update(name, { ...fromSnapshot(result.snapshot), last_error: null, in_progress: null });
+      return result;
+    } catch (error) {
+      this.#counts.snapshot_failures++;
+      this.#deps.metrics?.snapshotFailed();
+      if (error instanceof StoreError) this.#storeFails(error);
+      this.#update(name, { last_error: describeError(error), in_progress: null });
+      throw error;
+    }
+  }
+
+  #enqueueSnapshot(name: string, reason: string): void {
+    if (this.#closing) return;
+    const queued = this.#reasons.get(name);
+    // The weightier reason names the snapshot (a stop over an interval).
+    if (queued === undefined || SNAPSHOT_REASONS.indexOf(reason) < SNAPSHOT_REASONS.indexOf(queued)) this.#reasons.set(name, reason);
+    this.#queue.add(`snapshot:${name}`);
+  }
+
+  /** One piece of background work; a throw is retried with capped backoff (a TerminalError is not). */
+  async #work(key: string): Promise<void> {
+    const [kind, ...rest] = key.split(':');
+    const name = rest.at(-1)!;
+    if (kind === 'discover') return this.#restorer.discover();
+    if (kind === 'purge') return void (await this.purgeDeleted());
+    if (kind === 'restore') return void (await this.#restorer.restoreFiles(name, { reason: rest[0] as RestoreReason, retrying: true }));
+    if (kind === 'mark') {
+      await this.#storeCall(() => this.#deps.engine.markDeleted(name, new Date(this.#now())));
+      this.#counts.deleted++;
+      this.#deps.log(`persistence: ${name} is deleted; its snapshots are kept ${this.#deps.config().persistence.retainDeletedDays} days, in which it can be undeleted`);
+      return;
+    }
+    // A snapshot: none before the target has been looked at for servers to restore (an empty
+    // workspace must never become a server's latest snapshot), none of a server being restored.
+    const reason = this.#reasons.get(name);
+    if (reason === undefined || !this.#deps.records.has(name)) return void this.#reasons.delete(name);
+    if (!this.#restorer.discovered || this.gate.holds(name)) throw new Error(`${name} waits for its restore`);
+    try {
+      await this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal));
+      this.#reasons.delete(name);
+    } catch (error) {
+      // Only a store that fails is worth retrying; a workspace over the limit stays so until it changes.
+      if (!(error instanceof StoreError)) {
+        this.#reasons.delete(name);
+        this.#deps.log(`persistence: no snapshot of ${name}: ${describeError(error)}`);
+        throw new TerminalError('SnapshotFailed', describeError(error));
+      }
+      throw error;
+    }
+  }
+
+  /** Removes the snapshots of servers deleted more than retainDeletedDays ago (hourly and at start), then unreferenced objects now and then; the names purged. */
+  async purgeDeleted(): Promise<string[]> {
+    const purged = await this.#storeCall(() => this.#deps.engine.purgeDeleted(this.#deps.config().persistence.retainDeletedDays));
+    if (purged.length > 0) this.#deps.log(`persistence: removed the snapshots of ${purged.join(', ')}, deleted more than ${this.#deps.config().persistence.retainDeletedDays} days ago`);
+    if (purged.length > 0 || this.#now() - this.#lastGcAt >= 24 * HOUR_MS) {
+      await this.#storeCall(() => this.#deps.engine.collectGarbage());
+      this.#lastGcAt = this.#now();
+    }
+    return purged;
+  }
+
+  /** Every intervalSeconds (read each time: an edit applies), each running server is snapshotted if something changed. */
+  #scheduleInterval(): void {
+    this.#after(this.#deps.config().persistence.intervalSeconds * 1000, () => {
+      for (const name of this.#deps.running()) this.#enqueueSnapshot(name, 'interval');
+      this.#scheduleInterval();
+    });
+  }
+
+  /** A background step failed: said once (restores and refused snapshots say so themselves), retried with backoff. */
+  #failedAgain(key: string, error: unknown, attempt: number): void {
+    if (error instanceof StoreError) this.#storeFails(error);
+    if (attempt > 1 || key.startsWith('restore:') || (key.startsWith('snapshot:') && !(error instanceof StoreError))) return;
+    const what = { discover: 'looking for servers to restore', purge: 'removing servers deleted long ago', mark: 'marking a server deleted', snapshot: 'a snapshot' }[key.split(':')[0]] ?? key;
+    this.#deps.log(`persistence: ${what} (${key}) failed: ${describeError(error)}; tried again with backoff, at most every ${Math.round(this.#deps.retry.maxMs / 1000)} s`);
+  }
+
+  async #storeCall<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      const result = await call();
+      this.#storeWorks();
+      return result;
+    } catch (error) {
+      if (error instanceof StoreError) this.#storeFails(error);
+      throw error;
+    }
+  }
+
+  #storeWorks(): void {
+    this.#lastSuccessAt = new Date(this.#now()).toISOString();
+    if (!this.#storeError) return;
+    this.#deps.log(`persistence: ${this.#deps.target} works again`);
+    this.#storeError = undefined;
+  }
+
+  #storeFails(error: StoreError): void {
+    if (this.#storeError?.message !== error.message) this.#deps.log(`persistence: ${this.#deps.target} fails: ${error.message}: ${error.hint}`);
+    this.#storeError = error;
+  }
+
+  #serial<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#chains.get(name) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const settled = run.catch(() => undefined);
+    this.#chains.set(name, settled);
+    void settled.then(() => {
+      if (this.#chains.get(name) === settled) this.#chains.delete(name);
+    });
+    return run;
+  }
+
+  #update(name: string, change: Partial<ServerPersistence>): void {
+    const before = this.stateOf(name);
+    const after = { ...before, ...change };
+    if (Object.entries(after).every(([key, value]) => before[key as keyof ServerPersistence] === value)) return;
+    this.#states.set(name, Object.freeze(after));
+    for (const listener of this.#listeners) listener(name);
+  }
+
+  #known(name: string) {
+    const server = this.#deps.records.get(name)?.server;
+    if (!server) throw new HttpError(404, 'SERVER_NOT_FOUND', `no server is named ${name}: list the servers with GET /servers`);
+    return server;
+  }
+
+  #now(): number {
+    return this.#deps.now?.() ?? Date.now();
+  }
+
+  /** Runs `fn` after `ms`, and again every `ms` with `repeat`; dispose clears it. */
+  #after(ms: number, fn: () => void, repeat = false): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+      if (repeat) this.#after(ms, fn, true);
+    }, ms).unref();
+    this.#timers.add(timer);
+  }
+}
+

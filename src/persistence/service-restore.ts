@@ -1,0 +1,228 @@
+// Bringing servers back from the target: at start, every server the target holds and this data
+// folder has no record of (a fresh container) — manifests first, then each one's files while the
+// gate holds it, so its editor starts only once they are back; an undelete; a chosen snapshot put
+// back into a stopped server. Local files newer than the snapshot are kept (the engine's rule),
+// and a manifest that is there is never replaced.
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { extensionName } from '../extensions/extensions-folder.ts';
+import { parseManifest } from '../manifests/store.ts';
+import { ensureWorkspace } from '../workspace/layout.ts';
+import { describeError, fromSnapshot, isDeleted, type PersistenceDeps, type ServerPersistence } from './service-types.ts';
+import { putBack, settingsAppliedFile, type KeptRecord } from './service-records.ts';
+import type { RestoreGate } from './restore-gate.ts';
+import { StoreError, type RestoreResult, type SnapshotInfo, type SnapshotRoot } from './types.ts';
+
+/** Why files are restored: a fresh container, an undelete, or a snapshot someone chose. */
+export type RestoreReason = 'start' | 'undelete' | 'chosen';
+
+/** What of the editor's user folder is kept: what a person would miss, not caches or logs. */
+export const USER_FILES = ['settings.json', 'keybindings.json', 'tasks.json', 'snippets'];
+
+export interface RestorerDeps extends PersistenceDeps {
+  gate: RestoreGate;
+  /** Aborted when the service stops. */
+  signal: AbortSignal;
+  /** Runs `work` when the server's snapshot or restore under way has ended. */
+  serial<T>(name: string, work: () => Promise<T>): Promise<T>;
+  setState(name: string, change: Partial<ServerPersistence>): void;
+  storeWorks(): void;
+  storeFails(error: StoreError): void;
+  counted(ok: boolean): void;
+  /** Queues another attempt at restoring the server's files after `delayMs`. */
+  retryLater(name: string, reason: RestoreReason, delayMs: number): void;
+  backoffFor(attempt: number): number;
+}
+
+export class Restorer {
+  /** True once the target has been looked at for servers to restore: no snapshot is taken before. */
+  discovered = false;
+  readonly #deps: RestorerDeps;
+  /** Manifests there at the first look whose server this data folder has no record of (kept in git, say). */
+  #fresh: Set<string> | undefined;
+  /** Servers already put back by an earlier, interrupted look. */
+  readonly #planned = new Set<string>();
+  /** The snapshot each server's files come from, while they are to be restored. */
+  readonly #pending = new Map<string, string>();
+  readonly #failures = new Map<string, number>();
+
+  constructor(deps: RestorerDeps) {
+    this.#deps = deps;
+  }
+
+  /** The folders a snapshot of the server holds, as they are on this machine. */
+  roots(name: string): SnapshotRoot[] {
+    const editor = this.#deps.layout.editor(name);
+    return [
+      { id: 'workspace', dir: this.#deps.layout.workspace(name) },
+      { id: 'user', dir: join(editor.userDataDir, 'User'), only: USER_FILES },
+    ];
+  }
+
+  /** Looks at the target for servers this data folder lacks, puts back their manifests and records, and queues their files. */
+  async discover(): Promise<void> {
+    const { store, engine, gate } = this.#deps;
+    if (!this.#fresh) {
+      this.#fresh = new Set();
+      for (const name of await store.list()) if (!(await exists(store.statusFileOf(name)))) this.#fresh.add(name);
+    }
+    let servers: Awaited<ReturnType<typeof engine.servers>>;
+    try {
+      servers = await engine.servers();
+      this.#deps.storeWorks();
+    } catch (error) {
+      if (error instanceof StoreError) this.#deps.storeFails(error);
+      // A server whose files the target may hold does not start empty meanwhile.
+      for (const name of this.#fresh) gate.failed(name, `waiting for the persistence target, which may hold this server's files: ${describeError(error)}`);
+      throw error;
+    }
+    const restoring: string[] = [];
+    for (const server of servers) {
+      if (isDeleted(server)) continue;
+      const { name, latest } = server;
+      this.#deps.setState(name, fromSnapshot(latest));
+      const manifestThere = await exists(store.fileOf(name));
+      const known = !this.#fresh.has(name) && (await exists(store.statusFileOf(name)));
+      if (known || this.#planned.has(name)) continue;
+      const message = `restoring ${latest.files} files from snapshot ${latest.id}`;
+      gate.restoring(name, message);
+      const kept = await engine.restore(name, { snapshotId: latest.id, roots: [], signal: this.#deps.signal });
+      const created = await putBack(store, this.#deps.layout, {
+        name, uid: server.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord,
+        uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.name !== name && r.server?.metadata.uid === uid),
+      }, !manifestThere);
+      if (created) this.#deps.log(`persistence: put back ${store.fileOf(name)} from snapshot ${latest.id}`);
+      this.#planned.add(name);
+      this.#pending.set(name, latest.id);
+      restoring.push(name);
+      this.#deps.retryLater(name, 'start', 0);
+      this.#deps.enqueue(name);
+    }
+    // Held while the target did not answer, and it holds nothing of them to restore: they go on as they are.
+    for (const name of this.#fresh) if (!this.#planned.has(name)) gate.release(name);
+    this.discovered = true;
+    if (restoring.length > 0) this.#deps.log(`persistence: restoring ${restoring.length} server${restoring.length === 1 ? '' : 's'} from ${this.#deps.target}: ${restoring.join(', ')}`);
+  }
+
+  /** Restores the server's files (the latest snapshot, or the one chosen); the gate holds the server meanwhile. */
+  restoreFiles(name: string, options: { snapshotId?: string; reason: RestoreReason; retrying?: boolean }): Promise<RestoreResult> {
+    const { gate, engine, layout, signal } = this.#deps;
+    const snapshotId = options.snapshotId ?? this.#pending.get(name);
+    const which = snapshotId === undefined ? 'the latest snapshot' : `snapshot ${snapshotId}`;
+    gate.restoring(name, `restoring files from ${which}`);
+    this.#deps.enqueue(name);
+    return this.#deps.serial(name, async () => {
+      this.#deps.setState(name, { in_progress: 'restore' });
+      const began = performance.now();
+      try {
+        await ensureWorkspace(layout, name);
+        // A snapshot chosen on purpose is put back whole; otherwise newer local files are kept.
+        const result = await engine.restore(name, {
+          ...(snapshotId === undefined ? {} : { snapshotId }), roots: this.roots(name), signal, overwriteNewer: options.reason === 'chosen',
+        });
+        this.#deps.storeWorks();
+        await this.#settingsApplied(name, result);
+        await this.#installExtras(name, result.extensions);
+        this.#deps.metrics?.restore((performance.now() - began) / 1000);
+        this.#deps.counted(true);
+        this.#deps.setState(name, { ...fromSnapshot(result.snapshot), in_progress: null, last_error: null });
+        this.#failures.delete(name);
+        this.#pending.delete(name);
+        const message = restoredMessage(result);
+        this.#deps.log(`persistence: ${name}: restored ${message}`);
+        gate.restored(name, message);
+        this.#deps.enqueue(name);
+        return result;
+      } catch (error) {
+        this.#deps.counted(false);
+        this.#deps.metrics?.restoreFailed();
+        if (error instanceof StoreError) this.#deps.storeFails(error);
+        this.#deps.setState(name, { in_progress: null, last_error: describeError(error) });
+        if (options.reason === 'chosen' || signal.aborted) {
+          // Asked for by someone, who is told: the server is not held.
+          gate.release(name);
+          this.#deps.enqueue(name);
+          throw error;
+        }
+        const attempt = (this.#failures.get(name) ?? 0) + 1;
+        this.#failures.set(name, attempt);
+        const delay = this.#deps.backoffFor(attempt);
+        gate.failed(name, `restoring files from ${which} failed: ${describeError(error)}; trying again in ${Math.max(1, Math.round(delay / 1000))} s`);
+        this.#deps.log(`persistence: ${name}: restoring files from ${which} failed (attempt ${attempt}): ${describeError(error)}`);
+        if (!options.retrying) this.#deps.retryLater(name, options.reason, delay);
+        throw error;
+      }
+    });
+  }
+
+  /** Brings a deleted server back: manifest and records first (the delete unmarked), then its files. */
+  async undelete(entry: { name: string; uid: string; latest: SnapshotInfo }): Promise<void> {
+    const { name, latest } = entry;
+    const { gate, engine, store } = this.#deps;
+    const message = `bringing back ${latest.files} files from snapshot ${latest.id}`;
+    gate.restoring(name, message);
+    try {
+      const kept = await engine.restore(name, { snapshotId: latest.id, roots: [], signal: this.#deps.signal });
+      await engine.unmarkDeleted(name);
+      const created = await putBack(store, this.#deps.layout, {
+        name, uid: entry.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord,
+        uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.server?.metadata.uid === uid),
+      }, true);
+      if (!created) throw new Error(`${store.fileOf(name)} appeared meanwhile: it is left as it is`);
+    } catch (error) {
+      gate.release(name);
+      throw error;
+    }
+    this.#deps.log(`persistence: ${name} undeleted from snapshot ${latest.id}`);
+    this.#pending.set(name, latest.id);
+    this.#deps.enqueue(name);
+    await this.restoreFiles(name, { snapshotId: latest.id, reason: 'undelete' });
+  }
+
+  /** What the controller last wrote into settings.json, so a key the user changed stays theirs. */
+  async #settingsApplied(name: string, result: RestoreResult): Promise<void> {
+    const text = (result.status as KeptRecord | null)?.settingsApplied;
+    if (typeof text !== 'string') return;
+    await fs.writeFile(settingsAppliedFile(this.#deps.layout, name), text, { flag: 'wx' }).catch((error) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+  }
+
+  /** Extensions the editor had that its spec does not name (installed inside the editor): installed again, one by one. */
+  async #installExtras(name: string, ids: string[]): Promise<void> {
+    const { installer, layout, gate, logs, signal, store } = this.#deps;
+    // The manifest as it is now (the controller may not have read it yet): its extensions are the controller's to install.
+    const text = await store.textOf(name);
+    const read = text === undefined ? undefined : parseManifest(name, text);
+    const spec = read?.kind === 'ok' ? read.server.spec : undefined;
+    const groups = this.#deps.config().extensionGroups;
+    const wanted = new Set([
+      ...(spec?.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g].extensions : [])),
+      ...(spec?.extensions ?? []),
+    ].map(extensionName));
+    const target = { name, ...layout.editor(name) };
+    const present = await installer.installed(target);
+    const extras = [...new Set(ids.map(extensionName))].filter((id) => !wanted.has(id) && !present.has(id));
+    for (const [i, id] of extras.entries()) {
+      gate.restoring(name, `installing extension ${id} (${i + 1} of ${extras.length}), which the editor had`);
+      const outcome = await installer.install(target, id, signal);
+      if (outcome.cancelled || signal.aborted) throw signal.reason ?? new Error('cancelled');
+      logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok ? `extension ${id} installed again after the restore` : `extension ${id}, which the editor had, could not be installed again: ${outcome.message}`);
+    }
+  }
+}
+
+/** "42 files from snapshot …; 2 newer local files kept; 1 corrupted file not restored: a/b". */
+function restoredMessage(result: RestoreResult): string {
+  const parts = [`${result.files} files from snapshot ${result.snapshot.id}`];
+  if (result.keptNewer.length > 0) parts.push(`${result.keptNewer.length} newer local file${result.keptNewer.length === 1 ? '' : 's'} kept`);
+  if (result.corrupted.length > 0) {
+    parts.push(`${result.corrupted.length} corrupted file${result.corrupted.length === 1 ? '' : 's'} not restored: ${result.corrupted.slice(0, 5).join(', ')}${result.corrupted.length > 5 ? ', …' : ''}`);
+  }
+  return parts.join('; ');
+}
+
+async function exists(path: string | undefined): Promise<boolean> {
+  if (path === undefined) return false;
+  return fs.lstat(path).then(() => true, () => false);
+}
