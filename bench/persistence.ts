@@ -1,15 +1,22 @@
 // Snapshots and restores of a 2,000-file, 50 MB workspace (`src/persistence/engine.ts`) against
 // tar: a full snapshot to a folder ÷ `tar -cf` of the same tree, an incremental one after 10
 // files change ÷ the full one, and a restore into an empty folder ÷ `tar -xf`, alternating
-// sides over several rounds, medians. `throughStore` measures the same work through any
-// SnapshotStore: here the loopback fake of the Files API with 20 ms added to each request.
+// sides over several rounds, medians. Floors in the same rounds: tar then fsync, and reading
+// and hashing every file on one thread. The engine's worker threads are the process's: started
+// once large work keeps coming (in the second round), running after; a full snapshot by an
+// engine with no worker running (a lone one, done on the event loop's thread) is measured beside.
+// `throughStore` measures the same work through any SnapshotStore: here the loopback fake of
+// the Files API with 20 ms added to each request.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { SnapshotEngine } from '../src/persistence/engine.ts';
 import { FolderStore } from '../src/persistence/folder-store.ts';
+import { contentHash } from '../src/persistence/hash.ts';
+import { WorkPool } from '../src/persistence/work-pool.ts';
 import type { SnapshotSources, SnapshotStore } from '../src/persistence/types.ts';
 import { median, round } from './harness.ts';
 
@@ -72,6 +79,18 @@ async function timed<T>(work: () => Promise<T> | T): Promise<{ ms: number; value
   return { ms: performance.now() - started, value };
 }
 
+/** `timed`, and the longest the event loop was held up meanwhile (what an editor's request through the proxy would wait). */
+async function timedWithStall<T>(work: () => Promise<T>, stalls: number[]): Promise<{ ms: number; value: T }> {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  try {
+    return await timed(work);
+  } finally {
+    delay.disable();
+    stalls.push(delay.max / 1e6);
+  }
+}
+
 /** A sha256 over every file's path and content: the same for two trees with the same files. */
 async function treeDigest(dir: string): Promise<string> {
   const hash = createHash('sha256');
@@ -89,7 +108,13 @@ export async function benchPersistence(rounds: number) {
     const tarCf: number[] = [];
     const tarCfSync: number[] = [];
     const sha256Only: number[] = [];
+    const hashOnly: number[] = [];
     const full: number[] = [];
+    const fullAlone: number[] = [];
+    const incrementalFromDisk: number[] = [];
+    const stallFull: number[] = [];
+    const stallIncremental: number[] = [];
+    const stallRestore: number[] = [];
     const incremental: number[] = [];
     const tarXf: number[] = [];
     const restore: number[] = [];
@@ -106,23 +131,41 @@ export async function benchPersistence(rounds: number) {
       };
       const snap = async () => {
         settle();
-        full.push((await timed(() => engine.snapshot(sources(tree), 'bench'))).ms);
+        full.push((await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallFull)).ms);
       };
-      if (r % 2 === 0) { tar(); await snap(); } else { await snap(); tar(); }
+      // The same full snapshot by an engine whose workers are not running (a lone full snapshot, as a service's first one).
+      const lone = async () => {
+        const idlePool = new WorkPool(2, 30_000);
+        const engineAlone = new SnapshotEngine({ store: new FolderStore(join(work, 'store-alone')), cacheDir: join(work, 'cache-alone'), pool: idlePool });
+        await fs.mkdir(join(work, 'store-alone'));
+        settle();
+        fullAlone.push((await timed(() => engineAlone.snapshot(sources(tree), 'bench'))).ms);
+        await idlePool.close();
+      };
+      if (r % 2 === 0) { tar(); await snap(); await lone(); } else { await lone(); await snap(); tar(); }
       // Floors: what durability costs (tar, then its archive flushed to disk, as every put is) and
-      // what hashing costs (every file read and hashed with sha256 in one thread).
+      // what hashing costs (every file read and hashed in one thread: SHA-256, and the engine's BLAKE2b).
       settle();
       tarCfSync.push(timedSync(() => execFileSync('sh', ['-c', 'tar -cf "$1" -C "$2" . && sync "$1"', 'sh', join(work, 'synced.tar'), tree])));
       settle();
       sha256Only.push(timedSync(() => {
         for (const path of paths) createHash('sha256').update(readFileSync(join(tree, path))).digest();
       }));
+      settle();
+      hashOnly.push(timedSync(() => {
+        for (const path of paths) contentHash(readFileSync(join(tree, path)));
+      }));
 
       await changeTen(tree, paths, r);
       settle();
-      const inc = await timed(() => engine.snapshot(sources(tree), 'bench'));
+      const inc = await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallIncremental);
       incremental.push(inc.ms);
       uploadedIncremental = inc.value.snapshot.uploadedBytes;
+      // The same by an engine that starts from the local cache on disk (the previous index not in memory: a snapshot minutes after the last).
+      await changeTen(tree, paths, r + rounds);
+      const again = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache') });
+      settle();
+      incrementalFromDisk.push((await timed(() => again.snapshot(sources(tree), 'bench'))).ms);
 
       const untarred = join(work, 'untarred');
       const restored = join(work, 'restored');
@@ -134,7 +177,7 @@ export async function benchPersistence(rounds: number) {
       };
       const back = async () => {
         settle();
-        restore.push((await timed(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: restored }] }))).ms);
+        restore.push((await timedWithStall(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: restored }] }), stallRestore)).ms);
       };
       if (r % 2 === 0) { untar(); await back(); } else { await back(); untar(); }
       if (r === 0 && (await treeDigest(restored)) !== (await treeDigest(tree))) throw new Error('the restored tree differs from the snapshot taken');
@@ -145,10 +188,17 @@ export async function benchPersistence(rounds: number) {
       full_vs_tar_cf: round(median(full) / median(tarCf)),
       tar_cf_then_fsync_median_ms: round(median(tarCfSync)), tar_cf_then_fsync_vs_tar_cf: round(median(tarCfSync) / median(tarCf)),
       read_and_sha256_median_ms: round(median(sha256Only)), read_and_sha256_vs_tar_cf: round(median(sha256Only) / median(tarCf)),
+      read_and_hash_median_ms: round(median(hashOnly)), read_and_hash_vs_tar_cf: round(median(hashOnly) / median(tarCf)),
+      full_snapshot_alone_median_ms: round(median(fullAlone)), full_alone_vs_tar_cf: round(median(fullAlone) / median(tarCf)),
       incremental_median_ms: round(median(incremental)), incremental_uploaded_bytes: uploadedIncremental,
       incremental_vs_full: round(median(incremental) / median(full), 3),
+      incremental_from_disk_cache_median_ms: round(median(incrementalFromDisk)), incremental_from_disk_cache_vs_full: round(median(incrementalFromDisk) / median(full), 3),
       tar_xf_median_ms: round(median(tarXf)), restore_median_ms: round(median(restore)),
       restore_vs_tar_xf: round(median(restore) / median(tarXf)),
+      event_loop_longest_stall_ms: {
+        full: round(Math.max(...stallFull)), incremental: round(Math.max(...stallIncremental)), restore: round(Math.max(...stallRestore)),
+        full_median_round: round(median(stallFull)), incremental_median_round: round(median(stallIncremental)), restore_median_round: round(median(stallRestore)),
+      },
     };
   } finally {
     await fs.rm(root, { recursive: true, force: true });

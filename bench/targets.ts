@@ -70,9 +70,11 @@ export function targetRows(results: Results): TargetRow[] {
     row('workbench usable, proxy ÷ direct, warm cache', at(results, workbench, 'warm', 'ratio_of_medians'), '×', 1.1, true),
     row('full snapshot ÷ tar -cf, 2,000 files, 50 MB', at(results, persistence, 'full_vs_tar_cf'), '×', 1.5, true, [
       ['tar -cf then fsync of the archive', at(results, persistence, 'tar_cf_then_fsync_vs_tar_cf')],
-      ['reading and sha256 of every file, one thread', at(results, persistence, 'read_and_sha256_vs_tar_cf')],
+      ['reading and hashing (BLAKE2b) every file, one thread', at(results, persistence, 'read_and_hash_vs_tar_cf')],
     ]),
+    info('the same, no worker thread running (a lone full snapshot)', at(results, persistence, 'full_alone_vs_tar_cf'), '×'),
     row('incremental snapshot after 10 changes ÷ full', at(results, persistence, 'incremental_vs_full'), '×', 0.05, true),
+    info('the same, the previous index read from the local cache on disk', at(results, persistence, 'incremental_from_disk_cache_vs_full'), '×'),
     row('restore ÷ tar -xf', at(results, persistence, 'restore_vs_tar_xf'), '×', 1.5, true),
     row('full snapshot, 20 ms a request', at(results, persistenceRemote, 'full_snapshot_median_ms'), ' ms', 10_000, true),
     row('SIGTERM snapshot after 10 changes, 20 ms a request', at(results, persistenceRemote, 'shutdown_snapshot_after_10_changes_median_ms'), ' ms', 3000, true),

@@ -16,7 +16,7 @@ export class Catalog {
   private readonly client: StoreClient;
   private readonly log: (message: string) => void;
   private readonly infos = new Map<string, SnapshotInfo>();
-  private readonly objectLists = new Map<string, string[]>();
+  private readonly objectLists = new Map<string, Array<string | null>>();
 
   constructor(client: StoreClient, log: (message: string) => void) {
     this.client = client;
@@ -81,7 +81,7 @@ export class Catalog {
    * newer index, not listed, may share its objects, so a collection must not go on. A damaged
    * index refers to nothing (it can never be restored; objects it shares are kept by the others).
    */
-  async objectsOf(name: string, id: string, signal?: AbortSignal): Promise<string[]> {
+  async objectsOf(name: string, id: string, signal?: AbortSignal): Promise<Array<string | null>> {
     const known = this.objectLists.get(indexKey(name, id));
     if (known) return known;
     let index: SnapshotIndex | undefined;

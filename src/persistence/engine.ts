@@ -10,6 +10,7 @@ import type { AfterRead } from './read-file.ts';
 import { restoreSnapshot, type RestoreContext } from './restore.ts';
 import { takeSnapshot, type SnapshotContext } from './snapshots.ts';
 import { StoreClient } from './store-client.ts';
+import { sharedPool, type WorkPool } from './work-pool.ts';
 import type { RestoreResult, SnapshotInfo, SnapshotRoot, SnapshotSources, SnapshotStore } from './types.ts';
 
 export interface EngineOptions {
@@ -26,8 +27,10 @@ export interface EngineOptions {
   chunkBytes?: number;
   /** Committed snapshots kept per server (default 10; older indexes deleted after a commit). */
   keepSnapshots?: number;
-  /** Files read at once while snapshotting, and local writes at once while restoring (default 16). */
-  fileConcurrency?: number;
+  /** A snapshot reads and hashes in worker threads, and a restore checks and writes in them, when the files to read or write add up to this many bytes or more (default 16 MiB); below, on the event loop's thread in short slices. */
+  parallelMinBytes?: number;
+  /** The worker threads (default: the process's, one per core up to 4, stopped after 30 s without work). */
+  pool?: WorkPool;
   /** Pauses before retrying a transient store failure; its length is the number of retries (default [250, 1000]). */
   retryDelaysMs?: number[];
   /** Unreferenced objects younger than this are kept by garbage collection (default 1 hour). */
@@ -56,7 +59,8 @@ export class SnapshotEngine {
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
     const packBytes = options.packBytes ?? 8 * MiB;
-    const fileConcurrency = options.fileConcurrency ?? 16;
+    const parallelMinBytes = options.parallelMinBytes ?? 16 * MiB;
+    const pool = () => options.pool ?? sharedPool();
     const concurrency = options.concurrency ?? 8;
     this.client = new StoreClient(options.store, {
       concurrency, uploadBudgetBytes: (concurrency + 2) * packBytes, retryDelaysMs: options.retryDelaysMs ?? [250, 1000], log: this.log,
@@ -71,15 +75,16 @@ export class SnapshotEngine {
         smallFileBytes: options.smallFileBytes ?? MiB,
         chunkBytes: options.chunkBytes ?? packBytes,
         keepSnapshots: options.keepSnapshots ?? 10,
-        readConcurrency: fileConcurrency,
         readAttempts: 3,
+        parallelMinBytes,
+        pool,
         racyMs: 1000,
         now: this.now,
         log: this.log,
         afterRead: options.afterRead,
       },
     };
-    this.restoreContext = { client: this.client, catalog: this.catalog, cache: this.cache, log: this.log, fileConcurrency };
+    this.restoreContext = { client: this.client, catalog: this.catalog, cache: this.cache, log: this.log, parallelMinBytes, pool };
   }
 
   /** Takes an incremental snapshot; when nothing differs from the latest (files, manifest text, status, extensions), writes nothing and returns it with unchanged: true. One snapshot per server at a time (a second call waits for the first). */

@@ -1,6 +1,8 @@
 // A SnapshotStore in a local folder (a mounted disk, a Kubernetes volume, the tests' temp
 // folders): each key is a file under the folder, written to a temporary file, flushed to disk
 // and renamed into place, so a reader or a crash sees the old object or the new one, never part.
+// The rename is made durable by flushing the folder: at once, or for a batch of puts (the
+// objects of a snapshot) once, by `flush`.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
@@ -13,13 +15,16 @@ const TEMP_MARK = '.tmp-';
 export class FolderStore implements SnapshotStore {
   readonly description: string;
   private readonly dir: string;
+  /** Folders holding renames of batched puts not flushed yet, and flushes under way. */
+  private readonly unsynced = new Set<string>();
+  private readonly syncing = new Set<Promise<void>>();
 
   constructor(dir: string) {
     this.dir = dir;
     this.description = `folder ${dir}`;
   }
 
-  async put(key: string, body: Buffer, signal?: AbortSignal): Promise<void> {
+  async put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
     signal?.throwIfAborted();
     const file = this.file(key);
     const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
@@ -36,7 +41,20 @@ export class FolderStore implements SnapshotStore {
       await fs.rm(temp, { force: true }).catch(() => undefined);
       throw await this.mapped(error, `write ${key}`);
     }
-    await this.syncFolder(dirname(file));
+    if (options?.batch) this.unsynced.add(dirname(file));
+    else await this.syncFolder(dirname(file));
+  }
+
+  /** Flushes the folders of the batched puts that have returned; waits for flushes under way too (they may cover a put that returned before they began). */
+  async flush(): Promise<void> {
+    const started = [...this.unsynced].map((dir) => {
+      const sync = this.syncFolder(dir).finally(() => this.syncing.delete(sync));
+      return sync;
+    });
+    this.unsynced.clear();
+    const waiting = [...this.syncing, ...started];
+    for (const sync of started) this.syncing.add(sync);
+    await Promise.all(waiting);
   }
 
   async get(key: string, signal?: AbortSignal): Promise<Buffer | undefined> {

@@ -22,7 +22,7 @@ export async function collectGarbage(context: GarbageContext, signal?: AbortSign
   const snapshots = [...servers].flatMap(([name, server]) => server.ids.map((id) => ({ name, id })));
   const referenced = new Set<string>();
   await forEachLimited(snapshots, client.concurrency, async ({ name, id }) => {
-    for (const key of await catalog.objectsOf(name, id, signal)) referenced.add(key);
+    for (const key of await catalog.objectsOf(name, id, signal)) if (key !== null) referenced.add(key);
   }, signal);
 
   const cutoff = context.now() - context.minAgeMs;

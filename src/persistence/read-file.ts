@@ -4,6 +4,7 @@
 // The calls are synchronous (see slices.ts): a small file costs four quick system calls.
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import type { Slicer } from './slices.ts';
+import type { RawPath } from './walk.ts';
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
@@ -21,29 +22,22 @@ export type ReadOutcome<T> =
   | { kind: 'unreadable' };
 
 /** Called after a file's bytes are read and before they are checked for changes (tests change the file here). */
-export type AfterRead = (abs: Buffer, attempt: number) => void | Promise<void>;
+export type AfterRead = (abs: RawPath, attempt: number) => void | Promise<void>;
 
-const same = (a: FileState, b: FileState) => a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino;
+export const same = (a: FileState, b: FileState) => a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino;
 
 /**
  * Opens `abs` and hands its descriptor to `read`; `before` is the state the walk saw. Stable
  * when the state after the read equals it and `read` got `before.size` bytes.
  */
 export async function readChecked<T>(
-  abs: Buffer, before: FileState, read: (fd: number, size: number) => Promise<{ value: T; bytes: number }>,
-  afterRead: AfterRead | undefined, attempt: number, slicer: Slicer,
+  abs: RawPath, before: FileState, read: (fd: number, size: number) => Promise<{ value: T; bytes: number }>,
+  afterRead: AfterRead | undefined, attempt: number, slicer: Slicer | undefined,
 ): Promise<ReadOutcome<T>> {
   // Each read is a slice's unit of work: several files read at once must not run as one long stretch.
-  while (slicer.due()) await slicer.pass();
-  let fd: number;
-  try {
-    fd = openSync(abs, OPEN_FLAGS);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO' || code === 'ENOTDIR') return { kind: 'gone' };
-    if (code === 'EACCES' || code === 'EPERM') return { kind: 'unreadable' };
-    throw error;
-  }
+  while (slicer?.due()) await slicer.pass();
+  const fd = openForRead(abs);
+  if (typeof fd !== 'number') return fd;
   try {
     const { value, bytes } = await read(fd, before.size);
     await afterRead?.(abs, attempt);
@@ -55,8 +49,20 @@ export async function readChecked<T>(
   }
 }
 
+/** A descriptor to read `abs` through, or why there is none (a FIFO opens without blocking, and is then found not to be a file). */
+export function openForRead(abs: RawPath): number | { kind: 'gone' } | { kind: 'unreadable' } {
+  try {
+    return openSync(abs, OPEN_FLAGS);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO' || code === 'ENOTDIR') return { kind: 'gone' };
+    if (code === 'EACCES' || code === 'EPERM') return { kind: 'unreadable' };
+    throw error;
+  }
+}
+
 /** Reads up to `size` bytes from `position` into `buffer` (fewer when the file ends first). */
-function fill(fd: number, buffer: Buffer, position: number): number {
+export function fill(fd: number, buffer: Buffer, position: number): number {
   let filled = 0;
   while (filled < buffer.length) {
     const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, position + filled);

@@ -1,12 +1,12 @@
 // Restores a snapshot into a server's folders: missing entries are written, a local one newer
 // than the snapshot's is kept, others replaced. Every object is fetched once (a few at a time)
-// and every file checked against its sha256 before it is written: a damaged one is reported
-// and left out, the rest restored. Afterwards the local index cache holds the written files'
-// stat, so the next snapshot need not read them again.
-import { createHash } from 'node:crypto';
+// and every file checked against its content hash before it is written: a damaged one is
+// reported and left out, the rest restored. The files of each object are checked and written
+// together (write-batch.ts), in worker threads when there is much to write. Afterwards the
+// local index cache holds the written files' stat, so the next snapshot need not read them.
 import { chmodSync, lstatSync, mkdirSync, readlinkSync, utimesSync, type Stats } from 'node:fs';
 import type { Catalog } from './catalog.ts';
-import { sha256Hex } from './hash.ts';
+import { contentHasher } from './hash.ts';
 import { byteKey, DamagedIndexError, displayPath, INDEX_FORMAT, pathBytes, targetBytes, type EntryRecord, type FileRecord, type LinkRecord, type SnapshotIndex } from './index-file.ts';
 import { assertServerName } from './keys.ts';
 import { forEachLimited } from './limit.ts';
@@ -14,7 +14,9 @@ import { Slicer } from './slices.ts';
 import type { IndexCache } from './local-cache.ts';
 import type { StoreClient } from './store-client.ts';
 import { SnapshotNotFoundError, type RestoreResult, type SnapshotRoot } from './types.ts';
-import { childPath, writeAll, writeFileAtomic, writeLinkAtomic } from './write-file.ts';
+import { writeBatch, type WriteEntry, type WriteOutcome } from './write-batch.ts';
+import { childPath, writeAll, writeFileAtomic, writeLinkAtomic, type WrittenStat } from './write-file.ts';
+import { PoolFailure, type WorkPool } from './work-pool.ts';
 
 export interface RestoreOptions {
   snapshotId?: string;
@@ -29,8 +31,9 @@ export interface RestoreContext {
   catalog: Catalog;
   cache: IndexCache;
   log: (message: string) => void;
-  /** Local lstat and write operations in flight at once. */
-  fileConcurrency: number;
+  /** Checks and writes files in worker threads when the files to write add up to this many bytes or more. */
+  parallelMinBytes: number;
+  pool: () => WorkPool;
 }
 
 /** Restored mtimes can differ from the recorded ones by rounding (under a microsecond): within this they are the same. */
@@ -54,7 +57,7 @@ export async function restoreSnapshot(context: RestoreContext, name: string, opt
   if (options.roots.length === 0) return result;
 
   const slicer = new Slicer();
-  const stats = new Map<FileRecord, Stats>();
+  const stats = new Map<FileRecord, WrittenStat>();
   const writes: Placed[] = [];
   const createdDirs: Placed[] = [];
   const counted = (record: EntryRecord) => {
@@ -109,7 +112,7 @@ export async function restoreSnapshot(context: RestoreContext, name: string, opt
         result.keptNewer.push(entry.label);
       } else if (verdict === 'same') {
         counted(entry.record);
-        if (entry.record.type === 'file') stats.set(entry.record, local!);
+        if (entry.record.type === 'file') stats.set(entry.record, { size: local!.size, mtimeMs: local!.mtimeMs, ino: local!.ino, mode: local!.mode & 0o7777 });
       } else {
         writes.push(entry);
       }
@@ -169,10 +172,11 @@ function compare(record: EntryRecord, local: Stats | undefined, overwriteNewer: 
 /** Writes files grouped by the object holding them (each fetched once), files in parts one by one, links and empty files directly. */
 async function writeEntries(
   context: RestoreContext, index: SnapshotIndex, writes: Placed[], result: RestoreResult,
-  stats: Map<FileRecord, Stats>, counted: (record: EntryRecord) => void, slicer: Slicer, signal?: AbortSignal,
+  stats: Map<FileRecord, WrittenStat>, counted: (record: EntryRecord) => void, slicer: Slicer, signal?: AbortSignal,
 ): Promise<void> {
   const byObject = new Map<number, Array<Placed & { record: FileRecord }>>();
   const jobs: Array<() => Promise<void>> = [];
+  let batchedBytes = 0;
   for (const entry of writes) {
     const { record } = entry;
     if (record.type === 'link') {
@@ -185,28 +189,47 @@ async function writeEntries(
       const object = record.parts[0][0];
       if (!byObject.has(object)) byObject.set(object, []);
       byObject.get(object)!.push(entry as Placed & { record: FileRecord });
+      batchedBytes += record.size;
     } else if (record.type === 'file') {
       jobs.push(() => writeFromParts(context, index, entry as Placed & { record: FileRecord }, result, stats, counted, slicer, signal));
     }
   }
+  const pool = context.pool().wants(batchedBytes, context.parallelMinBytes) ? context.pool() : undefined;
+  // Until a worker runs (starting one takes tens of milliseconds), objects are written here.
+  pool?.warm();
+  if (pool?.failure) context.log(`restoring ${index.info.name} on the event loop's thread instead: ${pool.failure.message}`);
   for (const [object, entries] of byObject) {
     jobs.push(async () => {
       const key = index.objects[object];
-      const bytes = await context.client.get(key, signal);
-      if (!bytes) context.log(`restoring ${index.info.name}: the object ${key} is missing`);
-      // Hashes of large files run on the thread pool while the next files are written.
-      await forEachLimited(entries, context.fileConcurrency, async (entry) => {
-        const [, offset, length] = entry.record.parts[0];
-        const slice = bytes && offset + length <= bytes.length ? bytes.subarray(offset, offset + length) : undefined;
-        if (!slice || (await sha256Hex(slice)) !== entry.record.sha256) return void result.corrupted.push(entry.label);
-        while (slicer.due()) await slicer.pass();
-        const stat = await writeFileAtomic(entry.abs, entry.record.mode, entry.record.mtimeMs, (fd) => {
-          writeAll(fd, slice);
-          return true;
+      const batch = entries.map(({ abs, record }): WriteEntry => ({
+        abs, offset: record.parts[0][1], length: record.parts[0][2], hash: record.hash, mode: record.mode, mtimeMs: record.mtimeMs,
+      }));
+      // A missing object (or a part naming no object: a damaged index) leaves every file in it corrupted.
+      const fetch = async () => {
+        const bytes = key ? await context.client.get(key, signal) : undefined;
+        if (!bytes) context.log(`restoring ${index.info.name}: the object ${key ?? `number ${object}`} is missing`);
+        return bytes ?? Buffer.alloc(0);
+      };
+      const bytes = await fetch();
+      let outcomes: WriteOutcome[];
+      if (pool && pool.online > 0) {
+        // Handed over without a copy when the buffer is the object's alone.
+        const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+        outcomes = await pool.run({ kind: 'write', bytes, entries: batch, algorithm: index.hash }, own ? [bytes.buffer as ArrayBuffer] : []).catch(async (error) => {
+          if (!(error instanceof PoolFailure)) throw error;
+          context.log(`restoring ${index.info.name} on the event loop's thread instead: ${error.message}`);
+          return writeBatch(await fetch(), batch, index.hash, slicer);
         });
-        stats.set(entry.record, stat!);
+      } else {
+        outcomes = await writeBatch(bytes, batch, index.hash, slicer);
+      }
+      outcomes.forEach((outcome, i) => {
+        const entry = entries[i];
+        if (outcome.kind === 'corrupted') return void result.corrupted.push(entry.label);
+        const { kind: _, ...stat } = outcome;
+        stats.set(entry.record, stat);
         counted(entry.record);
-      }, signal);
+      });
     });
   }
   await forEachLimited(jobs, context.client.concurrency, (job) => job(), signal);
@@ -215,15 +238,16 @@ async function writeEntries(
 /** A file of several objects (or none: an empty file), fetched in order and checked as a whole. */
 async function writeFromParts(
   context: RestoreContext, index: SnapshotIndex, entry: Placed & { record: FileRecord }, result: RestoreResult,
-  stats: Map<FileRecord, Stats>, counted: (record: EntryRecord) => void, slicer: Slicer, signal?: AbortSignal,
+  stats: Map<FileRecord, WrittenStat>, counted: (record: EntryRecord) => void, slicer: Slicer, signal?: AbortSignal,
 ): Promise<void> {
   const { record } = entry;
   while (slicer.due()) await slicer.pass();
   const stat = await writeFileAtomic(entry.abs, record.mode, record.mtimeMs, async (fd) => {
-    const hash = createHash('sha256');
+    const hash = contentHasher(index.hash);
     let position = 0;
     for (const [object, offset, length] of record.parts) {
-      const bytes = await context.client.get(index.objects[object], signal);
+      const key = index.objects[object];
+      const bytes = key ? await context.client.get(key, signal) : undefined;
       if (!bytes || offset + length > bytes.length) return false;
       const slice = bytes.subarray(offset, offset + length);
       hash.update(slice);
@@ -231,22 +255,22 @@ async function writeFromParts(
       position += length;
       while (slicer.due()) await slicer.pass();
     }
-    return hash.digest('hex') === record.sha256;
+    return hash.digest() === record.hash;
   });
   if (!stat) return void result.corrupted.push(entry.label);
-  stats.set(record, stat);
+  stats.set(record, { size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, mode: stat.mode & 0o7777 });
   counted(record);
 }
 
 /** The restored index as the local cache keeps it: a file's stat only where it was written or found the same. */
-function cacheIndex(index: SnapshotIndex, stats: Map<FileRecord, Stats>): SnapshotIndex {
+function cacheIndex(index: SnapshotIndex, stats: Map<FileRecord, WrittenStat>): SnapshotIndex {
   const roots = index.roots.map((root) => ({
     ...root,
     entries: root.entries.map((record): EntryRecord => {
       if (record.type !== 'file') return record;
       const { ino: _, ...rest } = record;
       const stat = stats.get(record);
-      return stat ? { ...rest, size: stat.size, mtimeMs: stat.mtimeMs, mode: stat.mode & 0o7777, ino: stat.ino } : rest;
+      return stat ? { ...rest, size: stat.size, mtimeMs: stat.mtimeMs, mode: stat.mode, ino: stat.ino } : rest;
     }),
   }));
   return { ...index, format: INDEX_FORMAT, roots };

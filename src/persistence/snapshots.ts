@@ -3,29 +3,30 @@
 // the index last. Until that write the previous snapshot stays current; objects written before
 // a crash are garbage for collectGarbage.
 import type { Catalog } from './catalog.ts';
-import { captureFile, ScratchBuffers, type CaptureOptions } from './capture.ts';
+import { captureFiles, type CaptureOptions } from './capture.ts';
 import { excludeMatcher } from './excludes.ts';
-import {
-  displayPath, INDEX_FORMAT, namedFields, pathKey, serializeIndex, targetFields,
-  type EntryRecord, type FileRecord, type Part, type RootRecord, type SnapshotIndex,
-} from './index-file.ts';
+import { HASH_ALGORITHM } from './hash.ts';
+import { displayPath, INDEX_FORMAT, serializeIndex, type EntryRecord, type FileRecord, type RootRecord, type SnapshotIndex } from './index-file.ts';
 import { assertServerName, indexKey, nextSnapshotId } from './keys.ts';
-import { forEachLimited } from './limit.ts';
 import type { IndexCache } from './local-cache.ts';
-import { PackWriter, type PartRef, type StoredObject } from './packs.ts';
+import { PackWriter, type PartRef } from './packs.ts';
 import type { AfterRead } from './read-file.ts';
 import { Slicer } from './slices.ts';
+import { baseView, draftRecords, KnownContent, objectsTable, sameContent } from './snapshot-records.ts';
 import { Uploads, type StoreClient } from './store-client.ts';
 import { WorkspaceTooLargeError, type SkippedEntry, type SnapshotInfo, type SnapshotSources } from './types.ts';
 import { walkRoot, type WalkedFile } from './walk.ts';
+import type { WorkPool } from './work-pool.ts';
 
 export interface SnapshotSettings {
   packBytes: number;
   smallFileBytes: number;
   chunkBytes: number;
   keepSnapshots: number;
-  readConcurrency: number;
   readAttempts: number;
+  /** Reads and hashes in worker threads when the files to read add up to this many bytes or more. */
+  parallelMinBytes: number;
+  pool: () => WorkPool;
   /** Files modified less than this long before a snapshot are read again by the next one, whatever their stat. */
   racyMs: number;
   now: () => number;
@@ -53,70 +54,57 @@ export async function takeSnapshot(
   const { ids } = await catalog.server(name, signal);
   const base = ids.length > 0 ? await loadBase(context, name, ids.at(-1)!, signal) : undefined;
 
-  const { previous, known, partsOf } = baseMaps(base);
+  const view = baseView(base);
   // An entry the last snapshot kept under the same patterns is not excluded now either: only new paths are matched.
   const samePatterns = base !== undefined && JSON.stringify(base.exclude) === JSON.stringify(sources.exclude);
   const matcher = excludeMatcher(sources.exclude);
   const skipped: SkippedEntry[] = [];
   const walked = await Promise.all(sources.roots.map((root) => {
-    const keptBefore = samePatterns ? previous.get(root.id) : undefined;
-    const kept = (rel: string, isDir: boolean) => {
+    const keptBefore = samePatterns ? view.previous.get(root.id) : undefined;
+    const excludes = (rel: string, isDir: boolean) => {
       const entry = keptBefore?.get(rel);
-      return entry !== undefined && (entry.type === 'dir') === isDir;
+      return !(entry !== undefined && (entry.type === 'dir') === isDir) && matcher.excludes(rel, isDir);
     };
-    const excludes = (rel: string, isDir: boolean) => !kept(rel, isDir) && matcher.excludes(rel, isDir);
     return walkRoot(root, { excludes }, skipped, signal);
   }));
   const total = walked.reduce((sum, root) => sum + root.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), 0);
   if (sources.maxBytes !== undefined && total > sources.maxBytes) throw new WorkspaceTooLargeError(name, total, sources.maxBytes);
 
+  // Entries as records; a file whose (size, mtime, inode, mode) is as last time keeps its record, the others are read.
+  const toRead: Array<{ record: FileRecord; file: WalkedFile; root: RootRecord['id'] }> = [];
+  const drafts = draftRecords(walked, view, toRead);
+
+  // Read what changed; packs upload as they fill, while reading goes on.
   const uploads = new Uploads(client, signal);
   const packs = new PackWriter(uploads, settings.packBytes, settings.now);
-  const refs = new Map<FileRecord, PartRef[]>();
-  const toRead: Array<{ record: FileRecord; file: WalkedFile; root: RootRecord['id'] }> = [];
-  const drafts = walked.map((root) => {
-    const before = previous.get(root.root.id);
-    const entries = root.entries.map((entry): EntryRecord => {
-      const named = { ...namedFields(entry.rel, entry.text), mtimeMs: entry.mtimeMs };
-      if (entry.kind === 'dir') return { type: 'dir', ...named, mode: entry.mode };
-      if (entry.kind === 'link') return { type: 'link', ...named, ...targetFields(entry.target) };
-      const record: FileRecord = { type: 'file', ...named, mode: entry.mode, size: entry.size, sha256: '', parts: [] };
-      const old = before?.get(pathKey(named));
-      if (old?.type === 'file' && old.ino !== undefined && old.ino === entry.ino && old.size === entry.size && old.mtimeMs === entry.mtimeMs && old.mode === entry.mode) {
-        record.sha256 = old.sha256;
-        record.ino = old.ino;
-        refs.set(record, partsOf(old));
-      } else {
-        toRead.push({ record, file: entry, root: root.root.id });
-      }
-      return record;
-    });
-    return { id: root.root.id, absent: root.absent, entries };
-  });
-
-  // Read what changed, a few files at once; packs upload as they fill, while reading goes on.
+  const readBytes = toRead.reduce((sum, { file }) => sum + Math.min(file.size, settings.chunkBytes), 0);
   const captureOptions: CaptureOptions = {
-    packs, known, racyFrom,
+    packs, known: new KnownContent(view.content), racyFrom,
     slicer: new Slicer(),
-    scratch: new ScratchBuffers(settings.smallFileBytes),
+    packBytes: settings.packBytes,
     smallFileBytes: settings.smallFileBytes,
     chunkBytes: settings.chunkBytes,
     attempts: settings.readAttempts,
     afterRead: settings.afterRead,
+    // The test seam runs on this thread only.
+    pool: !settings.afterRead && settings.pool().wants(readBytes, settings.parallelMinBytes) ? settings.pool() : undefined,
+    log: settings.log,
   };
   const dropped = new Set<EntryRecord>();
+  const written = new Map<FileRecord, PartRef[]>();
   let failure: { error: unknown } | undefined;
   try {
-    await forEachLimited(toRead, settings.readConcurrency, async ({ record, file, root }) => {
-      const capture = await captureFile(file, captureOptions);
+    await captureFiles(toRead.map(({ file }) => file), captureOptions, (index, capture) => {
+      const { record, file, root } = toRead[index];
       if (capture.kind !== 'file') {
         dropped.add(record);
         if (capture.kind === 'unreadable') skipped.push({ root, path: displayPath(file.rel), reason: 'unreadable' });
         return;
       }
-      Object.assign(record, { sha256: capture.sha256, size: capture.size, mode: capture.mode, mtimeMs: capture.mtimeMs });
+      Object.assign(record, { hash: capture.hash, size: capture.size, mode: capture.mode, mtimeMs: capture.mtimeMs });
       if (capture.ino !== undefined) record.ino = capture.ino;
-      refs.set(record, capture.parts);
+      if ('parts' in capture.stored) record.parts = capture.stored.parts;
+      else written.set(record, capture.stored.refs);
       if (capture.changedWhileRead) skipped.push({ root, path: displayPath(file.rel), reason: 'changed-while-read' });
     }, signal);
     await packs.flush();
@@ -126,94 +114,56 @@ export async function takeSnapshot(
   await uploads.finish().catch((error) => void (failure ??= { error }));
   if (failure) throw failure.error;
 
-  const objects: string[] = [];
-  const objectIds = new Map<string, number>();
   const roots: RootRecord[] = drafts.map(({ id, absent, entries }) => ({
     id,
     ...(absent && { absent: true }),
-    entries: entries.filter((entry) => !dropped.has(entry)).map((entry) => {
-      if (entry.type !== 'file') return entry;
-      entry.parts = refs.get(entry)!.map((ref): Part => {
-        let objectId = objectIds.get(ref.object.key);
-        if (objectId === undefined) objectIds.set(ref.object.key, objectId = objects.push(ref.object.key) - 1);
-        return [objectId, ref.offset, ref.length];
-      });
-      return entry;
-    }),
+    entries: dropped.size === 0 ? entries : entries.filter((entry) => !dropped.has(entry)),
   }));
   const content = {
     manifestText: sources.manifestText,
     status: sources.status ?? null,
     extensions: [...sources.extensions],
     exclude: [...sources.exclude],
-    objects,
+    objects: objectsTable(view.objects, roots, written),
     roots,
   };
 
   if (base && base.info.uid === sources.uid && sameContent(base, content)) {
     // Nothing to keep; remember the files' new stat so the next snapshot need not read them.
-    await cache.write(name, serializeIndex({ format: INDEX_FORMAT, info: base.info, ...content }));
+    await cache.write(name, { format: INDEX_FORMAT, hash: HASH_ALGORITHM, info: base.info, ...content });
     return { snapshot: base.info, unchanged: true };
   }
 
-  const files = roots.flatMap((root) => root.entries.filter((entry) => entry.type !== 'dir'));
+  let files = 0;
+  let keptBytes = 0;
+  for (const root of roots) {
+    for (const entry of root.entries) {
+      if (entry.type === 'dir') continue;
+      files++;
+      if (entry.type === 'file') keptBytes += entry.size;
+    }
+  }
   const info: SnapshotInfo = {
     id: nextSnapshotId(createdAt, ids.at(-1)),
     name,
     uid: sources.uid,
     createdAt: new Date(createdAt).toISOString(),
     reason,
-    files: files.length,
-    bytes: files.reduce((sum, entry) => sum + (entry.type === 'file' ? entry.size : 0), 0),
+    files,
+    bytes: keptBytes,
     uploadedBytes: uploads.uploadedBytes,
     skipped,
     durationMs: 0,
   };
-  const index: SnapshotIndex = { format: INDEX_FORMAT, info, ...content };
+  const index: SnapshotIndex = { format: INDEX_FORMAT, hash: HASH_ALGORITHM, info, ...content };
   info.durationMs = Math.round(performance.now() - started);
   signal?.throwIfAborted();
   const bytes = serializeIndex(index);
-  await client.put(indexKey(name, info.id), bytes, signal); // the commit
+  // The commit; the local copy is written meanwhile (it is used only once its id is the store's latest).
+  await Promise.all([client.put(indexKey(name, info.id), bytes, signal), cache.write(name, index, bytes)]);
   catalog.remember(name, index);
-  await cache.write(name, bytes);
   await applyRetention(context, name, [...ids, info.id]);
   return { snapshot: info, unchanged: false };
-}
-
-/** The previous index by path (per root), its content by sha256, and its parts as references. */
-function baseMaps(base: SnapshotIndex | undefined) {
-  const objects: StoredObject[] = (base?.objects ?? []).map((key) => ({ key }));
-  const partsOf = (record: FileRecord): PartRef[] => record.parts.map(([object, offset, length]) => ({ object: objects[object], offset, length }));
-  const previous = new Map<RootRecord['id'], Map<string, EntryRecord>>();
-  const known = new Map<string, PartRef[]>();
-  for (const root of base?.roots ?? []) {
-    const byPath = new Map<string, EntryRecord>();
-    previous.set(root.id, byPath);
-    for (const entry of root.entries) {
-      byPath.set(pathKey(entry), entry);
-      if (entry.type === 'file' && !known.has(entry.sha256)) known.set(entry.sha256, partsOf(entry));
-    }
-  }
-  return { previous, known, partsOf };
-}
-
-/** Whether a snapshot would keep nothing new (of the same server, by uid): same manifest, status, extensions, and entries (path, type, mode, content, link target). */
-function sameContent(base: SnapshotIndex, next: Omit<SnapshotIndex, 'format' | 'info' | 'exclude'>): boolean {
-  if (base.manifestText !== next.manifestText) return false;
-  if (JSON.stringify(base.status ?? null) !== JSON.stringify(next.status)) return false;
-  if (JSON.stringify(base.extensions) !== JSON.stringify(next.extensions)) return false;
-  if (base.roots.length !== next.roots.length) return false;
-  return base.roots.every((root, r) => {
-    const other = next.roots[r];
-    if (root.id !== other.id || Boolean(root.absent) !== Boolean(other.absent) || root.entries.length !== other.entries.length) return false;
-    return root.entries.every((entry, i) => {
-      const o = other.entries[i];
-      if (entry.type !== o.type || entry.path !== o.path || entry.pathBase64 !== o.pathBase64) return false;
-      if (entry.type === 'link') return o.type === 'link' && entry.target === o.target && entry.targetBase64 === o.targetBase64;
-      if (entry.mode !== (o as typeof entry).mode) return false;
-      return entry.type === 'dir' || (o.type === 'file' && entry.sha256 === o.sha256);
-    });
-  });
 }
 
 /** Keeps the newest `keepSnapshots` indexes; a failure here only leaves an old snapshot longer. */

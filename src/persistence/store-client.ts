@@ -30,8 +30,13 @@ export class StoreClient {
     return this.options.concurrency;
   }
 
-  put(key: string, body: Buffer, signal?: AbortSignal): Promise<void> {
-    return this.call(`put ${key}`, () => this.store.put(key, body, signal), signal);
+  put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
+    return this.call(`put ${key}`, () => this.store.put(key, body, signal, options), signal);
+  }
+
+  /** Makes the batched puts that have returned durable (see SnapshotStore.flush). */
+  async flush(signal?: AbortSignal): Promise<void> {
+    if (this.store.flush) await this.call('flush', () => this.store.flush!(signal), signal);
   }
 
   get(key: string, signal?: AbortSignal): Promise<Buffer | undefined> {
@@ -110,7 +115,7 @@ export class Uploads {
       this.client.release(body.length);
       throw error;
     }
-    const done: Promise<void> = this.client.put(key, body, this.signal).then(
+    const done: Promise<void> = this.client.put(key, body, this.signal, { batch: true }).then(
       () => {
         this.uploadedBytes += body.length;
       },
@@ -128,9 +133,11 @@ export class Uploads {
     if (this.failure) throw this.failure.error;
   }
 
+  /** Waits for every upload, then makes them durable (before an index may refer to them). */
   async finish(): Promise<void> {
     await Promise.all(this.pending);
     if (this.failure) throw this.failure.error;
+    if (this.uploadedBytes > 0) await this.client.flush(this.signal);
   }
 }
 

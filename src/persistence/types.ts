@@ -11,8 +11,15 @@
 export interface SnapshotStore {
   /** What a person reads on the health page and in the log: "folder /mnt/keep", "volume /Volumes/main/team/devbox/prod". */
   readonly description: string;
-  put(key: string, body: Buffer, signal?: AbortSignal): Promise<void>;
-  /** The object's bytes, or undefined when there is none. */
+  /**
+   * Stores `body` at `key`, durable once it returns; with `options.batch`, durable only once
+   * `flush` has returned after it (the engine's objects, flushed together before the index that
+   * refers to them is put). A store without `flush` makes every put durable on its own.
+   */
+  put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void>;
+  /** Makes every batched put that has returned durable. */
+  flush?(signal?: AbortSignal): Promise<void>;
+  /** The object's bytes (the caller's to keep or hand on), or undefined when there is none. */
   get(key: string, signal?: AbortSignal): Promise<Buffer | undefined>;
   /** Every key that starts with `prefix` (a folder such as `servers/hello/`), at any depth, in no particular order. */
   list(prefix: string, signal?: AbortSignal): Promise<string[]>;

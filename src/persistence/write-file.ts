@@ -55,8 +55,46 @@ export async function writeFileAtomic(abs: Buffer, mode: number, mtimeMs: number
   return stat;
 }
 
+/** The stat of a restored file the local index cache keeps. */
+export interface WrittenStat {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  mode: number;
+}
+
+/**
+ * Writes `bytes` as a file the same way in one go, with as few calls as a file takes: create
+ * (with its mode), write, set the mtime, stat, close, rename (and a chmod only when the umask
+ * narrowed the mode).
+ */
+export function writeBytesAtomic(abs: Buffer, mode: number, mtimeMs: number, bytes: Uint8Array): WrittenStat {
+  const temp = tempBeside(abs);
+  const fd = openSync(temp, 'wx', mode & 0o777);
+  let stat: Stats;
+  let open = true;
+  try {
+    writeAll(fd, bytes);
+    futimesSync(fd, mtimeMs / 1000, mtimeMs / 1000);
+    stat = fstatSync(fd);
+    if ((stat.mode & 0o7777) !== mode) {
+      fchmodSync(fd, mode);
+      stat = fstatSync(fd);
+    }
+    open = false;
+    closeSync(fd);
+    renameSync(temp, abs);
+  } catch (error) {
+    // Never closed twice: workers share the descriptor table, another thread may hold the number by now.
+    if (open) closeSync(fd);
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  return { size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, mode: stat.mode & 0o7777 };
+}
+
 /** Writes all of `bytes` at `position`. */
-export function writeAll(fd: number, bytes: Buffer, position = 0): void {
+export function writeAll(fd: number, bytes: Uint8Array, position = 0): void {
   let written = 0;
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written);
 }

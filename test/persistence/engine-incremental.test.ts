@@ -35,6 +35,8 @@ describe('incremental snapshots', () => {
     const objects = bench.store.puts.filter((key) => key.startsWith('objects/'));
     expect(objects).toHaveLength(1); // one pack
     expect(snapshot.uploadedBytes).toBe(10 * 3000);
+    // The pack is made durable (its folder flushed) before the index that refers to it is put.
+    expect(bench.store.sequence).toEqual([`batched put ${objects[0]}`, 'flush', `put servers/hello/snapshots/${snapshot.id}.json`]);
     // The last index came from the local cache: no request read it.
     expect(bench.store.gets).toEqual([]);
     const target = join(await tempDir(), 'restored');

@@ -14,7 +14,7 @@ async function damage(storeDir: string, index: SnapshotIndex, path: string): Pro
   const record = index.roots[0].entries.find((entry) => entry.path === path);
   if (record?.type !== 'file') throw new Error(`no file ${path}`);
   const [object, offset, length] = record.parts.at(-1)!;
-  const file = join(storeDir, index.objects[object]);
+  const file = join(storeDir, index.objects[object]!);
   const bytes = await fs.readFile(file);
   bytes[offset + Math.floor(length / 2)] ^= 0xff;
   await fs.writeFile(file, bytes);
@@ -53,7 +53,7 @@ describe('restore', () => {
     const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
     const index = await readIndex(bench.storeDir, 'hello', snapshot.id);
     const large = index.roots[0].entries.find((entry) => entry.path === 'large.bin');
-    await fs.rm(join(bench.storeDir, index.objects[(large as { parts: number[][] }).parts[0][0]]));
+    await fs.rm(join(bench.storeDir, index.objects[(large as { parts: number[][] }).parts[0][0]]!));
 
     const target = join(await tempDir(), 'restored');
     const result = await (await bench.freshEngine()).restore('hello', { roots: workspaceRoot(target) });

@@ -44,13 +44,26 @@ export class CountingStore implements SnapshotStore {
     this.puts = [];
     this.putBytes = 0;
     this.gets = [];
+    this.flushes = 0;
+    this.sequence = [];
   }
 
-  async put(key: string, body: Buffer, signal?: AbortSignal): Promise<void> {
+  flushes = 0;
+  /** Puts (`put <key>`, `batched put <key>` when their durability waits for a flush) and flushes, in the order they returned. */
+  sequence: string[] = [];
+
+  async put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
     await this.beforePut?.(key, body);
     this.puts.push(key);
     this.putBytes += body.length;
-    return this.inner.put(key, body, signal);
+    await this.inner.put(key, body, signal, options);
+    this.sequence.push(`${options?.batch ? 'batched put' : 'put'} ${key}`);
+  }
+
+  async flush(signal?: AbortSignal): Promise<void> {
+    this.flushes++;
+    await this.inner.flush?.(signal);
+    this.sequence.push('flush');
   }
 
   get(key: string, signal?: AbortSignal): Promise<Buffer | undefined> {

@@ -28,6 +28,36 @@ describe('FolderStore', () => {
     expect(await store.list('objects/')).toEqual(['objects/big']);
   });
 
+  it('makes batched puts durable with one flush of their folder, and waits for a flush under way', async () => {
+    const dir = await tempDir();
+    const store = new FolderStore(dir);
+    const synced: string[] = [];
+    const syncFolder = (store as unknown as { syncFolder(dir: string): Promise<void> }).syncFolder.bind(store);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    (store as unknown as { syncFolder(dir: string): Promise<void> }).syncFolder = async (folder) => {
+      synced.push(folder);
+      if (synced.length === 1) await held;
+      return syncFolder(folder);
+    };
+    await Promise.all(['objects/a', 'objects/b', 'objects/c'].map((key) => store.put(key, Buffer.from(key), undefined, { batch: true })));
+    expect(synced).toEqual([]);
+    expect((await store.get('objects/b'))?.toString()).toBe('objects/b');
+    let firstDone = false;
+    const first = store.flush().then(() => (firstDone = true));
+    // A second flush with nothing new still waits for the first: the puts it covers returned before it began.
+    let secondDone = false;
+    const second = store.flush().then(() => (secondDone = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect([firstDone, secondDone]).toEqual([false, false]);
+    release();
+    await Promise.all([first, second]);
+    expect(synced).toEqual([join(dir, 'objects')]);
+    // A put that is not batched flushes its folder itself.
+    await store.put('servers/x/snapshots/1.json', Buffer.from('{}'));
+    expect(synced).toEqual([join(dir, 'objects'), join(dir, 'servers/x/snapshots')]);
+  });
+
   it('answers undefined for a missing key, lists keys at any depth under a prefix, deletes what is there or not', async () => {
     const dir = await tempDir();
     const store = new FolderStore(dir);
