@@ -1,6 +1,8 @@
 // Where a snapshot puts new file contents: small files are gathered into pack objects of about
 // `packBytes` (thousands of small files cost a handful of requests), large ones go in objects
-// of their own, in parts of at most `chunkBytes`. Objects are uploaded as they fill.
+// of their own, in parts of at most `chunkBytes`. Most packs are read whole, straight into their
+// buffer (capture.ts), and stored with addObject; the writer gathers the rest. Objects are
+// uploaded as they fill.
 import { newObjectKey } from './keys.ts';
 import type { Uploads } from './store-client.ts';
 

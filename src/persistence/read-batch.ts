@@ -4,7 +4,7 @@
 // being read (up to `attempts` times; then what was read is kept and said to be unstable), and
 // hashed. Files larger than one object are not read here (capture.ts streams them).
 import { closeSync, fstatSync } from 'node:fs';
-import { contentHash } from './hash.ts';
+import { contentHashSliced, HASH_ALGORITHM } from './hash.ts';
 import { fill, openForRead, same, type AfterRead, type FileState } from './read-file.ts';
 import type { Slicer } from './slices.ts';
 import type { RawPath } from './walk.ts';
@@ -65,15 +65,19 @@ export async function readBatch(files: readonly BatchFile[], attempts: number, h
         break;
       }
       let after;
-      let length;
+      let length = 0;
       try {
         length = fill(fd, into, 0);
         await hooks.afterRead?.(file.abs, attempt);
         after = fstatSync(fd);
+      } catch (error) {
+        // A FIFO put in its place since the walk (opened without blocking): not a file any more.
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+        after = undefined;
       } finally {
         closeSync(fd);
       }
-      if (!after.isFile()) {
+      if (!after?.isFile()) {
         outcomes.push({ kind: 'gone' });
         break;
       }
@@ -83,7 +87,7 @@ export async function readBatch(files: readonly BatchFile[], attempts: number, h
         continue;
       }
       outcomes.push({
-        kind: 'file', hash: contentHash(into.subarray(0, length)), buffer: region.buffer, offset: region.offset, length, stable,
+        kind: 'file', hash: await contentHashSliced(into.subarray(0, length), HASH_ALGORITHM, hooks.slicer), buffer: region.buffer, offset: region.offset, length, stable,
         mtimeMs: after.mtimeMs, ino: after.ino, mode: after.mode & 0o7777,
       });
       break;

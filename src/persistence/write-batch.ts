@@ -2,7 +2,7 @@
 // loop's thread and in a worker (work-pool.ts): each file's bytes are checked against its hash
 // first (a mismatch, or bytes past the object's end, is reported as corrupted and nothing is
 // written), then written under a temporary name and renamed into place (write-file.ts).
-import { contentHash, type HashAlgorithm } from './hash.ts';
+import { contentHashSliced, type HashAlgorithm } from './hash.ts';
 import type { Slicer } from './slices.ts';
 import { writeBytesAtomic, type WrittenStat } from './write-file.ts';
 
@@ -24,7 +24,7 @@ export async function writeBatch(bytes: Uint8Array, entries: readonly WriteEntry
     while (slicer?.due()) await slicer.pass();
     const end = entry.offset + entry.length;
     const slice = end <= bytes.length ? bytes.subarray(entry.offset, end) : undefined;
-    if (!slice || contentHash(slice, algorithm) !== entry.hash) {
+    if (!slice || (await contentHashSliced(slice, algorithm, slicer)) !== entry.hash) {
       outcomes.push({ kind: 'corrupted' });
       continue;
     }

@@ -58,10 +58,11 @@ describe('hostile workspace content', () => {
     await fs.writeFile(at(latin1Dir, badName), 'bytes');
     await fs.symlink(badName, at(Buffer.from('link-to-bad')));
     await fs.writeFile(join(workspace, 'ünïcödé ✓.md'), 'utf-8 is kept as text');
+    await fs.writeFile(join(workspace, 'replacement \uFFFD char.txt'), 'U+FFFD in a name that is UTF-8');
     const before = await describeTree(workspace);
 
     const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
-    expect(snapshot.files).toBe(4);
+    expect(snapshot.files).toBe(5);
 
     const target = join(await tempDir(), 'restored');
     await (await bench.freshEngine()).restore('hello', { roots: workspaceRoot(target) });
@@ -69,6 +70,9 @@ describe('hostile workspace content', () => {
     expect(after).toEqual(before);
     expect(after.has(hexPath('line\nbreak.txt'))).toBe(true);
     expect(after.has(`${latin1Dir.toString('hex')}/${badName.toString('hex')}`)).toBe(true);
+    // A name that is UTF-8 is kept as text, even one listed again as raw bytes.
+    const index = JSON.parse(await fs.readFile(join(bench.storeDir, 'servers/hello/snapshots', `${snapshot.id}.json`), 'utf8'));
+    expect(index.roots[0].entries.map((entry: { path?: string }) => entry.path)).toContain('replacement \uFFFD char.txt');
   });
 
   it('leaves out the temporary file of a restore that a crash cut short', async () => {

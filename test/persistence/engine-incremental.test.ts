@@ -44,6 +44,39 @@ describe('incremental snapshots', () => {
     expect(await describeTree(target)).toEqual(await describeTree(workspace));
   });
 
+  it('keeps the last index in memory: a snapshot soon after another reads neither the cache file nor the store', async () => {
+    let reads = 0;
+    const bench = await engineBench(tempDir, { afterRead: () => void reads++ });
+    const workspace = await tempDir();
+    const paths = await fiveHundredFiles(workspace);
+    await bench.engine.snapshot(sourcesFor('hello', workspace), 'stop');
+    await fs.rm(bench.cacheDir, { recursive: true });
+    await fs.writeFile(join(workspace, paths[0]), 'changed');
+    bench.store.reset();
+    reads = 0;
+    const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'shutdown');
+    expect(reads).toBe(1);
+    expect(bench.store.gets).toEqual([]);
+    expect(snapshot.uploadedBytes).toBe('changed'.length);
+  });
+
+  it('empties the slot of an object no file refers to any more, keeping the others\' numbers', async () => {
+    const bench = await engineBench(tempDir, { smallFileBytes: 1000 });
+    const workspace = await tempDir();
+    await writeFiles(workspace, { 'a.bin': content('a', 2000), 'b.bin': content('b', 2000), 'c.txt': 'small' });
+    await bench.engine.snapshot(sourcesFor('hello', workspace), 'stop');
+    await writeFiles(workspace, { 'a.bin': content('a2', 2000) });
+    const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'stop');
+    const index = JSON.parse(await fs.readFile(join(bench.storeDir, 'servers/hello/snapshots', `${snapshot.id}.json`), 'utf8'));
+    const objectOf = (path: string) => index.roots[0].entries.find((entry: { path: string }) => entry.path === path).parts[0][0];
+    expect(index.objects.filter((key: string | null) => key === null)).toHaveLength(1);
+    expect(index.objects[objectOf('a.bin')]).toMatch(/^objects\//);
+    expect(index.objects[objectOf('b.bin')]).toMatch(/^objects\//);
+    const target = join(await tempDir(), 'restored');
+    await (await bench.freshEngine()).restore('hello', { roots: workspaceRoot(target) });
+    expect(await describeTree(target)).toEqual(await describeTree(workspace));
+  });
+
   it('writes nothing and answers unchanged when nothing differs', async () => {
     const bench = await engineBench(tempDir);
     const workspace = await tempDir();
