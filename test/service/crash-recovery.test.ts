@@ -57,7 +57,9 @@ async function setup() {
   return { root, env, start };
 }
 
-const settled = (list: Array<{ status: string }>) => list.every((s) => s.status === 'running' || s.status === 'stopped');
+// A server still being prepared also says `stopped` (the interface's word), so its phase tells it apart.
+const settled = (list: Array<{ status: string; phase: string }>) =>
+  list.every((s) => (s.status === 'running' || s.status === 'stopped') && s.phase !== 'Pending' && s.phase !== 'Provisioning');
 
 describe('a service killed with SIGKILL', () => {
   it('adopts running editors instead of restarting them', async () => {
