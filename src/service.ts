@@ -49,7 +49,7 @@ import { syncRouter } from './api/routes/sync.ts';
 import { GitOps, gitOpsProblem } from './gitops/gitops.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
 import { RouterProcess } from './platform/router-process.ts';
-import { displayNameOf } from './manifests/types.ts';
+import { distinctLabel } from './api/naming.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
 
 /** What the health page says without a persistence target. */
@@ -227,10 +227,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
         const name = port === servicePort ? undefined : ports.owner(port);
         const server = serverNamed(name);
         if (name === undefined || !server || !access.sees(req, server)) return undefined;
-        // Display names may repeat: then the manifest name tells this one apart, as the dashboard does.
-        const display = displayNameOf(server);
-        const shared = [...reconciler.records.values()].some((r) => r.name !== name && r.server && displayNameOf(r.server).toLowerCase() === display.toLowerCase());
-        return { name, displayName: shared ? `${display} (${name})` : display };
+        return { name, displayName: distinctLabel(server, reconciler.records.values()) };
       },
       wakeState: (name) => reconciler.wakeState(name),
       wake: (name, why) => reconciler.wake(name, why),

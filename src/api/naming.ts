@@ -1,4 +1,6 @@
-// Names the API makes: a manifest name from a display name, and restart request stamps.
+// Names the API makes: a manifest name from a display name, a label that tells apart servers
+// sharing a display name, and restart request stamps.
+import { displayNameOf, type EditorServer } from '../manifests/types.ts';
 
 /** A DNS-1123 label made from a display name: "Data Pipeline!" → "data-pipeline". */
 export function slugify(displayName: string): string {
@@ -15,4 +17,20 @@ export function restartStamp(): string {
   if (stamp <= lastStamp) stamp = new Date(Date.parse(lastStamp) + 1).toISOString();
   lastStamp = stamp;
   return stamp;
+}
+
+/** Two display names a person would take for the same one: case and spacing aside (the dashboard's rule too, web/src/components/names.tsx). */
+const sameKey = (name: string) => name.trim().replace(/\s+/g, ' ').toLowerCase();
+
+/**
+ * The name a person knows the server by, with its manifest name beside it when another server
+ * shares that display name ("Hello (hello-2)"), as the dashboard shows it.
+ */
+export function distinctLabel(server: EditorServer, others: Iterable<{ name: string; server?: EditorServer }>): string {
+  const display = displayNameOf(server);
+  const key = sameKey(display);
+  for (const other of others) {
+    if (other.name !== server.metadata.name && other.server && sameKey(displayNameOf(other.server)) === key) return `${display} (${server.metadata.name})`;
+  }
+  return display;
 }

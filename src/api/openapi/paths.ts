@@ -213,7 +213,7 @@ export const PATHS: Record<string, Json> = {
       200: json(ref('SnapshotRestored'), 'Restored; local files newer than the snapshot are kept, damaged ones reported.'),
       400: BAD_BODY,
       404: error('No server has this id (`SERVER_NOT_FOUND`), or it has no such snapshot (`SNAPSHOT_NOT_FOUND`).'),
-      409: error('The server is not stopped (`SERVER_RUNNING`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
+      409: error('The server is not stopped (`SERVER_RUNNING`, `SERVER_NOT_STOPPED`), is being restored (`SERVER_RESTORING`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
       503: STORE_FAILED,
     }, {
       parameters: [param('ServerId')],
@@ -229,8 +229,8 @@ export const PATHS: Record<string, Json> = {
     post: op('snapshots', 'undeleteServer', 'Undo a delete: the server comes back from its last snapshot, with its id, manifest and files', {
       201: CREATED,
       400: error('The name is not a manifest name (`INVALID_NAME`).'),
-      404: error('No deleted server of that name is kept (`SNAPSHOT_NOT_FOUND`).'),
-      409: error('A server of that name exists (`SERVER_EXISTS`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
+      404: error('No deleted server of that name is kept (`NOT_DELETED`).'),
+      409: error('A server of that name exists (`NAME_TAKEN`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
       503: STORE_FAILED,
     }, { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' }, description: 'The manifest name of the deleted server.' }] }),
   },

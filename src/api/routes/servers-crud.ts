@@ -5,7 +5,7 @@ import { Router, type Request, type Response } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError } from '../../core/errors.ts';
-import { API_VERSION, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
+import { API_VERSION, displayNameOf, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
 import { ServerFeed } from '../server-feed.ts';
 import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
@@ -124,7 +124,7 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
     // A server the requester may not see is not named.
     const holder = (name: string) => {
       const held = reconciler.records.get(name)?.server;
-      return deps.access.sees(req, held) ? `belongs to server "${held?.spec.displayName ?? name}"` : 'is taken by another server';
+      return deps.access.sees(req, held) ? `belongs to server "${held ? displayNameOf(held) : name}"` : 'is taken by another server';
     };
     const holding = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
     if (holding) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} ${holder(holding.name)}: choose another port or leave it out`);

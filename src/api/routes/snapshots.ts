@@ -52,6 +52,7 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     if (record.server!.spec.running || !phaseIs('Stopped', 'Failed')(record)) {
       throw new HttpError(409, 'SERVER_RUNNING', 'a snapshot is restored into a stopped server only: stop it first (POST /servers/{id}/stop), then restore');
     }
+    // Checked before anything is held for the restore: an unknown snapshot changes nothing.
     const api = persistence();
     const known = await storeCall(() => api.list(record.name));
     if (wanted !== undefined && !known.some((s) => s.id === wanted)) {
@@ -81,14 +82,9 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
   router.post('/snapshots/deleted/:name/restore', async (req, res) => {
     const name = String(req.params.name);
     if (!MANIFEST_NAME.test(name)) throw new HttpError(400, 'INVALID_NAME', `"${name}" is not a manifest name: list deleted servers with GET /snapshots/deleted`);
-    const reconciler = deps.controller.reconciler;
-    if (reconciler.records.has(name)) throw new HttpError(409, 'SERVER_EXISTS', `a server named "${name}" exists: delete or rename it first`);
-    const api = persistence();
-    const deleted = await storeCall(() => api.deleted());
-    if (!deleted.some((d) => d.name === name)) {
-      throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `no deleted server "${name}" is kept: list them with GET /snapshots/deleted`);
-    }
-    await storeCall(() => api.undelete(name));
+    if (deps.controller.reconciler.records.has(name)) throw new HttpError(409, 'NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
+    // A name not deleted (or no longer kept) is the service's 404 NOT_DELETED.
+    await storeCall(() => persistence().undelete(name));
     deps.controller.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
     const record = await deps.controller.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
