@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeBrowser, launchBrowser, openPage, screenshot, type WatchedPage } from '../helpers/browser.ts';
+import { closeBrowser, launchBrowser, withCleanPage, screenshot, type WatchedPage } from '../helpers/browser.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
 // Code run in the page by evaluate(): the project's tsconfig has no DOM types.
@@ -72,17 +72,7 @@ afterAll(async () => {
 
 /** Runs `body` on a fresh page of this size; afterwards the page must be clean. */
 async function onPage(label: string, viewport: { width: number; height: number }, body: (page: Page, w: WatchedPage) => Promise<void>) {
-  const watched = await openPage(browser, service.url, { viewport });
-  watched.page.setDefaultTimeout(UI_WAIT);
-  try {
-    await body(watched.page, watched);
-    watched.assertClean();
-  } catch (error) {
-    await screenshot(watched.page, `failed-${label}`).catch(() => undefined);
-    throw error;
-  } finally {
-    await watched.close();
-  }
+  return withCleanPage(browser, service.url, label, UI_WAIT, (watched) => body(watched.page, watched), { viewport });
 }
 
 const serversTable = (page: Page) => page.getByRole('table', { name: 'Servers' });

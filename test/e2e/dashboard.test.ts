@@ -11,7 +11,7 @@ import AdmZip from 'adm-zip';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ARTIFACTS, closeBrowser, launchBrowser, openPage, screenshot, type PageOptions, type WatchedPage } from '../helpers/browser.ts';
+import { ARTIFACTS, closeBrowser, launchBrowser, screenshot, withCleanPage, type PageOptions, type WatchedPage } from '../helpers/browser.ts';
 import { eventually, processExists, startTestService, STUB_EDITOR, type TestService } from '../helpers/service.ts';
 import { writeTemplate, writeWhole } from '../templates/fixtures.ts';
 import { makeRepo, serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
@@ -77,17 +77,7 @@ afterAll(async () => {
 
 /** Runs `body` on a fresh page; afterwards the page must be clean (no off-host request, no error). */
 async function onPage(label: string, body: (w: WatchedPage, page: Page) => Promise<void>, options: PageOptions = {}): Promise<void> {
-  const watched = await openPage(browser, service.url, options);
-  watched.page.setDefaultTimeout(UI_WAIT);
-  try {
-    await body(watched, watched.page);
-    watched.assertClean();
-  } catch (error) {
-    await screenshot(watched.page, `failed-${label}`).catch(() => undefined);
-    throw error;
-  } finally {
-    await watched.close();
-  }
+  return withCleanPage(browser, service.url, label, UI_WAIT, (watched) => body(watched, watched.page), options);
 }
 
 const home = (hash = '') => `${service.url}/${hash}`;

@@ -141,3 +141,22 @@ export async function screenshot(page: Page, name: string, options: { fullPage?:
   await page.screenshot({ path, fullPage: options.fullPage ?? false, animations: 'disabled', caret: 'hide' });
   return path;
 }
+
+/**
+ * Runs `body` on a fresh page of the service with `timeoutMs` as its default wait; afterwards the
+ * page must be clean (no off-host request, no error). A failure leaves a screenshot `failed-<label>`.
+ */
+export async function withCleanPage(browser: Browser, serviceUrl: string, label: string, timeoutMs: number,
+  body: (watched: WatchedPage) => Promise<void>, options: PageOptions = {}): Promise<void> {
+  const watched = await openPage(browser, serviceUrl, options);
+  watched.page.setDefaultTimeout(timeoutMs);
+  try {
+    await body(watched);
+    watched.assertClean();
+  } catch (error) {
+    await screenshot(watched.page, `failed-${label}`).catch(() => undefined);
+    throw error;
+  } finally {
+    await watched.close();
+  }
+}
