@@ -2,6 +2,7 @@
 // store's housekeeping (retention, deletion marks, purge, garbage collection). One snapshot or
 // restore per server at a time; every store request goes through one bounded, retrying client.
 import { Catalog } from './catalog.ts';
+import { HASH_FALLBACK_REASON } from './hash.ts';
 import { collectGarbage } from './garbage.ts';
 import { assertServerName, deletedMarkKey, indexKey, timeOfId } from './keys.ts';
 import { forEachLimited } from './limit.ts';
@@ -58,6 +59,7 @@ export class SnapshotEngine {
   constructor(options: EngineOptions) {
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
+    if (HASH_FALLBACK_REASON) this.log(`snapshots hash files with BLAKE2b: the BLAKE3 binding could not load (${HASH_FALLBACK_REASON})`);
     const packBytes = options.packBytes ?? 8 * MiB;
     const parallelMinBytes = options.parallelMinBytes ?? 16 * MiB;
     const pool = () => options.pool ?? sharedPool();

@@ -5,7 +5,7 @@
 // its hash algorithm; the first format (`devbox-snapshot/1`, SHA-256 in a `sha256` field) is
 // still read.
 import { isUtf8 } from 'node:buffer';
-import type { HashAlgorithm } from './hash.ts';
+import { HASH_ALGORITHMS, type HashAlgorithm } from './hash.ts';
 import type { SnapshotInfo, SnapshotRoot } from './types.ts';
 
 export const INDEX_FORMAT = 'devbox-snapshot/2';
@@ -115,7 +115,7 @@ export function parseIndex(bytes: Buffer, where: string): SnapshotIndex {
     throw new DamagedIndexError(`the snapshot index ${where} is not a ${INDEX_FORMAT} index`);
   }
   if (format === FORMAT_1) return fromFormat1(index);
-  if (index.hash !== 'blake2b512/256' && index.hash !== 'sha256') throw new DamagedIndexError(`the snapshot index ${where} names an unknown hash "${index.hash}"`);
+  if (!HASH_ALGORITHMS.includes(index.hash)) throw new DamagedIndexError(`the snapshot index ${where} names an unknown hash "${index.hash}"`);
   return index;
 }
 

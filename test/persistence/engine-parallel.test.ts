@@ -1,3 +1,4 @@
+import { blake3 } from '@napi-rs/blake-hash';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
@@ -51,16 +52,18 @@ describe('snapshots and restores in worker threads', () => {
     expect(logged).toEqual([]); // the workers did it all
   });
 
-  it('names its hash in the index: BLAKE2b-512 cut to 256 bits, as b2sum prints it', async () => {
+  it('names its hash in the index: BLAKE3, as b3sum prints it', async () => {
     const bench = await engineBench(tempDir, options);
     const workspace = await tempDir();
     await writeFiles(workspace, { 'a.txt': 'hello\n', 'big.bin': content('big', 300_000) });
     const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
     const index = await readIndex(bench.storeDir, 'hello', snapshot.id);
-    expect(index).toMatchObject({ format: 'devbox-snapshot/2', hash: 'blake2b512/256' });
+    expect(index).toMatchObject({ format: 'devbox-snapshot/2', hash: 'blake3' });
+    // BLAKE3's published test vector, so a binding that hashed otherwise would fail here.
+    expect(blake3(Buffer.from('abc')).toString('hex')).toBe('6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85');
     for (const path of ['a.txt', 'big.bin']) {
       const record = index.roots[0].entries.find((entry) => entry.path === path);
-      const expected = createHash('blake2b512').update(await fs.readFile(join(workspace, path))).digest('hex').slice(0, 64);
+      const expected = blake3(await fs.readFile(join(workspace, path))).toString('hex');
       expect(record).toMatchObject({ type: 'file', hash: expected });
     }
   });
@@ -122,25 +125,51 @@ describe('when worker threads are worth starting', () => {
   });
 });
 
-describe('an index of the first format (SHA-256)', () => {
+/** Rewrites a snapshot's index as an earlier build wrote it: each file's hash by `hashOf`, b.txt's wrong. */
+async function rewriteIndex(storeDir: string, id: string, workspace: string, edit: (index: SnapshotIndex) => void, hashOf: (bytes: Buffer | string) => string, field: string): Promise<void> {
+  const index = await readIndex(storeDir, 'hello', id);
+  edit(index);
+  for (const entry of index.roots[0].entries) {
+    if (entry.type !== 'file') continue;
+    const bytes = entry.path === 'b.txt' ? 'not two' : await fs.readFile(join(workspace, entry.path!));
+    delete (entry as { hash?: string }).hash;
+    Object.assign(entry, { [field]: hashOf(bytes) });
+  }
+  await fs.writeFile(join(storeDir, 'servers/hello/snapshots', `${id}.json`), JSON.stringify(index));
+}
+
+describe('an index of an earlier build', () => {
   const tempDir = useTempDirs();
 
-  it('is still restored, every file checked against its SHA-256', async () => {
+  it('with BLAKE2b is still restored, every file checked against it', async () => {
     const bench = await engineBench(tempDir);
     const workspace = await tempDir();
     await writeFiles(workspace, { 'a.txt': 'one', 'b.txt': 'two', 'sub/c.bin': content('c', 70_000) });
     const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
-    // Written as the first format was: no `hash`, each file's SHA-256 in `sha256` (b.txt's wrong).
-    const index = await readIndex(bench.storeDir, 'hello', snapshot.id);
-    delete (index as { hash?: string }).hash;
-    index.format = 'devbox-snapshot/1' as never;
-    for (const entry of index.roots[0].entries) {
-      if (entry.type !== 'file') continue;
-      const bytes = entry.path === 'b.txt' ? 'not two' : await fs.readFile(join(workspace, entry.path!));
-      Object.assign(entry, { sha256: createHash('sha256').update(bytes).digest('hex') });
-      delete (entry as { hash?: string }).hash;
-    }
-    await fs.writeFile(join(bench.storeDir, 'servers/hello/snapshots', `${snapshot.id}.json`), JSON.stringify(index));
+    await rewriteIndex(bench.storeDir, snapshot.id, workspace, (index) => {
+      index.hash = 'blake2b512/256';
+    }, (bytes) => createHash('blake2b512').update(bytes).digest('hex').slice(0, 64), 'hash');
+
+    const target = join(await tempDir(), 'restored');
+    const fresh = await bench.freshEngine();
+    const result = await fresh.restore('hello', { roots: workspaceRoot(target) });
+    expect(result.corrupted).toEqual(['workspace/b.txt']);
+    expect(await fs.readFile(join(target, 'a.txt'), 'utf8')).toBe('one');
+    expect((await fs.readFile(join(target, 'sub/c.bin'))).equals(content('c', 70_000))).toBe(true);
+    const next = await fresh.snapshot(sourcesFor('hello', target), 'api');
+    expect(await readIndex(bench.storeDir, 'hello', next.snapshot.id)).toMatchObject({ hash: 'blake3' });
+  });
+
+  it('of the first format (SHA-256) is still restored, every file checked against its SHA-256', async () => {
+    const bench = await engineBench(tempDir);
+    const workspace = await tempDir();
+    await writeFiles(workspace, { 'a.txt': 'one', 'b.txt': 'two', 'sub/c.bin': content('c', 70_000) });
+    const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
+    // Written as the first format was: no `hash`, each file's SHA-256 in `sha256`.
+    await rewriteIndex(bench.storeDir, snapshot.id, workspace, (index) => {
+      delete (index as { hash?: string }).hash;
+      index.format = 'devbox-snapshot/1' as never;
+    }, (bytes) => createHash('sha256').update(bytes).digest('hex'), 'sha256');
 
     const target = join(await tempDir(), 'restored');
     const fresh = await bench.freshEngine();
@@ -152,6 +181,6 @@ describe('an index of the first format (SHA-256)', () => {
     await writeFiles(target, { 'b.txt': 'two' });
     const next = await fresh.snapshot(sourcesFor('hello', target), 'api');
     expect(next.unchanged).toBe(false);
-    expect(await readIndex(bench.storeDir, 'hello', next.snapshot.id)).toMatchObject({ format: 'devbox-snapshot/2', hash: 'blake2b512/256' });
+    expect(await readIndex(bench.storeDir, 'hello', next.snapshot.id)).toMatchObject({ format: 'devbox-snapshot/2', hash: 'blake3' });
   });
 });
