@@ -68,9 +68,10 @@ async function changeTen(dir: string, paths: string[], round: number): Promise<v
   }
 }
 
+/** A running server's sources: its engine keeps a change journal of the tree between snapshots (`watch`). */
 const sources = (dir: string): SnapshotSources => ({
   name: 'bench', uid: 'bench', manifestText: 'kind: EditorServer\n', status: {}, extensions: [], exclude: [],
-  roots: [{ id: 'workspace', dir }],
+  roots: [{ id: 'workspace', dir }], watch: true,
 });
 
 async function timed<T>(work: () => Promise<T> | T): Promise<{ ms: number; value: T }> {
@@ -161,7 +162,7 @@ export async function benchPersistence(rounds: number) {
       const inc = await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallIncremental);
       incremental.push(inc.ms);
       uploadedIncremental = inc.value.snapshot.uploadedBytes;
-      // The same by an engine that starts from the local cache on disk (the previous index not in memory: a snapshot minutes after the last).
+      // The same by an engine that starts from the local cache on disk (a service just restarted: the previous index not in memory, no change journal yet, every folder walked).
       await changeTen(tree, paths, r + rounds);
       const again = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache') });
       settle();
@@ -181,6 +182,7 @@ export async function benchPersistence(rounds: number) {
       };
       if (r % 2 === 0) { untar(); await back(); } else { await back(); untar(); }
       if (r === 0 && (await treeDigest(restored)) !== (await treeDigest(tree))) throw new Error('the restored tree differs from the snapshot taken');
+      for (const used of [engine, again, fresh]) used.close();
     }
     return {
       files: FILES, mb: TOTAL / 1024 / 1024, rounds,
@@ -250,6 +252,8 @@ export async function throughStore(label: string, makeStore: () => Promise<Bench
         const target = join(root, `restored-${r}`);
         restore.push((await timed(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: target }] }))).ms);
         await fs.rm(target, { recursive: true, force: true });
+        engine.close();
+        fresh.close();
       } finally {
         await close();
       }

@@ -4,6 +4,7 @@
 import { Catalog } from './catalog.ts';
 import { HASH_FALLBACK_REASON } from './hash.ts';
 import { collectGarbage } from './garbage.ts';
+import { DEFAULT_JOURNAL_LIMITS, Journals, type JournalLimits } from './journal.ts';
 import { assertServerName, deletedMarkKey, indexKey, timeOfId } from './keys.ts';
 import { forEachLimited } from './limit.ts';
 import { IndexCache } from './local-cache.ts';
@@ -38,6 +39,8 @@ export interface EngineOptions {
   garbageMinAgeMs?: number;
   now?: () => number;
   log?: (message: string) => void;
+  /** Change journals (inotify) of the roots of running servers, so an incremental snapshot reads only what changed (default on; false: every snapshot walks every folder). */
+  journal?: boolean | Partial<JournalLimits>;
   /** Test seam: runs after a file's bytes are read, before they are checked for changes. */
   afterRead?: AfterRead;
 }
@@ -55,6 +58,7 @@ export class SnapshotEngine {
   private readonly log: (message: string) => void;
   private readonly garbageMinAgeMs: number;
   private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly journals: Journals | undefined;
 
   constructor(options: EngineOptions) {
     this.now = options.now ?? Date.now;
@@ -70,8 +74,9 @@ export class SnapshotEngine {
     this.catalog = new Catalog(this.client, this.log);
     this.cache = new IndexCache(options.cacheDir, this.log);
     this.garbageMinAgeMs = options.garbageMinAgeMs ?? 60 * 60 * 1000;
+    this.journals = options.journal === false ? undefined : new Journals({ ...DEFAULT_JOURNAL_LIMITS, ...(options.journal === true ? {} : options.journal) }, this.log);
     this.snapshotContext = {
-      client: this.client, catalog: this.catalog, cache: this.cache,
+      client: this.client, catalog: this.catalog, cache: this.cache, journals: this.journals,
       settings: {
         packBytes,
         smallFileBytes: options.smallFileBytes ?? MiB,
@@ -92,6 +97,21 @@ export class SnapshotEngine {
   /** Takes an incremental snapshot; when nothing differs from the latest (files, manifest text, status, extensions), writes nothing and returns it with unchanged: true. One snapshot per server at a time (a second call waits for the first). */
   snapshot(sources: SnapshotSources, reason: string, signal?: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean }> {
     return this.exclusive(sources.name, () => takeSnapshot(this.snapshotContext, sources, reason, signal));
+  }
+
+  /** Stops the change journal of a server's roots (deleted, or its editor stopped). */
+  stopWatching(name: string): void {
+    this.journals?.forget(name);
+  }
+
+  /** The change journals of a server's roots: folders watched, walks served from them and full walks. */
+  journalState(name: string): ReturnType<Journals['state']> {
+    return this.journals?.state(name) ?? [];
+  }
+
+  /** Stops every change journal; the engine still works, walking every folder. */
+  close(): void {
+    this.journals?.close();
   }
 
   /** Committed snapshots of a server, newest first ([] when none). */

@@ -90,6 +90,11 @@ export class PersistenceService implements PersistenceHooks {
   }
 
   /** The server's snapshots, newest first. */
+  /** The change journals of a server's folders (watched while its editor runs; none once it stopped). */
+  journalState(name: string): Array<{ root: string; watching: number; patched: number; full: number }> {
+    return this.#deps.engine.journalState?.(name) ?? [];
+  }
+
   async list(name: string): Promise<SnapshotInfo[]> {
     return answer(this.#storeCall(() => this.#deps.engine.list(name)));
   }
@@ -195,6 +200,7 @@ export class PersistenceService implements PersistenceHooks {
     // Aborted work ends at once; the wait is bounded, so a shutdown stays within the platform's 15 s.
     await Promise.race([this.#queue.idle(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     this.#listeners.clear();
+    this.#deps.engine.close?.();
   }
 
   // --- Hooks the controller calls ---
@@ -226,6 +232,7 @@ export class PersistenceService implements PersistenceHooks {
 
   /** A deliberate delete finished: the server's snapshots are kept retainDeletedDays, then purged. */
   serverDeleted(name: string): void {
+    this.#deps.engine.stopWatching?.(name);
     this.gate.release(name);
     this.#reasons.delete(name);
     this.#states.delete(name);

@@ -48,6 +48,7 @@ export async function snapshotSources(deps: PersistenceDeps, name: string, roots
     exclude: [...DEFAULT_EXCLUDES, ...config.exclude, ...(server.spec.persistence?.exclude ?? [])],
     extensions: [...installed.keys()],
     maxBytes: config.maxWorkspaceMb * 1024 * 1024,
+    watch: server.status?.phase === 'Running',
   };
 }
 

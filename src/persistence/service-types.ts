@@ -21,6 +21,9 @@ export interface SnapshotEngineApi {
   unmarkDeleted(name: string): Promise<void>;
   purgeDeleted(retainDays: number): Promise<string[]>;
   collectGarbage(): Promise<unknown>;
+  stopWatching?(name: string): void;
+  journalState?(name: string): Array<{ root: string; watching: number; patched: number; full: number }>;
+  close?(): void;
 }
 
 export interface PersistenceDeps {

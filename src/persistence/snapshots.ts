@@ -8,6 +8,7 @@ import { excludeMatcher } from './excludes.ts';
 import { HASH_ALGORITHM } from './hash.ts';
 import { displayPath, INDEX_FORMAT, serializeIndex, type EntryRecord, type FileRecord, type RootRecord, type SnapshotIndex } from './index-file.ts';
 import { assertServerName, indexKey, nextSnapshotId } from './keys.ts';
+import type { Journals } from './journal.ts';
 import type { IndexCache } from './local-cache.ts';
 import { PackWriter, type PartRef } from './packs.ts';
 import type { AfterRead } from './read-file.ts';
@@ -36,6 +37,8 @@ export interface SnapshotSettings {
 
 export interface SnapshotContext {
   client: StoreClient;
+  /** Change journals of the roots of running servers; undefined: every snapshot walks every folder. */
+  journals?: Journals;
   catalog: Catalog;
   cache: IndexCache;
   settings: SnapshotSettings;
@@ -65,8 +68,12 @@ export async function takeSnapshot(
       const entry = keptBefore?.get(rel);
       return !(entry !== undefined && (entry.type === 'dir') === isDir) && matcher.excludes(rel, isDir);
     };
-    return walkRoot(root, { excludes }, skipped, signal);
+    return walkRoot(root, { excludes }, skipped, signal, context.journals?.of(name, root, sources.exclude, sources.watch === true));
   }));
+  if (context.journals) {
+    context.journals.explain(name);
+    if (!sources.watch) context.journals.forget(name);
+  }
   const total = walked.reduce((sum, root) => sum + root.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), 0);
   if (sources.maxBytes !== undefined && total > sources.maxBytes) throw new WorkspaceTooLargeError(name, total, sources.maxBytes);
 

@@ -80,6 +80,8 @@ export interface SnapshotSources {
   extensions: string[];
   /** A workspace whose kept files add up to more is refused (the previous snapshot stays current). */
   maxBytes?: number;
+  /** More snapshots follow soon (the editor runs): keep a change journal of the roots, so the next walk reads only what changed. */
+  watch?: boolean;
 }
 
 /** A path in a snapshot's report: text when its bytes are UTF-8, else `\x..` escapes. */

@@ -34,13 +34,18 @@ describe('snapshots', () => {
   it('takes one when an editor stops, after its process is gone, with what changed', async () => {
     const { service } = await persisted();
     const { id, workspace } = await runningServer(service, 'Stopper');
+    // A snapshot while it runs: from then on its folders are watched.
+    expect((await service.request('POST', `/servers/${id}/snapshot`)).status).toBe(200);
+    expect(service.persistence!.journalState('stopper')).toEqual(expect.arrayContaining([expect.objectContaining({ root: 'workspace', full: 1 })]));
     await fs.writeFile(join(workspace, 'work.txt'), 'before the stop\n');
     expect((await service.request('POST', `/servers/${id}/stop`)).status).toBe(200);
     const list = await eventually(async () => {
       const snapshots = await service.persistence!.list('stopper');
       return snapshots.some((s) => s.reason === 'stop') ? snapshots : undefined;
     });
-    expect(list[0]).toMatchObject({ name: 'stopper', uid: id, reason: 'stop' });
+    expect(list[0]).toMatchObject({ name: 'stopper', uid: id, reason: 'stop', files: list[1].files + 1 });
+    // A stopped editor's folders are no longer watched.
+    expect(service.persistence!.journalState('stopper')).toEqual([]);
     // The record says so.
     const record = await eventually(async () => {
       const { body } = await service.request('GET', `/servers/${id}`);
@@ -68,6 +73,11 @@ describe('snapshots', () => {
       return latest.id !== first.id ? latest : undefined;
     }, 15_000);
     expect(second).toMatchObject({ reason: 'interval', files: first.files + 1 });
+    // While the editor runs its folders are watched, and later snapshots look only at what changed.
+    const workspaceJournal = service.persistence!.journalState('ticker').find((journal) => journal.root === 'workspace')!;
+    expect(workspaceJournal).toMatchObject({ root: 'workspace', full: 1 });
+    expect(workspaceJournal.watching).toBeGreaterThanOrEqual(1);
+    expect(workspaceJournal.patched).toBeGreaterThanOrEqual(1);
   });
 
   it('takes one on request, and counts it in /metrics', async () => {
