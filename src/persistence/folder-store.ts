@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { isValidKey } from './keys.ts';
-import { StoreError, type SnapshotStore } from './types.ts';
+import { StoreError, type PutOptions, type SnapshotStore } from './types.ts';
 
 /** Temporary files of puts in progress (or cut short by a crash); never listed as keys. */
 const TEMP_MARK = '.tmp-';
@@ -24,7 +24,9 @@ export class FolderStore implements SnapshotStore {
     this.description = `folder ${dir}`;
   }
 
-  async put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
+  async put(key: string, body: Buffer, signal?: AbortSignal, options?: PutOptions): Promise<void> {
+    // Awaited once the body is written; a rejection before then is not an unhandled one.
+    options?.after?.catch(() => undefined);
     signal?.throwIfAborted();
     const file = this.file(key);
     const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
@@ -36,6 +38,17 @@ export class FolderStore implements SnapshotStore {
       } finally {
         await handle.close();
       }
+    } catch (error) {
+      await fs.rm(temp, { force: true }).catch(() => undefined);
+      throw await this.mapped(error, `write ${key}`);
+    }
+    try {
+      await options?.after;
+    } catch (error) {
+      await fs.rm(temp, { force: true }).catch(() => undefined);
+      throw error;
+    }
+    try {
       await fs.rename(temp, file);
     } catch (error) {
       await fs.rm(temp, { force: true }).catch(() => undefined);

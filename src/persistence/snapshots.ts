@@ -118,8 +118,14 @@ export async function takeSnapshot(
   } catch (error) {
     failure = { error };
   }
-  await uploads.finish().catch((error) => void (failure ??= { error }));
-  if (failure) throw failure.error;
+  if (failure) {
+    await uploads.finish().catch(() => undefined);
+    throw failure.error;
+  }
+  // Every object is keyed now; the index is made and prepared while they are still being stored
+  // and flushed, and committed only once they are (a failure of one fails the snapshot).
+  const stored = uploads.finish();
+  stored.catch(() => undefined);
 
   const roots: RootRecord[] = drafts.map(({ id, absent, entries }) => ({
     id,
@@ -136,6 +142,7 @@ export async function takeSnapshot(
   };
 
   if (base && base.info.uid === sources.uid && sameContent(base, content)) {
+    await stored;
     // Nothing to keep; remember the files' new stat so the next snapshot need not read them.
     await cache.write(name, { format: INDEX_FORMAT, hash: HASH_ALGORITHM, info: base.info, ...content });
     return { snapshot: base.info, unchanged: true };
@@ -158,7 +165,7 @@ export async function takeSnapshot(
     reason,
     files,
     bytes: keptBytes,
-    uploadedBytes: uploads.uploadedBytes,
+    uploadedBytes: uploads.submittedBytes,
     skipped,
     durationMs: 0,
   };
@@ -166,8 +173,8 @@ export async function takeSnapshot(
   info.durationMs = Math.round(performance.now() - started);
   signal?.throwIfAborted();
   const bytes = serializeIndex(index);
-  // The commit; the local copy is written meanwhile (it is used only once its id is the store's latest).
-  await Promise.all([client.put(indexKey(name, info.id), bytes, signal), cache.write(name, index, bytes)]);
+  // The commit, once the objects are stored; the local copy is written meanwhile (it is used only once its id is the store's latest).
+  await Promise.all([client.put(indexKey(name, info.id), bytes, signal, { after: stored }), cache.write(name, index, bytes)]);
   catalog.remember(name, index);
   await applyRetention(context, name, [...ids, info.id]);
   return { snapshot: info, unchanged: false };

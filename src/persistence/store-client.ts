@@ -2,7 +2,7 @@
 // flight across all servers, so a shutdown snapshotting every server does not flood the volume),
 // and a transient failure (5xx, dropped connection) is tried again after a short pause.
 import { Limiter } from './limit.ts';
-import { StoreError, type SnapshotStore } from './types.ts';
+import { StoreError, type PutOptions, type SnapshotStore } from './types.ts';
 
 export interface StoreClientOptions {
   concurrency: number;
@@ -30,8 +30,21 @@ export class StoreClient {
     return this.options.concurrency;
   }
 
-  put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
-    return this.call(`put ${key}`, () => this.store.put(key, body, signal, options), signal);
+  /**
+   * With `options.after` (an index waiting for its objects) the put takes no slot of the limiter:
+   * waiting in one could starve the very objects it waits for (a shutdown snapshotting every
+   * server at once); it is one request per snapshot. When `after` rejects, the put fails at once
+   * with its reason, never retried.
+   */
+  put(key: string, body: Buffer, signal?: AbortSignal, options?: PutOptions): Promise<void> {
+    if (!options?.after) return this.call(`put ${key}`, () => this.store.put(key, body, signal, options), signal);
+    let waitFailed = false;
+    const after = options.after.catch((error: unknown) => {
+      waitFailed = true;
+      throw error;
+    });
+    after.catch(() => undefined);
+    return this.call(`put ${key}`, () => this.store.put(key, body, signal, { ...options, after }), signal, { unlimited: true, stop: () => waitFailed });
   }
 
   /** Makes the batched puts that have returned durable (see SnapshotStore.flush). */
@@ -73,15 +86,15 @@ export class StoreClient {
     return this.reservedBytes === 0 || this.reservedBytes + bytes <= this.options.uploadBudgetBytes;
   }
 
-  private async call<T>(what: string, request: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  private async call<T>(what: string, request: () => Promise<T>, signal?: AbortSignal, how?: { unlimited?: boolean; stop?: () => boolean }): Promise<T> {
     const delays = this.options.retryDelaysMs;
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
       try {
-        return await this.limiter.run(request);
+        return await (how?.unlimited ? request() : this.limiter.run(request));
       } catch (error) {
         const retryable = error instanceof StoreError && (error.failure === 'transient' || error.failure === 'unreachable');
-        if (!retryable || attempt >= delays.length || signal?.aborted) throw error;
+        if (!retryable || attempt >= delays.length || signal?.aborted || how?.stop?.()) throw error;
         this.options.log(`${this.store.description}: ${what} failed (${error.message}), trying again`);
         await pause(delays[attempt], signal);
       }
@@ -100,6 +113,8 @@ export class Uploads {
   private readonly pending = new Set<Promise<void>>();
   private failure: { error: unknown } | undefined;
   uploadedBytes = 0;
+  /** Bytes handed to `upload`: all of them are stored once `finish` resolves. */
+  submittedBytes = 0;
 
   constructor(client: StoreClient, signal?: AbortSignal) {
     this.client = client;
@@ -108,6 +123,7 @@ export class Uploads {
 
   async upload(key: string, body: Buffer): Promise<void> {
     this.throwIfFailed();
+    this.submittedBytes += body.length;
     await this.client.reserve(body.length);
     try {
       this.throwIfFailed();

@@ -8,15 +8,24 @@
  * `servers/hello/snapshots/2026-11-26T10-00-00.000Z-1a2b.json` (segments of [A-Za-z0-9._-],
  * joined by `/`). `put` is atomic: a reader sees the old object or the new one, never a part.
  */
+export interface PutOptions {
+  batch?: boolean;
+  after?: Promise<unknown>;
+}
+
 export interface SnapshotStore {
   /** What a person reads on the health page and in the log: "folder /mnt/keep", "volume /Volumes/main/team/devbox/prod". */
   readonly description: string;
   /**
    * Stores `body` at `key`, durable once it returns; with `options.batch`, durable only once
    * `flush` has returned after it (the engine's objects, flushed together before the index that
-   * refers to them is put). A store without `flush` makes every put durable on its own.
+   * refers to them is put). A store without `flush` makes every put durable on its own. With
+   * `options.after`, the object appears at `key` only once that promise has resolved, and not at
+   * all when it rejects (the put then rejects with its reason); a store may prepare the body
+   * meanwhile (the index is written and flushed under a temporary name while its objects are
+   * still being flushed, then renamed into place).
    */
-  put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void>;
+  put(key: string, body: Buffer, signal?: AbortSignal, options?: PutOptions): Promise<void>;
   /** Makes every batched put that has returned durable. */
   flush?(signal?: AbortSignal): Promise<void>;
   /** The object's bytes (the caller's to keep or hand on), or undefined when there is none. */

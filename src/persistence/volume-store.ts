@@ -4,7 +4,7 @@ import type { ApiClient, Context, WorkspaceClient } from '@databricks/sdk-experi
 import type { PlatformSettings } from '../config/settings.ts';
 import { workspaceUrl } from '../platform/host.ts';
 import { parsePersistTarget, volumeOf } from './target.ts';
-import type { SnapshotStore, StoreError } from './types.ts';
+import type { PutOptions, SnapshotStore, StoreError } from './types.ts';
 import { RequestTimeout, statusOf, storeErrorOf, type Operation } from './volume-errors.ts';
 
 export { parsePersistTarget, type PersistTarget } from './target.ts';
@@ -89,8 +89,10 @@ export class VolumeStore implements SnapshotStore {
    * one. It also creates missing parent directories (the Databricks CLI checks for a parent only
    * when told not to create it), so no createDirectory call is needed first.
    */
-  async put(key: string, body: Buffer, signal?: AbortSignal): Promise<void> {
+  async put(key: string, body: Buffer, signal?: AbortSignal, options?: PutOptions): Promise<void> {
     const path = this.pathOf(key);
+    // One request is the whole put: nothing to prepare before what it must follow.
+    await options?.after;
     const { ReadableStream } = await sdk();
     await this.withRetries(`uploading ${key}`, (context) => {
       // The SDK's files.upload (0.17) sends no body at all, so the request is made through its

@@ -123,7 +123,10 @@ describe('incremental snapshots', () => {
     const first = bench.engine.snapshot(sourcesFor('hello', workspace), 'stop');
     let secondDone = false;
     const second = bench.engine.snapshot(sourcesFor('hello', workspace), 'api').finally(() => (secondDone = true));
-    await eventually(() => attempted.length === 1);
+    // The first snapshot's object, and its index (prepared while the object is stored), are held.
+    await eventually(() => attempted.length === 2);
+    expect(attempted[0]).toMatch(/^objects\//);
+    expect(attempted[1]).toMatch(/^servers\/hello\/snapshots\//);
     expect(secondDone).toBe(false);
     release();
     const [a, b] = await Promise.all([first, second]);
@@ -142,6 +145,25 @@ describe('incremental snapshots', () => {
     const { snapshot } = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
     expect(failures).toBe(2);
     expect((await bench.engine.list('hello')).map((info) => info.id)).toEqual([snapshot.id]);
+  });
+
+  it('commits no index when an object cannot be stored, and does not try the index again for it', async () => {
+    const bench = await engineBench(tempDir, { retryDelaysMs: [0, 0] });
+    const workspace = await tempDir();
+    await writeFiles(workspace, { 'a.txt': 'a' });
+    const first = await bench.engine.snapshot(sourcesFor('hello', workspace), 'api');
+    await writeFiles(workspace, { 'b.txt': 'b' });
+    const tried: string[] = [];
+    bench.store.beforePut = (key) => {
+      tried.push(key.split('/')[0]);
+      if (key.startsWith('objects/')) throw new StoreError('transient', 'HTTP 503', 'try later');
+    };
+    await expect(bench.engine.snapshot(sourcesFor('hello', workspace), 'api')).rejects.toThrow('HTTP 503');
+    // The object was tried three times; the index, prepared meanwhile, once, and never committed.
+    expect(tried.filter((kind) => kind === 'objects')).toHaveLength(3);
+    expect(tried.filter((kind) => kind === 'servers')).toHaveLength(1);
+    expect(await fs.readdir(join(bench.storeDir, 'servers/hello/snapshots'))).toEqual([`${first.snapshot.id}.json`]);
+    expect((await bench.engine.list('hello')).map((info) => info.id)).toEqual([first.snapshot.id]);
   });
 
   it('keeps the newest keepSnapshots snapshots, listed newest first', async () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { SnapshotEngine, type EngineOptions } from '../../src/persistence/engine.ts';
 import { FolderStore } from '../../src/persistence/folder-store.ts';
-import type { SnapshotRoot, SnapshotSources, SnapshotStore } from '../../src/persistence/types.ts';
+import type { PutOptions, SnapshotRoot, SnapshotSources, SnapshotStore } from '../../src/persistence/types.ts';
 
 /** A fresh temporary folder per call, each removed after the test. */
 export function useTempDirs(): () => Promise<string> {
@@ -52,7 +52,7 @@ export class CountingStore implements SnapshotStore {
   /** Puts (`put <key>`, `batched put <key>` when their durability waits for a flush) and flushes, in the order they returned. */
   sequence: string[] = [];
 
-  async put(key: string, body: Buffer, signal?: AbortSignal, options?: { batch?: boolean }): Promise<void> {
+  async put(key: string, body: Buffer, signal?: AbortSignal, options?: PutOptions): Promise<void> {
     await this.beforePut?.(key, body);
     this.puts.push(key);
     this.putBytes += body.length;

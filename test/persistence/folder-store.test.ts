@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderStore } from '../../src/persistence/folder-store.ts';
 import { StoreError } from '../../src/persistence/types.ts';
+import { eventually } from '../helpers/wait.ts';
 import { content, useTempDirs } from './fixtures.ts';
 
 describe('FolderStore', () => {
@@ -26,6 +27,25 @@ describe('FolderStore', () => {
     await writer;
     expect(reads).toBeGreaterThan(0);
     expect(await store.list('objects/')).toEqual(['objects/big']);
+  });
+
+  it('puts after what it must follow: nothing at the key until then, and nothing at all when that fails', async () => {
+    const dir = await tempDir();
+    const store = new FolderStore(dir);
+    let objectsStored!: () => void;
+    const stored = new Promise<void>((resolve) => (objectsStored = resolve));
+    const put = store.put('servers/a/snapshots/one.json', Buffer.from('{"index":1}'), undefined, { after: stored });
+    // Prepared (written under a temporary name) but not at its key.
+    await eventually(async () => (await fs.readdir(join(dir, 'servers/a/snapshots')).catch(() => [])).length === 1);
+    expect(await store.get('servers/a/snapshots/one.json')).toBeUndefined();
+    expect(await store.list('servers/')).toEqual([]);
+    objectsStored();
+    await put;
+    expect((await store.get('servers/a/snapshots/one.json'))!.toString()).toBe('{"index":1}');
+
+    const failure = new StoreError('transient', 'an object could not be stored', 'try again');
+    await expect(store.put('servers/a/snapshots/two.json', Buffer.from('{}'), undefined, { after: Promise.reject(failure) })).rejects.toBe(failure);
+    expect(await fs.readdir(join(dir, 'servers/a/snapshots'))).toEqual(['one.json']);
   });
 
   it('makes batched puts durable with one flush of their folder, and waits for a flush under way', async () => {
