@@ -1,30 +1,21 @@
 // The editor proxy: /vscode/{port}/… and /editor/{port}/… to the endpoint of the managed, running
-// editor on {port} (the runtime says where it answers), and nowhere else.
+// editor on {port} (the runtime says where it answers), and nowhere else. This file takes the
+// requests and upgrades and holds the connections; route.ts parses the paths, headers.ts decides
+// which headers cross, forwarding.ts streams an answer back and relay.ts a WebSocket.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Dispatcher, Pool } from 'undici';
+import type { Pool } from 'undici';
 import { writeError, writeRawError } from '../core/errors.ts';
 // Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
 import * as http from '../core/http.ts';
 import type { EditorEndpoint } from '../runtime/processes.ts';
 import { requiredOnFirstUse } from '../core/first-use.ts';
-
-/** Cookies whose name starts with this belong to the service and never reach an editor. */
-export const SERVICE_COOKIE_PREFIX = 'devbox';
-
-/**
- * Cookies of the service and of the Databricks Apps front door (`__Host-databricksapps`, its
- * session, and `__Host-databricksapps_csrf`), in any case and with or without a `__Host-` or
- * `__Secure-` prefix: an editor runs the user's code, which must not get them.
- */
-const CREDENTIAL_COOKIE = new RegExp(`^(__host-|__secure-)?(${SERVICE_COOKIE_PREFIX}|databricksapps)`, 'i');
-/** Whether a Cookie header may hold any such cookie: most do not, and are passed on without splitting. */
-const CREDENTIAL_COOKIE_ANYWHERE = new RegExp(`${SERVICE_COOKIE_PREFIX}|databricksapps`, 'i');
-
-/** Credentials meant for the service or a proxy in front of it. */
-const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded-access-token'];
+import { Forwarding } from './forwarding.ts';
+import { DROPPED_FOR_UNDICI, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';
+import { relay } from './relay.ts';
+import { editorPath, notRoutableMessage, parseRoute, unavailableMessage, type Route } from './route.ts';
 
 /**
  * What the proxy tells about the traffic to each editor (idle tracking, metrics). Called on the
@@ -62,35 +53,10 @@ export interface EditorProxyOptions {
   unroutable?: (port: number, req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
-interface Route {
-  /** `/vscode/8012` or `/editor/8012`. */
-  prefix: string;
-  port: number;
-  /** Where the editor answers, once the port is known to be routable. */
-  target?: EditorEndpoint;
-  /** The path after the prefix, '' when there is none. */
-  path: string;
-  /** `?…` or ''. */
-  search: string;
-}
-
 type Next = (err?: unknown) => void;
 
-const ROUTE = /^\/(vscode|editor)\/(\d{1,5})(\/.*)?$/;
 // EPIPE: the editor answered and closed before the whole request body was sent.
 const KNOWN_NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
-
-/**
- * Request headers never passed to an editor: credentials, and hop-by-hop ones (the connection to
- * the editor is the pool's own; the service already answered `Expect: 100-continue`). An upgrade
- * keeps Connection and Upgrade, which are what it asks for.
- */
-const DROPPED_REQUEST_HEADERS = new Set([...CREDENTIAL_HEADERS, 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect']);
-const DROPPED_UPGRADE_HEADERS = new Set([...CREDENTIAL_HEADERS, 'keep-alive', 'proxy-connection', 'expect']);
-/** Response headers that describe the editor's connection, not the client's: Node frames the response to the client itself. */
-const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade']);
-/** undici frames the request itself (chunked when the body has no length) and refuses these. */
-const DROPPED_FOR_UNDICI = new Set([...DROPPED_REQUEST_HEADERS, 'transfer-encoding']);
 
 /**
  * undici's connection pool, loaded when the first request is proxied: only its pool (with its
@@ -181,8 +147,8 @@ export class EditorProxy {
       host: route.target.host,
       port: route.target.port,
       method: req.method,
-      path: this.#rewrite(req, route),
-      headers: this.#headers(req, route, DROPPED_UPGRADE_HEADERS),
+      path: editorPath(req, route),
+      headers: editorRequestHeaders(req, route.prefix, DROPPED_UPGRADE_HEADERS),
       agent: this.#agent,
     });
     proxyReq.on('error', fail);
@@ -205,7 +171,7 @@ export class EditorProxy {
       socket.removeListener('close', abandon);
       if (socket.destroyed) return editorSocket.destroy();
       socket.write(rawHead('HTTP/1.1 101 Switching Protocols', proxyRes.rawHeaders));
-      this.#relay(socket as Socket, editorSocket, route.port, head, editorHead);
+      relay(socket as Socket, editorSocket, route.port, head, editorHead, this.#observer);
     });
     proxyReq.end();
     return true;
@@ -251,7 +217,7 @@ export class EditorProxy {
 
   /** One request to the editor over its pool, its body streamed there and the answer streamed back. */
   #forward(req: IncomingMessage, res: ServerResponse, route: Route): void {
-    const headers = this.#headers(req, route, DROPPED_FOR_UNDICI);
+    const headers = editorRequestHeaders(req, route.prefix, DROPPED_FOR_UNDICI);
     const length = req.headers['content-length'];
     // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3).
     const hasBody = length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
@@ -275,104 +241,9 @@ export class EditorProxy {
     });
     res.on('drain', () => forwarding.controller?.resume());
     this.#pool(route.target!).dispatch(
-      { method: req.method ?? 'GET', path: this.#rewrite(req, route), headers, body: hasBody ? req : null },
+      { method: req.method ?? 'GET', path: editorPath(req, route), headers, body: hasBody ? req : null },
       forwarding,
     );
-  }
-
-  /**
-   * Relays an upgraded connection both ways: each chunk written on as it arrives, the sender paused
-   * while the receiver's buffer is full, Nagle off on both (small frames go out at once).
-   */
-  #relay(client: Socket, editor: Socket, port: number, head: Buffer, editorHead: Buffer): void {
-    const observer = this.#observer;
-    for (const socket of [client, editor]) {
-      socket.setTimeout?.(0);
-      socket.setNoDelay?.(true);
-      socket.setKeepAlive?.(true, 0);
-    }
-    const pipeOneWay = (from: Socket, to: Socket, fromClient: boolean): void => {
-      from.on('data', (chunk: Buffer) => {
-        observer?.socketData(port, chunk.length, fromClient);
-        if (!to.write(chunk)) from.pause();
-      });
-      to.on('drain', () => from.resume());
-      from.on('end', () => to.end());
-      from.resume(); // a 'data' listener alone does not restart a socket paused explicitly
-    };
-    const destroyBoth = (): void => {
-      client.destroy();
-      editor.destroy();
-    };
-    client.on('error', destroyBoth);
-    editor.on('error', destroyBoth);
-    client.once('close', destroyBoth);
-    editor.once('close', destroyBoth);
-    if (observer) {
-      observer.socketOpened(port);
-      client.once('close', () => observer.socketClosed(port));
-    }
-    if (editorHead.length > 0) {
-      observer?.socketData(port, editorHead.length, false);
-      client.write(editorHead);
-    }
-    if (head.length > 0) {
-      observer?.socketData(port, head.length, true);
-      editor.write(head);
-    }
-    pipeOneWay(client, editor, true);
-    pipeOneWay(editor, client, false);
-  }
-
-  /** The path the editor sees: the prefix stripped (req.url too, for reports). */
-  #rewrite(req: IncomingMessage, route: Route): string {
-    req.url = `${route.path || '/'}${route.search}`;
-    return req.url;
-  }
-
-  /**
-   * The request's headers for the editor as a flat list: without `dropped` and the service's
-   * cookies, with where the request came from (X-Forwarded-For, -Proto, -Host, -Prefix).
-   */
-  #headers(req: IncomingMessage, route: Route, dropped: Set<string>): string[] {
-    const headers = req.headers;
-    const out: string[] = [];
-    let forwardedProto = false;
-    let forwardedHost = false;
-    let forwardedFor: string | undefined;
-    for (const name in headers) {
-      const value = headers[name];
-      if (value === undefined || dropped.has(name)) continue;
-      switch (name) {
-        case 'cookie': {
-          const kept = keptCookies(value as string);
-          if (kept !== '') out.push(name, kept);
-          continue;
-        }
-        case 'x-forwarded-for':
-          forwardedFor = value as string;
-          continue;
-        case 'x-forwarded-prefix':
-          continue;
-        case 'x-forwarded-proto':
-          forwardedProto = true;
-          break;
-        case 'x-forwarded-host':
-          forwardedHost = true;
-          break;
-      }
-      if (typeof value === 'string') out.push(name, value);
-      else for (const one of value) out.push(name, one);
-    }
-    // A front proxy (Databricks Apps) sets these first; keep its values, they describe the browser.
-    if (!forwardedProto) out.push('x-forwarded-proto', (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
-    // An HTTP/1.0 request may come without Host: then there is no original host to tell.
-    if (!forwardedHost && headers.host !== undefined) out.push('x-forwarded-host', headers.host);
-    out.push('x-forwarded-prefix', route.prefix);
-    const client = req.socket.remoteAddress;
-    if (client) out.push('x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client);
-    else if (forwardedFor) out.push('x-forwarded-for', forwardedFor);
-    return out;
   }
 
   #failRequest(err: Error, req: IncomingMessage, res: ServerResponse, route: Route): void {
@@ -391,133 +262,3 @@ export class EditorProxy {
     else this.#log(`proxy: error on ${what}: ${err.stack ?? err}`);
   }
 }
-
-/** One proxied request as undici's handler: the editor's answer written to the client as it comes. */
-class Forwarding implements Dispatcher.DispatchHandler {
-  controller: Dispatcher.DispatchController | undefined;
-  /** The editor's side is over: answered in full, or failed. */
-  done = false;
-
-  readonly res: ServerResponse;
-  readonly route: Route;
-  readonly timeoutMs: number;
-  readonly fail: (err: Error) => void;
-
-  constructor(res: ServerResponse, route: Route, timeoutMs: number, fail: (err: Error) => void) {
-    this.res = res;
-    this.route = route;
-    this.timeoutMs = timeoutMs;
-    this.fail = fail;
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: http.IncomingHttpHeaders, message?: string): void {
-    if (status < 200) return; // 1xx: informational, Node answers the client's own
-    const out: string[] = [];
-    for (const name in headers) {
-      const value = headers[name];
-      if (value === undefined || HOP_BY_HOP_RESPONSE.has(name)) continue;
-      if (typeof value !== 'string') for (const one of value) out.push(name, one);
-      else out.push(name, name === 'location' ? rewriteLocation(value, this.route) : value);
-    }
-    try {
-      this.res.writeHead(status, message, out);
-    } catch (err) {
-      // Node refuses what the editor's parser let through (a byte above 0x7e in the status text,
-      // say): the editor's side is given up and the client told why. writeHead kept the refused
-      // status text, which the 502 would repeat: back to the default.
-      this.res.statusMessage = '';
-      controller.abort(new Error(`its answer's status line or headers cannot be passed on: ${(err as Error).message}`));
-    }
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    // Backpressure: the client's 'drain' resumes it.
-    if (!this.res.write(chunk)) controller.pause();
-  }
-
-  onResponseEnd(): void {
-    this.done = true;
-    this.res.end();
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.done = true;
-    // The client left first (its close aborted this request): nothing to answer, nothing to report.
-    if (this.res.destroyed && !this.res.writableFinished) return;
-    this.fail(asNetworkError(err, this.timeoutMs));
-  }
-}
-
-/** undici's timeouts and closed sockets under the codes Node's client uses (and the log expects). */
-function asNetworkError(err: Error, timeoutMs: number): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT', cause: err });
-  }
-  if (code === 'UND_ERR_SOCKET') return Object.assign(new Error(err.message), { code: 'ECONNRESET', cause: err });
-  return err;
-}
-
-/** The editor's cookies only: the service's and the front door's never reach it. */
-function keptCookies(cookie: string): string {
-  if (!CREDENTIAL_COOKIE_ANYWHERE.test(cookie)) return cookie;
-  return cookie
-    .split(';')
-    .filter((one) => !CREDENTIAL_COOKIE.test(one.trim()))
-    .join(';')
-    .trim();
-}
-
-/** A status line and raw headers, as written on an upgraded (or refused) connection. */
-function rawHead(statusLine: string, raw: string[]): string {
-  let head = `${statusLine}\r\n`;
-  for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
-  return `${head}\r\n`;
-}
-
-/** Whether a request target is one of the proxy's paths (`/vscode/{port}…`, `/editor/{port}…`), which the API's rules do not cover. */
-export function isEditorPath(target: string | undefined): boolean {
-  const url = target ?? '/';
-  const query = url.indexOf('?');
-  return ROUTE.test(query < 0 ? url : url.slice(0, query));
-}
-
-function parseRoute(req: IncomingMessage): Route | undefined {
-  // Express rewrites req.url under a mount path; the original is the full path the client asked for.
-  const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-  const query = url.indexOf('?');
-  const pathname = query < 0 ? url : url.slice(0, query);
-  const match = ROUTE.exec(pathname);
-  if (!match) return undefined;
-  return {
-    prefix: `/${match[1]}/${match[2]}`,
-    port: Number(match[2]),
-    path: match[3] ?? '',
-    search: query < 0 ? '' : url.slice(query),
-  };
-}
-
-/** Keeps an editor's redirects under the proxy prefix: absolute paths and its own address (or loopback). */
-function rewriteLocation(location: string, route: Route): string {
-  if (location.startsWith('/') && !location.startsWith('//')) {
-    return location.startsWith(`${route.prefix}/`) ? location : `${route.prefix}${location}`;
-  }
-  // Relative locations already resolve under the prefix in the browser.
-  if (!/^https?:\/\//i.test(location) || !URL.canParse(location)) return location;
-  const url = new URL(location);
-  const own = url.hostname === route.target?.host || url.hostname === '127.0.0.1' || url.hostname === 'localhost';
-  if (!own || url.port !== String(route.target?.port ?? route.port)) return location;
-  return `${route.prefix}${url.pathname}${url.search}${url.hash}`;
-}
-
-const notRoutableMessage = (port: number): string =>
-  `no running editor server listens on port ${port}: start the server (POST /servers/{id}/start) ` +
-  'and open the port listed by GET /servers';
-
-const unavailableMessage = (port: number, err: Error): string =>
-  `the editor on port ${port} did not answer (${(err as NodeJS.ErrnoException).code ?? err.message}); ` +
-  'it may be starting or may have crashed: check GET /servers/{id}/health and its logs';

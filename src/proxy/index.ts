@@ -1,3 +1,5 @@
 // The editor proxy: how a browser reaches a running code-server through the service.
 
-export { EditorProxy, isEditorPath, SERVICE_COOKIE_PREFIX, type EditorProxyOptions, type ProxyObserver } from './editor-proxy.ts';
+export { EditorProxy, type EditorProxyOptions, type ProxyObserver } from './editor-proxy.ts';
+export { SERVICE_COOKIE_PREFIX } from './headers.ts';
+export { isEditorPath } from './route.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { SERVICE_COOKIE_PREFIX } from '../../src/proxy/editor-proxy.ts';
+import { SERVICE_COOKIE_PREFIX } from '../../src/proxy/headers.ts';
 import { opened } from '../helpers/net.ts';
 import { request, proxyToTarget } from './fixtures.ts';
 
