@@ -9,13 +9,15 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
 import { portIsFree } from './controller/ports.ts';
-import { PACKAGE_JSON } from './project.ts';
+import { PACKAGE_JSON } from './core/project.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { checkHealth, waitHealthy } from './runtime/health.ts';
-import { editorEnvironment, ProcessRuntime, type ProcessIdentity } from './runtime/processes.ts';
-import { groupExists } from './runtime/procfs.ts';
-import { DataLayout, ensureWorkspace, writeEditorConfig } from './workspace/layout.ts';
+import { editorEnvironment } from './core/child-env.ts';
+import { writeEditorConfig } from './core/editor-config.ts';
+import { ProcessRuntime, type ProcessIdentity } from './runtime/processes.ts';
+import { groupExists } from './core/procfs.ts';
+import { DataLayout, ensureWorkspace } from './workspace/layout.ts';
 
 type Level = 'ok' | 'warn' | 'FAIL';
 

@@ -12,13 +12,15 @@ import type { Settings } from './config/settings.ts';
 import { Controller } from './controller/controller.ts';
 import { PortAllocator, portIsFree } from './controller/ports.ts';
 import { Reconciler } from './controller/reconciler.ts';
+import { sameData } from './core/equal.ts';
+import type { HealthSection } from './core/health-section.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { FolderLock, FolderLockedError } from './manifests/lock.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { ProcessRuntime, stopAllEditors } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
-import { defaultGitSchemes } from './workspace/git-source.ts';
+import { allowedGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
 import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
 import { ApiCors } from './api/cors.ts';
@@ -40,7 +42,7 @@ import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorEndpoint } from './runtime/processes.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
 import { Capacity } from './controller/capacity.ts';
-import { serviceHealthRouter, type HealthSection } from './api/routes/service-health.ts';
+import { serviceHealthRouter } from './api/routes/service-health.ts';
 import { openApiRouter } from './api/openapi/index.ts';
 import { templatesHealth } from './api/routes/templates.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
@@ -112,7 +114,9 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
   // `config` is what the service started with (for what only a restart changes); `live` follows the file.
   const { config } = settings;
   // Git sync settings (a URL, a ref, a person's templates folder) that cannot work refuse the start.
-  const gitSchemes = config.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity);
+  const localMode = !settings.requireIdentity;
+  // GitOps takes the schemes of the start-up config (its checkout's git is set up once).
+  const gitSchemes = allowedGitSchemes(config.workspace, localMode);
   const gitopsRefusal = await gitOpsProblem(settings, gitSchemes);
   if (gitopsRefusal) throw new StartupError(gitopsRefusal);
   const live = new LiveConfig({ file: settings.configFile, initial: config, log });
@@ -151,7 +155,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     get persistence() {
       return persistence;
     },
-    gitSchemes: defaultGitSchemes(!settings.requireIdentity),
+    gitSchemes: () => allowedGitSchemes(live.current.workspace, localMode),
     portIsFree,
     installer,
     enqueue: (name) => controller?.enqueue(name),
@@ -272,7 +276,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     dir: settings.templatesDir,
     // Read at each check: the config file can change while the service runs.
     get gitSchemes() {
-      return live.current.workspace.gitSchemes ?? defaultGitSchemes(!settings.requireIdentity);
+      return allowedGitSchemes(live.current.workspace, localMode);
     },
     get maxArchiveBytes() {
       return live.current.workspace.maxUploadMb * 1024 * 1024;
@@ -310,7 +314,7 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       // GET /openapi.json: this API described for machines.
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
-      configRouter(live, defaultGitSchemes(!settings.requireIdentity)),
+      configRouter(live, localMode),
       syncRouter(gitops),
       serversRouter({
         store, controller, stats, logs, layout,
@@ -463,8 +467,8 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
       if (before.access !== after.access) warnAccess();
       if (before.ports.min !== after.ports.min || before.ports.max !== after.ports.max) ports.setRange(after.ports);
       // New limits may make room for the servers waiting for it.
-      if (JSON.stringify(before.capacity) !== JSON.stringify(after.capacity)) capacity.wake();
-      if (JSON.stringify(before.extensionGroups) !== JSON.stringify(after.extensionGroups)) {
+      if (!sameData(before.capacity, after.capacity)) capacity.wake();
+      if (!sameData(before.extensionGroups, after.extensionGroups)) {
         controller.resync().catch((error) => log(`looking at every server after a config edit failed: ${(error as Error).message}`));
       }
     });

@@ -7,7 +7,7 @@ import { extname, join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { Router, type Request, type Response } from 'express';
 import { HttpError } from '../core/errors.ts';
-import { projectFile } from '../project.ts';
+import { projectFile } from '../core/project.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -3,9 +3,9 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { RequestHandler } from 'express';
 import { measureJson, settingsProblems } from '../manifests/limits.ts';
-import { describeErrors } from '../manifests/schema.ts';
+import { describeErrors } from '../core/schema-errors.ts';
 import { HttpError } from '../core/errors.ts';
-import { readProjectJson } from '../project.ts';
+import { readProjectJson } from '../core/project.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 

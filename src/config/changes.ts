@@ -1,6 +1,6 @@
 // What an edit of the config file changed, in words, and which of those changes the running
 // service cannot apply (their values are read once, when the service starts).
-import { isDeepStrictEqual } from 'node:util';
+import { sameData } from '../core/equal.ts';
 import type { Config } from './settings.ts';
 
 /**
@@ -18,7 +18,7 @@ export function describeChanges(before: Config, after: Config): string[] {
     const is = after.extensionGroups[name];
     if (!was) groups.added.push(name);
     else if (!is) groups.removed.push(name);
-    else if (!isDeepStrictEqual(was, is)) groups.changed.push(name);
+    else if (!sameData(was, is)) groups.changed.push(name);
   }
   const said = Object.entries(groups).filter(([, names]) => names.length > 0).map(([how, names]) => `${how} ${names.join(', ')}`);
   if (said.length > 0) changes.push(`extensionGroups: ${said.join('; ')}`);
@@ -26,7 +26,7 @@ export function describeChanges(before: Config, after: Config): string[] {
     if (path.startsWith('extensionGroups.')) continue;
     const was = valueAt(before, path);
     const is = valueAt(after, path);
-    if (!isDeepStrictEqual(was, is)) changes.push(`${path}: ${show(was)} -> ${show(is)}`);
+    if (!sameData(was, is)) changes.push(`${path}: ${show(was)} -> ${show(is)}`);
   }
   return changes;
 }
@@ -36,7 +36,7 @@ export function pendingRestart(running: Config, file: Config): string[] {
   return RESTART_ONLY.flatMap((path) => {
     const was = valueAt(running, path);
     const is = valueAt(file, path);
-    return isDeepStrictEqual(was, is) ? [] : [`${path}: ${show(was)} -> ${show(is)} takes effect after a restart`];
+    return sameData(was, is) ? [] : [`${path}: ${show(was)} -> ${show(is)} takes effect after a restart`];
   });
 }
 

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
-import { readProjectJson } from '../project.ts';
+import { readProjectJson } from '../core/project.ts';
 
 export interface Config {
   ports: { min: number; max: number };

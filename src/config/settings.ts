@@ -5,8 +5,8 @@ import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, SettingsError, type Config } from './config-file.ts';
-import { workspaceUrl } from '../platform/host.ts';
-import { parsePersistTarget } from '../persistence/target.ts';
+import { parsePersistTarget } from './persist-target.ts';
+import { workspaceUrl } from './workspace-url.ts';
 
 export {
   configFileFrom, DEFAULT_CONFIG, loadConfig, parseConfig, SettingsError, unknownExtensionGroups, USER_SHAPE,

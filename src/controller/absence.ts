@@ -1,5 +1,6 @@
 // A manifest that is missing, invalid or deleted. Removing a file is never a request to delete:
 // only the API or a deletion mark deletes a server's files.
+import { sameData } from '../core/equal.ts';
 import { removeServerFiles } from '../workspace/layout.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -50,7 +51,7 @@ export function markInvalid(ctx: ReconcileContext, name: string, errors: string[
   const { records } = ctx.cache;
   const record = records.get(name) ?? { name };
   record.absence = undefined;
-  const changed = JSON.stringify(record.problems) !== JSON.stringify(errors);
+  const changed = !sameData(record.problems ?? null, errors ?? null);
   record.problems = errors;
   records.set(name, record);
   if (changed) {

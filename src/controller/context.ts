@@ -6,6 +6,7 @@ import type { LogLevel, TrackedServer } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
 import type { EditorRuntime } from '../runtime/processes.ts';
+import { allowedGitSchemes } from '../workspace/git-source.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ActivityTracker } from './activity.ts';
 import type { ServerCache, ServerRecord } from './cache.ts';
@@ -34,8 +35,8 @@ export interface ReconcilerDeps {
   installer: ExtensionInstaller;
   /** The config in use: it follows the config file, so read it where a value is used, never keep it. */
   readonly config: Config;
-  /** Git URL schemes a workspace source may use when the config names none (they depend on the mode). */
-  gitSchemes?: string[];
+  /** Git URL schemes a workspace source may use now (allowedGitSchemes of the live config and the mode; unset: a shared machine's). */
+  gitSchemes?: () => readonly string[];
   /** When each server was last used (proxy traffic, heartbeats); idle autostop reads it. Without one no server is stopped for idleness. */
   activity?: ActivityTracker;
   /** The capacity limits every start passes (src/controller/capacity.ts); without it, none. */
@@ -62,4 +63,9 @@ export interface ReconcileContext {
   /** Long work per server, run outside the queue's workers. */
   readonly operations: Operations;
   log(message: string): void;
+}
+
+/** The git URL schemes workspace sources may use now: the service's rule, else the config's or a shared machine's defaults. */
+export function gitSchemesOf(deps: Pick<ReconcilerDeps, 'gitSchemes' | 'config'>): readonly string[] {
+  return deps.gitSchemes?.() ?? allowedGitSchemes(deps.config.workspace, false);
 }

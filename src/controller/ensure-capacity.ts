@@ -47,8 +47,3 @@ export async function stopForCapacity(
   ctx.log(`server ${name} stopped to make room for ${starter} (capacity full, whenFull stopIdlest)`);
   return undefined;
 }
-
-/** Stopped to make room: it stays stopped, although its spec says running, until it is started again. */
-export function heldForCapacity(status: EditorServerStatus): boolean {
-  return status.phase === 'Stopped' && status.reason === 'StoppedForCapacity';
-}

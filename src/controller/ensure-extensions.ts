@@ -4,6 +4,7 @@
 // operation outside the worker (they may take minutes), also while the editor runs; a spec
 // that wants other extensions cancels the one under way, killing its installer.
 import { unknownExtensionGroups } from '../config/settings.ts';
+import { sameData } from '../core/equal.ts';
 import { extensionName, isVsixPath, pinnedVersion, vsixIdentity } from '../extensions/extensions-folder.ts';
 import type { EditorServerStatus, ExtensionStatus } from '../manifests/types.ts';
 import type { ServerRecord } from './cache.ts';
@@ -165,7 +166,7 @@ function wantedExtensions(ctx: ReconcileContext, record: ServerRecord): string[]
   const groups = ctx.deps.config.extensionGroups;
   const unknown = unknownExtensionGroups(groups, spec.extensionGroups);
   const live = ctx.cache.live(record.name);
-  if (unknown.length > 0 && JSON.stringify(unknown) !== JSON.stringify(live.unknownGroups)) {
+  if (unknown.length > 0 && !sameData(unknown, live.unknownGroups ?? null)) {
     live.unknownGroups = unknown;
     ctx.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
   }

@@ -2,7 +2,7 @@
 // else the config's editor.idleTimeoutSeconds; 0: never) is stopped, and stays stopped, though
 // spec.running stays true, until it is woken: an API start, or its editor opened through the proxy.
 import type { Config } from '../config/settings.ts';
-import type { EditorServerSpec, EditorServerStatus, Phase } from '../manifests/types.ts';
+import type { EditorServerSpec, EditorServerStatus, Phase, WakeState } from '../manifests/types.ts';
 import { checkHealth } from '../runtime/health.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
@@ -121,9 +121,6 @@ export function wake(ctx: ReconcileContext, name: string, why: string): boolean 
   ctx.deps.enqueue(name);
   return true;
 }
-
-/** Where a server that was stopped for idleness is on its way back; undefined for any other. */
-export type WakeState = { state: 'starting' } | { state: 'refused' | 'failed'; message: string };
 
 /**
  * `starting`: still held by its idle stop, or woken and not answering yet; `refused`: its start

@@ -3,7 +3,7 @@
 // What the controller last wrote is kept in editors/<name>/settings-applied.json, so this
 // holds across restarts of the service and of the editor.
 import { promises as fs } from 'node:fs';
-import { isDeepStrictEqual } from 'node:util';
+import { sameData } from '../core/equal.ts';
 import { writeFileAtomic } from '../core/atomic-write.ts';
 import { desiredSettings, mergeSettings, parseJsonc } from '../extensions/user-settings.ts';
 import type { EditorServerSpec } from '../manifests/types.ts';
@@ -30,11 +30,11 @@ export async function ensureSettings(deps: ReconcilerDeps, name: string, live: L
     return;
   }
   const next = mergeSettings(current, desired, lastWritten);
-  if (!isDeepStrictEqual(next, current)) {
+  if (!sameData(next, current)) {
     await fs.mkdir(dir, { recursive: true });
     await writeFileAtomic(file, JSON.stringify(next, null, 2) + '\n');
   }
-  if (!isDeepStrictEqual(lastWritten, desired)) {
+  if (!sameData(lastWritten, desired)) {
     await fs.mkdir(editor.root, { recursive: true });
     await writeFileAtomic(sidecar, JSON.stringify(desired, null, 2) + '\n');
   }

@@ -3,14 +3,15 @@
 // workspace once, as an operation (a clone may take minutes; the worker is not held).
 import { existsSync, promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { backoffMs } from '../core/backoff.ts';
 import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
 import { ArchiveError, extractInto } from '../workspace/archive-source.ts';
 import { archivePath } from '../workspace/archives.ts';
-import { cloneInto, defaultGitSchemes, gitUrlProblem } from '../workspace/git-source.ts';
+import { cloneInto, gitUrlProblem } from '../workspace/git-source.ts';
 import { ensureWorkspace } from '../workspace/layout.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
-import type { ReconcileContext, ReconcilerDeps } from './context.ts';
+import { gitSchemesOf, type ReconcileContext, type ReconcilerDeps } from './context.ts';
 import type { Operation } from './operations.ts';
 import { TerminalError } from './queue.ts';
 
@@ -95,7 +96,7 @@ export async function ensureWorkspaceSource(
       }, `extracting archive ${source.archive.sha256}`);
       return populating(ctx, record, uid, status, op, 'Extracting');
     }
-    const schemes = deps.config.workspace?.gitSchemes ?? deps.gitSchemes ?? defaultGitSchemes(false);
+    const schemes = gitSchemesOf(deps);
     const problem = gitUrlProblem(source.git!.url, schemes);
     if (problem) return terminal(ctx, record, uid, status, problem);
     const timeoutMs = (deps.config.workspace?.cloneTimeoutSeconds ?? 600) * 1000;
@@ -154,7 +155,7 @@ async function failed(
 ): Promise<'gone' | { requeueAfterMs: number }> {
   const live = ctx.cache.live(record.name);
   live.sourceFailures = (live.sourceFailures ?? 0) + 1;
-  const delay = Math.min(MAX_RETRY_MS, 1000 * 2 ** (live.sourceFailures - 1));
+  const delay = backoffMs(live.sourceFailures, { initialMs: 1000, maxMs: MAX_RETRY_MS });
   live.sourceRetryAt = Date.now() + delay;
   const message = `${describe(source)} failed: ${error}; trying again in ${Math.round(delay / 1000)} s`;
   Object.assign(status, { phase: 'Failed', reason: 'WorkspaceSourceFailed', message });

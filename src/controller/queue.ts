@@ -1,6 +1,7 @@
 // A work queue of names, like client-go's: a name waits at most once, is processed by one worker
 // at a time, and failures come back after a capped exponential backoff.
 
+import { backoffMs } from '../core/backoff.ts';
 import { realClock, type Clock } from '../core/clock.ts';
 
 export type { Clock };
@@ -123,7 +124,7 @@ export class WorkQueue {
   }
 
   backoffFor(attempt: number): number {
-    return Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** Math.max(0, attempt - 1));
+    return backoffMs(attempt, { initialMs: this.baseBackoffMs, maxMs: this.maxBackoffMs });
   }
 
   private cancelDelay(name: string): void {

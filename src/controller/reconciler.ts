@@ -4,18 +4,18 @@
 // queries the API and the proxy make.
 import { EventEmitter } from 'node:events';
 import type { LogLevel } from '../logs/entry.ts';
-import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase } from '../manifests/types.ts';
+import { displayNameOf, heldForCapacity, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
 import type { EditorEndpoint, EditorHandle, ProcessIdentity } from '../runtime/processes.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
 import { ServerCache, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
 import { ensureExtensions } from './ensure-extensions.ts';
-import { clearIdleStop, ensureIdle, holdIdleStop, wake, wakeState, type WakeState } from './ensure-idle.ts';
+import { clearIdleStop, ensureIdle, holdIdleStop, wake, wakeState } from './ensure-idle.ts';
 import { observeRunning, recordHealth } from './ensure-health.ts';
 import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
 import { ensureRestored } from './ensure-restored.ts';
-import { ensureCapacity, heldForCapacity, stopForCapacity } from './ensure-capacity.ts';
+import { ensureCapacity, stopForCapacity } from './ensure-capacity.ts';
 import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';

@@ -1,5 +1,6 @@
 // Process supervision: launching an editor, stopping it, and what happens when it dies on its
 // own (spec.restartPolicy, with backoff and crash-loop detection).
+import { backoffMs } from '../core/backoff.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
 import type { LaunchedEditor } from '../runtime/processes.ts';
 import { ensureWorkspace } from '../workspace/layout.ts';
@@ -133,7 +134,7 @@ export function recordCrash(ctx: ReconcileContext, name: string, status: EditorS
   const now = Date.now();
   live.crashTimes = [...live.crashTimes.filter((t) => now - t < CRASH_WINDOW_MS), now];
   const attempts = live.crashTimes.length;
-  const delay = Math.min(deps.config.editor.maxRestartBackoffSeconds * 1000, 1000 * 2 ** (attempts - 1));
+  const delay = backoffMs(attempts, { initialMs: 1000, maxMs: deps.config.editor.maxRestartBackoffSeconds * 1000 });
   live.nextRestartAt = now + delay;
   status.restarts = (status.restarts ?? 0) + 1;
   if (attempts >= deps.config.editor.crashLoopRestarts) {

@@ -2,7 +2,7 @@
 // so an operator editing a file by hand is told where to look ("config.yaml:12:5: ...").
 import type { ErrorObject } from 'ajv';
 import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { describeErrors } from '../manifests/schema.ts';
+import { describeErrors } from './schema-errors.ts';
 
 /** One problem of a file; line and column are 1-based, absent when the problem is the whole file's. */
 export interface FileProblem {

@@ -2,8 +2,8 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { extensionName, findVsix, installedExtensions, isVsixPath, pinnedVersion } from './extensions-folder.ts';
-import { editorEnvironment } from '../runtime/processes.ts';
-import { writeEditorConfig } from '../workspace/layout.ts';
+import { editorEnvironment } from '../core/child-env.ts';
+import { writeEditorConfig } from '../core/editor-config.ts';
 
 export interface InstallOutcome {
   ok: boolean;

@@ -1,7 +1,7 @@
 // The editor's User/settings.json as the controller and the user share it. The controller owns
 // only what it last wrote (kept beside the editor's data), so a key the user changed inside the
 // editor stays theirs until the desired value of that key changes.
-import { isDeepStrictEqual } from 'node:util';
+import { sameData } from '../core/equal.ts';
 import type { ExtensionGroup } from '../config/settings.ts';
 
 export type SettingsObject = Record<string, unknown>;
@@ -25,10 +25,10 @@ export function desiredSettings(
 export function mergeSettings(current: SettingsObject, desired: SettingsObject, lastWritten: SettingsObject): SettingsObject {
   const next = { ...current };
   for (const [key, value] of Object.entries(desired)) {
-    if (!Object.hasOwn(lastWritten, key) || !isDeepStrictEqual(lastWritten[key], value)) next[key] = value;
+    if (!Object.hasOwn(lastWritten, key) || !sameData(lastWritten[key], value)) next[key] = value;
   }
   for (const [key, value] of Object.entries(lastWritten)) {
-    if (!Object.hasOwn(desired, key) && isDeepStrictEqual(next[key], value)) delete next[key];
+    if (!Object.hasOwn(desired, key) && sameData(next[key], value)) delete next[key];
   }
   return next;
 }

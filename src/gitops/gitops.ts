@@ -4,7 +4,7 @@
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { GitSyncSettings, Settings } from '../config/settings.ts';
 import type { ManifestStore } from '../manifests/store.ts';
-import type { HealthSection } from '../api/routes/service-health.ts';
+import type { HealthSection } from '../core/health-section.ts';
 import { gitUrlProblem } from '../workspace/git-source.ts';
 import { checkoutProblem, GitSync, maskUrl, refProblem, type GitSyncState } from './git-sync.ts';
 import { ManifestsMirror, type RepoFileProblem } from './manifests-mirror.ts';

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { identityOf, isAlive, type ProcessIdentity } from '../runtime/procfs.ts';
+import { identityOf, isAlive, type ProcessIdentity } from '../core/procfs.ts';
 
 /** Hidden, so the manifest store and watcher ignore it. */
 export const LOCK_FILE = '.devbox-controller.lock';

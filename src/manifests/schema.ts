@@ -1,7 +1,7 @@
 // Validates manifests against schemas/editorserver.schema.json, compiled once at start-up.
 import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject } from 'ajv';
-import { projectFile, readProjectJson } from '../project.ts';
+import { projectFile, readProjectJson } from '../core/project.ts';
 import { settingsProblems } from './limits.ts';
 import type { EditorServer } from './types.ts';
 
@@ -18,21 +18,6 @@ export const SCHEMA_MODELINE = `# yaml-language-server: $schema=${schemaReferenc
 /** The path, or where a space would end the reference early, a file: URL (spaces escaped). */
 function schemaReference(path: string): string {
   return /\s/.test(path) ? pathToFileURL(path).href : path;
-}
-
-/** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
-export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {
-  return (errors ?? []).map((e) => {
-    const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : '(top level)';
-    if (e.keyword === 'additionalProperties') {
-      return `${where}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-    }
-    if (e.keyword === 'enum') return `${where}: ${e.message} (${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')})`;
-    if (e.keyword === 'const') return `${where}: must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
-    if (e.keyword === 'pattern' && where === 'metadata.name') return `${where}: must be a DNS-1123 label (lower-case letters, digits and "-", at most 63)`;
-    if (e.keyword === 'pattern' && where === 'name') return 'name: must not be blank';
-    return `${where}: ${e.message}`;
-  });
 }
 
 /**

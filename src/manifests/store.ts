@@ -4,22 +4,19 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { Document, LineCounter, parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { Document, parseDocument, stringify } from 'yaml';
+import { sameData } from '../core/equal.ts';
 import { HttpError } from '../core/errors.ts';
-import { formatProblem, locateErrors, syntaxProblems, type FileProblem } from '../core/yaml-problems.ts';
+import { KeyedMutex } from '../core/mutex.ts';
+import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
-import { manifestErrors, SCHEMA_MODELINE } from './schema.ts';
-import { duplicateKeys } from './unique-keys.ts';
+import { linkUnlessTaken, renameIfThere } from './replace.ts';
+import { SCHEMA_MODELINE } from './schema.ts';
 import { specHash, StatusFiles, type StatusRecord } from './status-file.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
-export const MANIFEST_EXT = '.yaml';
 export { MAX_MANIFEST_BYTES };
-
-export type ManifestRead =
-  | { kind: 'ok'; name: string; text: string; server: EditorServer }
-  | { kind: 'invalid'; name: string; text?: string; errors: string[] }
-  | { kind: 'missing'; name: string };
+export { MANIFEST_EXT, parseManifest, type ManifestRead };
 
 export type WriteResult = 'unchanged' | 'updated' | 'missing' | 'invalid';
 
@@ -34,42 +31,6 @@ export class ConflictError extends HttpError {
 const MAX_ATTEMPTS = 5;
 
 /**
- * Parses manifest text; never throws. Each problem starts with its place in the file,
- * "<file>:<line>:<column>: ", or "<file>: " when it is the whole file's.
- */
-export function parseManifest(name: string, text: string, file = name + MANIFEST_EXT): ManifestRead {
-  const invalid = (problems: FileProblem[]): ManifestRead => ({ kind: 'invalid', name, text, errors: problems.map(formatProblem) });
-  const lineCounter = new LineCounter();
-  let docs;
-  try {
-    // The library's duplicate-key check is quadratic; duplicateKeys() below is not.
-    docs = parseAllDocuments(text, { lineCounter, uniqueKeys: false });
-  } catch (error) {
-    return invalid([{ file, problem: String((error as Error).message) }]);
-  }
-  if (!Array.isArray(docs)) return invalid([{ file, problem: 'the file could not be read as YAML' }]);
-  if (docs.length === 0) return invalid([{ file, problem: 'the file is empty: write an EditorServer manifest' }]);
-  if (docs.length !== 1) {
-    const at = lineCounter.linePos(docs[1].range[0]);
-    return invalid([{ file, line: at.line, column: at.col, problem: `the file holds ${docs.length} YAML documents: keep exactly one` }]);
-  }
-  const doc = docs[0];
-  if (doc.errors.length > 0) return invalid(syntaxProblems(file, doc, lineCounter));
-  const duplicates = duplicateKeys(doc, lineCounter);
-  if (duplicates.length > 0) return invalid(duplicates.map((d) => ({ file, ...d })));
-  let value: unknown;
-  try {
-    value = doc.toJS();
-  } catch (error) {
-    // For example yaml's guard against alias bombs ("Excessive alias count").
-    return invalid([{ file, problem: String((error as Error).message) }]);
-  }
-  const errors = manifestErrors(value, name);
-  if (errors.length > 0) return invalid(locateErrors(file, doc, lineCounter, errors));
-  return { kind: 'ok', name, text, server: value as EditorServer };
-}
-
-/**
  * The manifests folder, and beside it (in the data folder) the controller's status records.
  * The manifest file is written by people and by the API (create, update); the controller writes
  * only status records (writeStatus). Without a status folder (`npm run doctor`) the store only
@@ -80,7 +41,7 @@ export class ManifestStore {
   private readonly statuses?: StatusFiles;
   /** The text of our own last write per name, so the watcher can ignore our echoes. */
   private readonly lastWritten = new Map<string, string>();
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedMutex();
 
   constructor(dir: string, statusDir?: string) {
     this.dir = dir;
@@ -118,7 +79,7 @@ export class ManifestStore {
    */
   async read(name: string): Promise<ManifestRead> {
     // A spec write takes the file out of place for a moment: wait for it rather than see it missing.
-    await this.locks.get(name);
+    await this.locks.idle(name);
     let text: string | undefined;
     try {
       text = await this.readText(name);
@@ -175,7 +136,7 @@ export class ManifestStore {
    * create() is. The watcher sees it as any new file.
    */
   async createText(name: string, text: string): Promise<boolean> {
-    return this.withLock(name, async () => {
+    return this.locks.run(name, async () => {
       const tmp = await this.writeTemp(name, text);
       try {
         return await linkUnlessTaken(tmp, this.fileOf(name));
@@ -208,7 +169,7 @@ export class ManifestStore {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const result = await this.rewrite(name, () => text, { anyText: true });
       if (result !== 'missing') return result;
-      const created = await this.withLock(name, async () => {
+      const created = await this.locks.run(name, async () => {
         const tmp = await this.writeTemp(name, text);
         try {
           if (!(await linkUnlessTaken(tmp, this.fileOf(name)))) return false;
@@ -233,9 +194,9 @@ export class ManifestStore {
     if (!statuses) throw new Error(`the manifest store of ${this.dir} was opened without a status folder`);
     const read = await this.read(name);
     if (read.kind !== 'ok') return read.kind;
-    return this.withLock(STATUS_LOCK + name, async () => {
+    return this.locks.run(STATUS_LOCK + name, async () => {
       const record = (await statuses.read(name)) ?? { generation: read.server.metadata.generation ?? 1, specHash: specHash(read.server.spec) };
-      if (sameJSON(record.status, status) && (uid === undefined || record.uid === uid)) return 'unchanged';
+      if (sameData(record.status ?? null, status ?? null) && (uid === undefined || record.uid === uid)) return 'unchanged';
       await statuses.write(name, { ...record, ...(uid === undefined ? {} : { uid }), status });
       return 'updated';
     });
@@ -243,7 +204,7 @@ export class ManifestStore {
 
   /** Removes the manifest file and the server's status record (a deletion); true when the file existed. */
   async remove(name: string): Promise<boolean> {
-    const removed = await this.withLock(name, async () => {
+    const removed = await this.locks.run(name, async () => {
       this.lastWritten.delete(name);
       try {
         await fs.unlink(this.fileOf(name));
@@ -254,14 +215,14 @@ export class ManifestStore {
       }
     });
     const statuses = this.statuses;
-    if (statuses) await this.withLock(STATUS_LOCK + name, () => statuses.remove(name));
+    if (statuses) await this.locks.run(STATUS_LOCK + name, () => statuses.remove(name));
     return removed;
   }
 
   /** Moves the generation when the spec changed since last seen, and merges the status record in. */
   private observe(server: EditorServer, statuses: StatusFiles): Promise<void> {
     const name = server.metadata.name;
-    return this.withLock(STATUS_LOCK + name, async () => {
+    return this.locks.run(STATUS_LOCK + name, async () => {
       const hash = specHash(server.spec);
       let record: StatusRecord | undefined = await statuses.read(name);
       if (!record) {
@@ -291,7 +252,7 @@ export class ManifestStore {
    * Any foreign write seen puts that text back and starts over on it.
    */
   private async rewrite(name: string, change: (text: string, server?: EditorServer) => string, options: { anyText?: boolean } = {}): Promise<WriteResult> {
-    return this.withLock(name, async () => {
+    return this.locks.run(name, async () => {
       const file = this.fileOf(name);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const before = await this.readText(name).catch((error) => {
@@ -384,19 +345,6 @@ export class ManifestStore {
     }
     return tmp;
   }
-
-  /** One write per name at a time inside this process (the API and the controller share files). */
-  private async withLock<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.locks.get(name) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const settled = run.catch(() => undefined);
-    this.locks.set(name, settled);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(name) === settled) this.locks.delete(name);
-    }
-  }
 }
 
 const ASIDE_EXT = '.aside';
@@ -404,29 +352,4 @@ const ASIDE = /^\.([a-z0-9-]+)\.yaml\.[0-9a-f]+\.aside$/;
 
 /** Lock names of status records; manifest names are DNS labels, so they never clash. */
 const STATUS_LOCK = 'status/';
-
-async function renameIfThere(from: string, to: string): Promise<boolean> {
-  try {
-    await fs.rename(from, to);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
-/** Links `from` at `to` unless something is there already: never replaces a file. */
-async function linkUnlessTaken(from: string, to: string): Promise<boolean> {
-  try {
-    await fs.link(from, to);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
-}
-
-function sameJSON(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-}
 

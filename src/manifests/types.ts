@@ -94,3 +94,11 @@ export interface EditorServer {
 export function displayNameOf(server: Pick<EditorServer, 'metadata' | 'spec'>): string {
   return server.spec.displayName ?? server.metadata.name;
 }
+
+/** Stopped to make room: it stays stopped, although its spec says running, until it is started again. */
+export function heldForCapacity(status: EditorServerStatus): boolean {
+  return status.phase === 'Stopped' && status.reason === 'StoppedForCapacity';
+}
+
+/** Where a server that was stopped for idleness is on its way back; undefined for any other. */
+export type WakeState = { state: 'starting' } | { state: 'refused' | 'failed'; message: string };

@@ -1,6 +1,7 @@
 // The snapshot engine: incremental snapshots of servers into a SnapshotStore, restores, and the
 // store's housekeeping (retention, deletion marks, purge, garbage collection). One snapshot or
 // restore per server at a time; every store request goes through one bounded, retrying client.
+import { KeyedMutex } from '../core/mutex.ts';
 import { Catalog } from './catalog.ts';
 import { HASH_FALLBACK_REASON } from './hash.ts';
 import { collectGarbage } from './garbage.ts';
@@ -57,7 +58,7 @@ export class SnapshotEngine {
   private readonly now: () => number;
   private readonly log: (message: string) => void;
   private readonly garbageMinAgeMs: number;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedMutex();
   private readonly journals: Journals | undefined;
 
   constructor(options: EngineOptions) {
@@ -204,12 +205,6 @@ export class SnapshotEngine {
 
   /** Runs `work` after every earlier call for the same server has settled. */
   private exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.locks.get(name) ?? Promise.resolve()).then(work, work);
-    const settled = run.catch(() => undefined);
-    this.locks.set(name, settled);
-    void settled.then(() => {
-      if (this.locks.get(name) === settled) this.locks.delete(name);
-    });
-    return run;
+    return this.locks.run(name, work);
   }
 }

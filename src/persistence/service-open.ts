@@ -6,7 +6,7 @@ import type { PersistSettings, PlatformSettings } from '../config/settings.ts';
 import { SnapshotEngine } from './engine.ts';
 import { FolderStore } from './folder-store.ts';
 import { PersistenceService, type PersistenceDeps } from './service-persistence.ts';
-import { parsePersistTarget } from './target.ts';
+import { parsePersistTarget } from '../config/persist-target.ts';
 import type { SnapshotStore } from './types.ts';
 
 /** A target that cannot be used as given: the message says which forms are accepted, or what is missing. */

@@ -6,6 +6,7 @@
 import type { PersistenceHooks, RestoreState } from '../controller/ensure-restored.ts';
 import { TerminalError, WorkQueue } from '../controller/queue.ts';
 import { HttpError } from '../core/errors.ts';
+import { KeyedMutex } from '../core/mutex.ts';
 import { RestoreGate } from './restore-gate.ts';
 import { snapshotSources } from './service-records.ts';
 import { Restorer, type RestoreReason } from './service-restore.ts';
@@ -32,7 +33,7 @@ export class PersistenceService implements PersistenceHooks {
   /** Why each queued snapshot is taken; names whose last background snapshot is still owed. */
   readonly #reasons = new Map<string, string>();
   /** One snapshot or restore per server at a time. */
-  readonly #chains = new Map<string, Promise<unknown>>();
+  readonly #chains = new KeyedMutex();
   readonly #lifetime = new AbortController();
   readonly #timers = new Set<NodeJS.Timeout>();
   #storeError: StoreError | undefined;
@@ -356,14 +357,7 @@ export class PersistenceService implements PersistenceHooks {
   }
 
   #serial<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#chains.get(name) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const settled = run.catch(() => undefined);
-    this.#chains.set(name, settled);
-    void settled.then(() => {
-      if (this.#chains.get(name) === settled) this.#chains.delete(name);
-    });
-    return run;
+    return this.#chains.run(name, work);
   }
 
   #update(name: string, change: Partial<ServerPersistence>): void {

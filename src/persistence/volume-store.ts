@@ -1,13 +1,12 @@
 // The Unity Catalog volume target: a SnapshotStore that keeps each object as one file in a volume,
 // through the Databricks SDK's Files API, signed in as the app's service principal.
 import type { ApiClient, Context, WorkspaceClient } from '@databricks/sdk-experimental';
+import { parsePersistTarget, volumeOf } from '../config/persist-target.ts';
 import type { PlatformSettings } from '../config/settings.ts';
-import { workspaceUrl } from '../platform/host.ts';
-import { parsePersistTarget, volumeOf } from './target.ts';
+import { workspaceUrl } from '../config/workspace-url.ts';
+import { backoffMs } from '../core/backoff.ts';
 import type { PutOptions, SnapshotStore, StoreError } from './types.ts';
 import { RequestTimeout, statusOf, storeErrorOf, type Operation } from './volume-errors.ts';
-
-export { parsePersistTarget, type PersistTarget } from './target.ts';
 
 /** What the store uses of a WorkspaceClient (the real one, pointed at a workspace or at the test fake). */
 export type FilesClient = Pick<WorkspaceClient, 'files' | 'apiClient'>;
@@ -262,8 +261,7 @@ export class VolumeStore implements SnapshotStore {
         if (signal?.aborted) throw signal.reason;
         const failure = this.storeError(error, what, op);
         if ((failure.failure !== 'transient' && failure.failure !== 'unreachable') || attempt >= this.attempts) throw failure;
-        const base = Math.min(this.maxMs, this.initialMs * 2 ** (attempt - 1));
-        const wait = Math.round(base / 2 + (this.random() * base) / 2);
+        const wait = Math.round(backoffMs(attempt, { initialMs: this.initialMs, maxMs: this.maxMs, jitter: this.random }));
         this.log(`${failure.message}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt + 1} of ${this.attempts})`);
         await this.delay(wait, signal);
       }

@@ -3,7 +3,7 @@
 // comments around them, are a person's and are kept as they are.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { workspaceUrl } from './host.ts';
+import { workspaceUrl } from '../config/workspace-url.ts';
 import { writeSecretFile } from './secret-file.ts';
 
 export interface ServicePrincipal {

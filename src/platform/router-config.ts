@@ -3,7 +3,7 @@
 // options) is kept; a file that is not a JSON object is moved aside, never lost.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { servingUrl } from './host.ts';
+import { servingUrl } from '../config/workspace-url.ts';
 import { ensureSecretFile, secretFolder, writeSecretFile } from './secret-file.ts';
 
 /** The provider entry the service owns in the router's configuration. */

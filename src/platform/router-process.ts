@@ -8,10 +8,11 @@ import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync } 
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
-import type { HealthSection } from '../api/routes/service-health.ts';
-import { editorEnvironment, stopProcessGroup } from '../runtime/processes.ts';
-import { SERVER_NAME_VARIABLE } from '../runtime/ownership.ts';
-import { identityOf, isAlive, listPids, readCmdline, readStat, type ProcessIdentity } from '../runtime/procfs.ts';
+import { backoffMs } from '../core/backoff.ts';
+import { editorEnvironment } from '../core/child-env.ts';
+import type { HealthSection } from '../core/health-section.ts';
+import { stopProcessGroup } from '../core/process-group.ts';
+import { identityOf, isAlive, listPids, readCmdline, readStat, type ProcessIdentity } from '../core/procfs.ts';
 import { writeCcrShim } from './ccr-shim.ts';
 
 /** Set in the router's environment to the data folder it was launched for: how a leftover one is known as ours. */
@@ -94,7 +95,8 @@ export class RouterProcess {
   readonly binDir: string;
   private readonly options: Required<Omit<RouterProcessOptions, 'env' | 'port'>> & { env: NodeJS.ProcessEnv };
   private current: Running | undefined;
-  private backoffMs: number;
+  /** Quick exits in a row (a run of stableAfterMs or more starts the count again). */
+  private quickExits = 0;
   private restartTimer: NodeJS.Timeout | undefined;
   private nextStartAt: number | undefined;
   private starts = 0;
@@ -125,7 +127,7 @@ export class RouterProcess {
     this.pidFile = join(routerDir, '.claude-code-router.pid');
     this.logFile = join(options.dataDir, 'logs', 'claude-code-router.log');
     this.binDir = join(options.dataDir, 'bin');
-    this.backoffMs = this.options.initialBackoffMs;
+    this.quickExits = 0;
     this.address = { host: '127.0.0.1', port: options.port ?? DEFAULT_PORT };
   }
 
@@ -153,7 +155,7 @@ export class RouterProcess {
         this.options.log(`assistant router: restarting claude-code-router (pid ${this.current.identity.pid}): ${reason}`);
         await this.stopCurrent();
       }
-      this.backoffMs = this.options.initialBackoffMs;
+      this.quickExits = 0;
       await this.launch();
     });
   }
@@ -298,9 +300,8 @@ export class RouterProcess {
       return;
     }
     // One that ran a while starts again soon; one that keeps failing waits longer each time.
-    if (ranMs >= this.options.stableAfterMs) this.backoffMs = this.options.initialBackoffMs;
-    const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs);
+    this.quickExits = ranMs >= this.options.stableAfterMs ? 1 : this.quickExits + 1;
+    const delay = backoffMs(this.quickExits, { initialMs: this.options.initialBackoffMs, maxMs: this.options.maxBackoffMs });
     this.nextStartAt = Date.now() + delay;
     this.options.log(`assistant router: claude-code-router (pid ${running?.child.pid ?? '-'}) ${how} after ${this.lastExit.ran_seconds} s; starting it again in ${delay / 1000} s (its output: ${this.logFile})`);
     this.restartTimer = setTimeout(() => {
@@ -380,8 +381,7 @@ export class RouterProcess {
 
   /** The service's environment without its secrets (as editors get it), with HOME, the project's Node.js first on PATH, and the marker. */
   private routerEnvironment(): NodeJS.ProcessEnv {
-    const env = editorEnvironment(this.options.env, '');
-    delete env[SERVER_NAME_VARIABLE];
+    const env = editorEnvironment(this.options.env);
     // The router would listen there instead of the config file's PORT, where `ccr code` looks.
     delete env.SERVICE_PORT;
     env.HOME = this.options.homeDir;

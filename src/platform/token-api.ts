@@ -2,7 +2,7 @@
 // SDK's WorkspaceClient; every call bounded in time, so a workspace that does not answer holds
 // nothing up.
 import type { Context, WorkspaceClient } from '@databricks/sdk-experimental';
-import { workspaceUrl } from './host.ts';
+import { workspaceUrl } from '../config/workspace-url.ts';
 import type { ServicePrincipal } from './databricks-cfg.ts';
 
 /** A token as created: its value (secret) and what may be shown of it. */

@@ -3,9 +3,10 @@
 // once replaced and at a clean shutdown. Failures are retried with capped backoff and reported,
 // never fatal.
 import type { PlatformSettings } from '../config/settings.ts';
+import { workspaceUrl } from '../config/workspace-url.ts';
+import { backoffMs, type Backoff } from '../core/backoff.ts';
 import { realClock, type Clock } from '../core/clock.ts';
 import { databricksCfgFile, writeDatabricksCfg } from './databricks-cfg.ts';
-import { workspaceUrl } from './host.ts';
 import { prepareRouterFolder, routerFiles, writeRouterConfig, type RouterFiles } from './router-config.ts';
 import { databricksTokenApi, tokenComment, type CreatedToken, type TokenApi } from './token-api.ts';
 import { describeTokenError } from './token-errors.ts';
@@ -62,6 +63,10 @@ export class TokenKeeper {
   private readonly revocations = new Map<string, { timer?: unknown; failures: number }>();
   private started = false;
   private disposed = false;
+
+  private get retryBackoff(): Backoff {
+    return { initialMs: this.settings.retryInitialMs, maxMs: this.settings.retryMaxMs };
+  }
 
   constructor(options: TokenKeeperOptions) {
     this.settings = options.settings;
@@ -229,7 +234,7 @@ export class TokenKeeper {
   private fail(description: string): void {
     this.failures += 1;
     this.lastError = this.mask(description);
-    const delay = Math.min(this.settings.retryMaxMs, this.settings.retryInitialMs * 2 ** Math.min(this.failures - 1, 30));
+    const delay = backoffMs(this.failures, this.retryBackoff);
     if (this.lastError !== this.loggedError) {
       this.loggedError = this.lastError;
       this.log(`assistant: ${this.lastError} (retried with backoff, at most every ${Math.round(this.settings.retryMaxMs / 1000)} s)`);
@@ -265,7 +270,7 @@ export class TokenKeeper {
           if (this.disposed || !this.revocations.has(tokenId)) return;
           entry.failures += 1;
           if (entry.failures === 1) this.log(`assistant: revoking a replaced access token failed (${this.mask(describeTokenError(error, this.host))}); retrying`);
-          this.revokeAfter(tokenId, Math.min(this.settings.retryMaxMs, this.settings.retryInitialMs * 2 ** Math.min(entry.failures - 1, 30)));
+          this.revokeAfter(tokenId, backoffMs(entry.failures, this.retryBackoff));
         },
       );
     }, delayMs);

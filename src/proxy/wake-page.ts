@@ -3,7 +3,7 @@
 // answers; any other request a 503 in the error envelope with Retry-After.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorBody } from '../core/errors.ts';
-import type { WakeState } from '../controller/ensure-idle.ts';
+import type { WakeState } from '../manifests/types.ts';
 
 /** The header the starting page sends when it polls, and every wake answer carries (`starting`, `refused`, `failed`). */
 export const WAKE_HEADER = 'x-devbox-wake';

@@ -3,7 +3,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { PACKAGE_JSON } from '../project.ts';
+import { PACKAGE_JSON } from '../core/project.ts';
 
 export interface EditorBinary {
   path: string;

@@ -3,10 +3,8 @@
 // and its environment DEVBOX_SERVER_NAME=<name>, as launch() set them, and its start time
 // matches. A pid or start time written in a file is never enough: files can be copied or forged.
 import { readFileSync } from 'node:fs';
-import { listPids, readCmdline, readStat, type ProcessIdentity } from './procfs.ts';
-
-/** The variable launch() sets to the server's name in every editor's environment. */
-export const SERVER_NAME_VARIABLE = 'DEVBOX_SERVER_NAME';
+import { SERVER_NAME_VARIABLE } from '../core/child-env.ts';
+import { listPids, readCmdline, readStat, type ProcessIdentity } from '../core/procfs.ts';
 
 /** An editor found running on this machine, launched by this service's data folder. */
 export interface DiscoveredEditor {

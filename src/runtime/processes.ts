@@ -2,14 +2,16 @@
 // process group with its output going to files, so it outlives a controller restart.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { discoverEditors, SERVER_NAME_VARIABLE, verifyEditor, type DiscoveredEditor } from './ownership.ts';
-import { identityOf, isAlive, type ProcessIdentity } from './procfs.ts';
-import { stopEditor, stopProcessGroup } from './stopping.ts';
+import { editorEnvironment } from '../core/child-env.ts';
+import { stopProcessGroup } from '../core/process-group.ts';
+import { discoverEditors, verifyEditor, type DiscoveredEditor } from './ownership.ts';
+import { identityOf, isAlive, type ProcessIdentity } from '../core/procfs.ts';
+import { stopEditor } from './stopping.ts';
 import { processGroupUsage, type EditorUsage } from './usage.ts';
 
-export type { ProcessIdentity } from './procfs.ts';
+export type { ProcessIdentity } from '../core/procfs.ts';
 export { discoverEditors, type DiscoveredEditor } from './ownership.ts';
-export { stopAllEditors, stopEditor, stopProcessGroup } from './stopping.ts';
+export { stopAllEditors, stopEditor } from './stopping.ts';
 
 export interface LaunchSpec {
   name: string;
@@ -72,21 +74,6 @@ export interface EditorRuntime {
   discover(): DiscoveredEditor[];
   onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void;
   dispose(): void;
-}
-
-/** Variables an editor never sees: the service's secrets. */
-const SECRET = /SECRET|TOKEN|PASSWORD|^DATABRICKS_CLIENT_ID$|^AWS_|^AZURE_CLIENT/i;
-
-/** The service's own runtime tuning (see `npm start`), not meant for the editors' Node.js. */
-const SERVICE_TUNING = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
-
-export function editorEnvironment(env: NodeJS.ProcessEnv, name: string): NodeJS.ProcessEnv {
-  const clean: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(env)) {
-    if (!SECRET.test(key) && !key.startsWith('npm_') && !key.startsWith('DEVBOX_') && !SERVICE_TUNING.has(key)) clean[key] = value;
-  }
-  clean[SERVER_NAME_VARIABLE] = name;
-  return clean;
 }
 
 export function editorArguments(spec: LaunchSpec): string[] {

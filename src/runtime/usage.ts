@@ -1,7 +1,7 @@
 // CPU and memory of editor processes: one batched pidusage call for every process of every
 // editor's group (code-server runs its server in a child), summed per group leader.
 import pidusage from 'pidusage';
-import { listPids, readStat, type ProcessIdentity } from './procfs.ts';
+import { listPids, readStat, type ProcessIdentity } from '../core/procfs.ts';
 
 export interface EditorUsage {
   cpuPercent: number;

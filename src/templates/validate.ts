@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { settingsProblems } from '../manifests/limits.ts';
-import { readProjectJson } from '../project.ts';
+import { readProjectJson } from '../core/project.ts';
 import { gitUrlProblem } from '../workspace/git-source.ts';
 import { openInside, readInside, UnsafeFileError } from './read-file.ts';
 import type { CatalogTemplate, EditorServerTemplate } from './types.ts';

@@ -25,6 +25,11 @@ export function defaultGitSchemes(localMode: boolean): string[] {
   return localMode ? ['https', 'ssh', 'git', 'http', 'file'] : ['https', 'ssh', 'git'];
 }
 
+/** The URL schemes git sources may use: the config's `workspace.gitSchemes`, else the mode's defaults. The one place this rule is written. */
+export function allowedGitSchemes(workspace: { gitSchemes?: string[] } | undefined, localMode: boolean): string[] {
+  return workspace?.gitSchemes ?? defaultGitSchemes(localMode);
+}
+
 /** Why git may not be given this URL (what to change), or undefined when it may. */
 export function gitUrlProblem(url: string, schemes: readonly string[]): string | undefined {
   const allowed = `use a URL with one of: ${schemes.map((s) => `${s}://`).join(', ')}`;

@@ -1,6 +1,7 @@
 // Where a server's files live under the data folder, and creating and removing them.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
+import { writeEditorConfig } from '../core/editor-config.ts';
 
 export class DataLayout {
   readonly dataDir: string;
@@ -51,17 +52,6 @@ export async function ensureWorkspace(layout: DataLayout, name: string): Promise
   await fs.mkdir(editor.extensionsDir, { recursive: true });
   await writeEditorConfig(editor.configPath);
   return workspace;
-}
-
-/**
- * Writes code-server's config file when it is missing. Every code-server invocation gets one
- * with --config: without it code-server reads, and first writes with a password,
- * ~/.config/code-server/config.yaml, even for --version.
- */
-export async function writeEditorConfig(path: string): Promise<void> {
-  await fs.writeFile(path, 'auth: none\ncert: false\n', { flag: 'wx' }).catch((error) => {
-    if (error.code !== 'EEXIST') throw error;
-  });
 }
 
 /** Removes everything the server owns on disk (workspace and editor data; logs are the log hub's). */

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../src/api/openapi/document.ts';
 import { REFERENCE_COMMAND, REGION_BEGIN, REGION_END, regionOf, renderReferenceTable } from '../../src/api/openapi/reference.ts';
-import { projectFile } from '../../src/project.ts';
+import { projectFile } from '../../src/core/project.ts';
 import { operationsOf } from '../helpers/openapi.ts';
 
 const SCRIPT = projectFile('scripts/api-reference.mjs');

@@ -6,7 +6,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestSchemaName } from '../../src/api/openapi/document.ts';
-import { projectFile } from '../../src/project.ts';
+import { projectFile } from '../../src/core/project.ts';
 import { documentSchemas, expressRoutes, operationsOf, schemaPointers, type ExpressRoute } from '../helpers/openapi.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';

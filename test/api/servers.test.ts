@@ -3,7 +3,7 @@ import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkHealth } from '../../src/runtime/health.ts';
-import { groupExists } from '../../src/runtime/procfs.ts';
+import { groupExists } from '../../src/core/procfs.ts';
 import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
 
 let service: TestService;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig } from '../../src/config/settings.ts';
-import { projectFile } from '../../src/project.ts';
+import { projectFile } from '../../src/core/project.ts';
 
 const shipped = projectFile('devbox.config.yaml');
 const PROJECT_ROOT = projectFile('.');

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
 import { checkHealth } from '../../src/runtime/health.ts';
-import { groupExists } from '../../src/runtime/procfs.ts';
+import { groupExists } from '../../src/core/procfs.ts';
 import { processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 
 let service: TestService;

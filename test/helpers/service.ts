@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, loadConfig, type Config, type PersistSettings, type Settings } from '../../src/config/settings.ts';
 import { discoverEditors, stopAllEditors } from '../../src/runtime/processes.ts';
-import { readStat } from '../../src/runtime/procfs.ts';
+import { readStat } from '../../src/core/procfs.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 

@@ -4,7 +4,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { databricksCfgFile, writeDatabricksCfg } from '../../src/platform/databricks-cfg.ts';
-import { servingUrl, workspaceUrl } from '../../src/platform/host.ts';
+import { servingUrl, workspaceUrl } from '../../src/config/workspace-url.ts';
 import { routerFiles, writeRouterConfig } from '../../src/platform/router-config.ts';
 import { tempHome } from './platform-settings.ts';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessRuntime } from '../../src/runtime/processes.ts';
-import { identityOf, isAlive, type ProcessIdentity } from '../../src/runtime/procfs.ts';
+import { identityOf, isAlive, type ProcessIdentity } from '../../src/core/procfs.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { freePort } from '../helpers/net.ts';
 import { eventually, killEditors, STUB_EDITOR } from '../helpers/service.ts';

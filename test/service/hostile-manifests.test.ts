@@ -7,7 +7,7 @@ import { createServer as createSocketServer, type Server as SocketServer } from 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { readStat } from '../../src/runtime/procfs.ts';
+import { readStat } from '../../src/core/procfs.ts';
 import { eventually, killEditors, portRange, processExists, request, startTestService, STUB_EDITOR, type TestService } from '../helpers/service.ts';
 
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;

@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { descendants, readCmdline } from '../../src/runtime/procfs.ts';
+import { descendants, readCmdline } from '../../src/core/procfs.ts';
 import { eventually, killEditors, processExists, STUB_EDITOR } from '../helpers/service.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;

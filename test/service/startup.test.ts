@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { LOCK_FILE } from '../../src/manifests/lock.ts';
-import { readStat } from '../../src/runtime/procfs.ts';
+import { readStat } from '../../src/core/procfs.ts';
 import { StartupError, startService } from '../../src/service.ts';
 import { killEditors, makeSettings, portRange, runningEditors, startTestService, STUB_EDITOR, type TestService } from '../helpers/service.ts';
 

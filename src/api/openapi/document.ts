@@ -2,7 +2,7 @@
 // as the routes check them (each file's title names its route: "POST /servers body"); the
 // response shapes are in shapes.ts and the routes in paths.ts. Built once, on first use.
 import { readdirSync } from 'node:fs';
-import { projectFile, readProjectJson } from '../../project.ts';
+import { projectFile, readProjectJson } from '../../core/project.ts';
 import { PARAMETERS, PATHS } from './paths.ts';
 import { ref, SCHEMAS } from './shapes.ts';
 

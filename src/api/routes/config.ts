@@ -3,8 +3,9 @@
 // that wait for a restart. Also the config's section of GET /health.
 import { Router } from 'express';
 import type { LiveConfig } from '../../config/live-config.ts';
+import type { HealthSection } from '../../core/health-section.ts';
 import { formatProblem } from '../../core/yaml-problems.ts';
-import type { HealthSection } from './service-health.ts';
+import { allowedGitSchemes } from '../../workspace/git-source.ts';
 
 /** The archives a workspace upload may be (POST /servers/create-with-workspace, clone-workspace). */
 const ARCHIVE_TYPES = ['.zip'];
@@ -12,8 +13,8 @@ const ARCHIVE_TYPES = ['.zip'];
 /** A server created without restart_policy gets this one (spec.restartPolicy unset). */
 const DEFAULT_RESTART_POLICY = 'Never';
 
-/** `defaultGitSchemes`: the URL schemes a git source may use when the config names none (they depend on the mode). */
-export function configRouter(live: LiveConfig, defaultGitSchemes: string[]): Router {
+/** `localMode`: the service runs for one person (no identity required), which allows more git URL schemes by default. */
+export function configRouter(live: LiveConfig, localMode: boolean): Router {
   return Router().get('/config', (_req, res) => {
     const config = live.current;
     const { file, loadedAt, errors, pendingRestart } = live.state();
@@ -29,7 +30,7 @@ export function configRouter(live: LiveConfig, defaultGitSchemes: string[]): Rou
           ready_timeout_seconds: config.editor.readyTimeoutSeconds,
           stop_grace_seconds: config.editor.stopGraceSeconds,
           default_restart_policy: DEFAULT_RESTART_POLICY,
-          git_schemes: config.workspace.gitSchemes ?? defaultGitSchemes,
+          git_schemes: allowedGitSchemes(config.workspace, localMode),
           clone_timeout_seconds: config.workspace.cloneTimeoutSeconds,
           max_upload_mb: config.workspace.maxUploadMb,
         },

@@ -3,10 +3,9 @@
 import { existsSync } from 'node:fs';
 import type { Response, Router } from 'express';
 import type { Admission } from '../../controller/capacity.ts';
-import { heldForCapacity } from '../../controller/ensure-capacity.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { HttpError, notFound } from '../../core/errors.ts';
-import { displayNameOf, RESTARTED_AT } from '../../manifests/types.ts';
+import { displayNameOf, heldForCapacity, RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
 import { lifecycleView } from '../views.ts';
 import { envelope, findServer, folderMissing, ownedByRepository, phaseIs, updateSpec, type ServersDeps } from './context.ts';

@@ -1,15 +1,8 @@
 // GET /health: the service's own health. Parts of the service that can be degraded without
 // stopping it (the config file, templates, git sync, the assistant's token) each add a section.
 import { Router } from 'express';
-import { PACKAGE_JSON } from '../../project.ts';
-
-/** A section of GET /health: its figures, and problems that make the service "degraded". */
-export interface HealthSection {
-  /** Figures shown under the section's key. */
-  read(): Record<string, unknown>;
-  /** Problems a person should act on (each names the file or setting and what to change). */
-  problems?(): string[];
-}
+import type { HealthSection } from '../../core/health-section.ts';
+import { PACKAGE_JSON } from '../../core/project.ts';
 
 export interface ServiceHealthDeps {
   startedAt: number;

@@ -3,17 +3,18 @@
 // spec, checked and made the way POST /servers makes one, annotated with the template's id and version.
 import { join } from 'node:path';
 import type { Router } from 'express';
+import { gitSchemesOf } from '../../controller/context.ts';
 import { HttpError } from '../../core/errors.ts';
 import { formatProblem, type FileProblem } from '../../core/yaml-problems.ts';
 import type { WorkspaceSource } from '../../manifests/types.ts';
 import { storeTemplateArchive, TemplateArchiveError } from '../../templates/archive.ts';
 import type { TemplateCatalog } from '../../templates/catalog.ts';
 import { TEMPLATE_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, type CatalogTemplate } from '../../templates/types.ts';
-import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
+import { gitUrlProblem } from '../../workspace/git-source.ts';
 import { checkBody, compileBodySchema } from '../validation.ts';
 import type { ServersDeps } from './context.ts';
 import { checkCreateBody, createServer, unknownGroupsProblem } from './servers-crud.ts';
-import type { HealthSection } from './service-health.ts';
+import type { HealthSection } from '../../core/health-section.ts';
 
 interface FromTemplateBody {
   name: string;
@@ -26,7 +27,7 @@ const validateFromTemplate = compileBodySchema<FromTemplateBody>('create-from-te
 export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, router: Router): void {
   const reconciler = deps.controller.reconciler;
   // Read per request: the config file can change while the service runs.
-  const gitSchemes = () => reconciler.deps.config.workspace?.gitSchemes ?? reconciler.deps.gitSchemes ?? defaultGitSchemes(false);
+  const gitSchemes = () => gitSchemesOf(reconciler.deps);
 
   router.get('/templates', (_req, res) => {
     const tabs = new Map<string, ReturnType<typeof itemView>[]>();

@@ -6,14 +6,16 @@ import { promises as fs } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Request, RequestHandler, Router } from 'express';
 import type multer from 'multer';
+import { gitSchemesOf } from '../../controller/context.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
+import { sameData } from '../../core/equal.ts';
 import { HttpError } from '../../core/errors.ts';
 import { displayNameOf, type WorkspaceSource } from '../../manifests/types.ts';
-import { describeErrors } from '../../manifests/schema.ts';
-import { readProjectJson } from '../../project.ts';
+import { describeErrors } from '../../core/schema-errors.ts';
+import { readProjectJson } from '../../core/project.ts';
 import { ArchiveError, planArchive } from '../../workspace/archive-source.ts';
 import { storeArchive, uploadsDir } from '../../workspace/archives.ts';
-import { defaultGitSchemes, gitUrlProblem } from '../../workspace/git-source.ts';
+import { gitUrlProblem } from '../../workspace/git-source.ts';
 import { createdView } from '../views.ts';
 import { envelope, findServer, updateSpec, type ServersDeps } from './context.ts';
 import { createServer, unknownGroupsProblem, type CreateBody } from './servers-crud.ts';
@@ -51,7 +53,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   const reconciler = deps.controller.reconciler;
   // Read per request: the config file can change while the service runs.
   const workspace = () => reconciler.deps.config.workspace;
-  const schemes = () => workspace()?.gitSchemes ?? reconciler.deps.gitSchemes ?? defaultGitSchemes(false);
+  const schemes = () => gitSchemesOf(reconciler.deps);
   const timeoutMs = () => ((workspace()?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
   const form = formParser(uploadsDir(deps.layout), () => workspace()?.maxUploadMb ?? 100);
 
@@ -122,7 +124,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     if (failure !== undefined) {
       // The server stays as it was: without a source, so it is not retried behind the caller's back.
       await updateSpec(deps, outcome!, (server, set) => {
-        if (JSON.stringify(server.spec.workspace?.source) === JSON.stringify(source)) set(['spec', 'workspace'], {});
+        if (sameData(server.spec.workspace?.source ?? null, source ?? null)) set(['spec', 'workspace'], {});
       });
       throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
     }

@@ -1,0 +1,17 @@
+// ajv's errors in words, for every schema the service checks (manifests, config, request bodies).
+import type { ErrorObject } from 'ajv';
+
+/** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
+export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {
+  return (errors ?? []).map((e) => {
+    const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : '(top level)';
+    if (e.keyword === 'additionalProperties') {
+      return `${where}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+    }
+    if (e.keyword === 'enum') return `${where}: ${e.message} (${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')})`;
+    if (e.keyword === 'const') return `${where}: must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
+    if (e.keyword === 'pattern' && where === 'metadata.name') return `${where}: must be a DNS-1123 label (lower-case letters, digits and "-", at most 63)`;
+    if (e.keyword === 'pattern' && where === 'name') return 'name: must not be blank';
+    return `${where}: ${e.message}`;
+  });
+}
