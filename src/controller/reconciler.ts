@@ -1,14 +1,16 @@
 // reconcile(name): read the manifest and the real process, make one step of progress toward the
 // spec, and write status back when it changed. Level-triggered and idempotent. Each step lives
 // in its own file (ensure-*.ts, supervision.ts, absence.ts); this file holds the flow and the
-// queries the API and the proxy make.
+// queries the API and the proxy make. Once the editor's state is known, what to do is decided by
+// decide() in decide.ts, a pure function of what was observed, and carried out here (#act).
 import { EventEmitter } from 'node:events';
 import type { LogLevel } from '../logs/entry.ts';
-import { displayNameOf, heldForCapacity, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
+import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
 import type { EditorEndpoint, EditorHandle, ProcessIdentity } from '../runtime/processes.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
-import { ServerCache, type ServerRecord } from './cache.ts';
+import { ServerCache, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
+import { decide, type Action } from './decide.ts';
 import { ensureExtensions } from './ensure-extensions.ts';
 import { clearIdleStop, ensureIdle, holdIdleStop, wake, wakeState } from './ensure-idle.ts';
 import { observeRunning, recordHealth } from './ensure-health.ts';
@@ -206,56 +208,80 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const { alive, wait } = await observeProcess(this, name, status, port);
     if (wait) return wait;
 
-    const restartAt = server.metadata.annotations?.[RESTARTED_AT];
-    const restartRequested = restartAt !== undefined && restartAt !== status.observedRestartedAt;
+    // What was observed, as plain data; decide() says what to do (the table is in decide.ts).
+    const now = Date.now();
+    const action = decide({
+      wantRunning: server.spec.running,
+      restartAt: server.metadata.annotations?.[RESTARTED_AT],
+      restartHonoured: status.observedRestartedAt,
+      alive,
+      port,
+      editorPort: live.endpoint?.port ?? server.status?.port,
+      evictedFor: deps.capacity?.evictionOf(name),
+      idleStop: !status.idleStoppedAt ? 'none' : live.wakeRequested ? 'woken' : 'holding',
+      recordedRunning: Boolean(status.pid),
+      phase: status.phase,
+      reason: status.reason,
+      nextRestartAt: live.nextRestartAt,
+      now,
+    });
+    return this.#act(action, record, uid, status, live, port, now);
+  }
 
-    if (!server.spec.running) {
-      if (alive) await stopProcess(this, record, uid, status, 'stopped on request');
-      clearIdleStop(status, live);
-      live.crashTimes = [];
-      live.nextRestartAt = undefined;
-      if (restartRequested) status.observedRestartedAt = restartAt;
-      const extensions = await ensureExtensions(this, record, uid, status);
-      if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
-      Object.assign(clearProcess(status), { phase: 'Stopped' as Phase, reason: undefined, message: undefined });
-      await this.commit(record, uid, status);
-      return;
-    }
-
-    if (restartRequested) {
-      if (alive) await stopProcess(this, record, uid, status, 'stopped for a restart');
-      clearIdleStop(status, live);
-      status.observedRestartedAt = restartAt;
-      status.restarts = (status.restarts ?? 0) + 1;
-      // A restart is also the way to retry extensions that failed to install.
-      status.extensions = status.extensions?.filter((e) => e.state !== 'Failed');
-      live.crashTimes = [];
-      live.nextRestartAt = undefined;
-      live.lastExit = undefined;
-      deps.logs.event(name, 'INFO', 'restarting');
-    } else if (alive && (live.endpoint?.port ?? server.status?.port) !== undefined && (live.endpoint?.port ?? server.status?.port) !== port) {
-      // The port changed under a running editor (a new spec.port, or a replaced manifest): restart it on the new one.
-      await stopProcess(this, record, uid, status, `stopped to move from port ${live.endpoint?.port ?? server.status?.port} to ${port}`);
-    } else if (alive && deps.capacity?.evictionOf(name) !== undefined) {
-      // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
-      return stopForCapacity(this, record, uid, status, deps.capacity.evictionOf(name)!);
-    } else if (alive) {
-      // Extensions follow the spec while the editor runs too (installs never hold its health checks).
-      await ensureExtensions(this, record, uid, status, 'running');
-      return ensureIdle(this, record, uid, status, live, await observeRunning(this, record, uid, status, live, port));
-    } else if (await holdIdleStop(this, record, uid, status, live)) {
-      return; // stopped for idleness: it starts again when woken
-    } else if (status.pid) {
-      // We believed it was running and it is gone: it exited or crashed.
-      const delay = recordCrash(this, name, status, live);
-      await this.commit(record, uid, status);
-      return delay === undefined ? undefined : { requeueAfterMs: delay };
-    } else if (status.phase === 'Failed' && (status.reason === 'Crashed' || status.reason === 'Exited')) {
-      return; // restartPolicy said no: it stays failed until someone starts it again
-    } else if (heldForCapacity(status)) {
-      return; // stopped to make room: it stays stopped until someone starts it again
-    } else if (live.nextRestartAt !== undefined && Date.now() < live.nextRestartAt) {
-      return { requeueAfterMs: live.nextRestartAt - Date.now() };
+  /** Does what decide() said, with the steps each action takes. */
+  async #act(
+    action: Action, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number, now: number,
+  ): Promise<ReconcileResult> {
+    const { deps } = this;
+    const name = record.name;
+    switch (action.kind) {
+      case 'stop': {
+        if (action.stopEditor) await stopProcess(this, record, uid, status, 'stopped on request');
+        clearIdleStop(status, live);
+        live.crashTimes = [];
+        live.nextRestartAt = undefined;
+        if (action.honourRestart !== undefined) status.observedRestartedAt = action.honourRestart;
+        const extensions = await ensureExtensions(this, record, uid, status);
+        if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
+        Object.assign(clearProcess(status), { phase: 'Stopped' as Phase, reason: undefined, message: undefined });
+        await this.commit(record, uid, status);
+        return;
+      }
+      case 'restart':
+        if (action.stopEditor) await stopProcess(this, record, uid, status, 'stopped for a restart');
+        clearIdleStop(status, live);
+        status.observedRestartedAt = action.honourRestart;
+        status.restarts = (status.restarts ?? 0) + 1;
+        // A restart is also the way to retry extensions that failed to install.
+        status.extensions = status.extensions?.filter((e) => e.state !== 'Failed');
+        live.crashTimes = [];
+        live.nextRestartAt = undefined;
+        live.lastExit = undefined;
+        deps.logs.event(name, 'INFO', 'restarting');
+        break; // to the start
+      case 'move':
+        await stopProcess(this, record, uid, status, `stopped to move from port ${action.from} to ${action.to}`);
+        break; // to the start, on the new port
+      case 'evict':
+        // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
+        return stopForCapacity(this, record, uid, status, action.for);
+      case 'supervise':
+        // Extensions follow the spec while the editor runs too (installs never hold its health checks).
+        await ensureExtensions(this, record, uid, status, 'running');
+        return ensureIdle(this, record, uid, status, live, await observeRunning(this, record, uid, status, live, port));
+      default:
+        // The editor does not run. holdIdleStop settles the idle stop as decide() read it: it
+        // records the hold (hold idle-stop: stopped for idleness, it starts again when woken),
+        // lifts a woken one (wake), or else forgets a stale wake request.
+        await holdIdleStop(this, record, uid, status, live);
+        if (action.kind === 'hold') return; // failed or stopped for capacity: until someone starts it again
+        if (action.kind === 'record-crash') {
+          // We believed it was running and it is gone: it exited or crashed.
+          const delay = recordCrash(this, name, status, live);
+          await this.commit(record, uid, status);
+          return delay === undefined ? undefined : { requeueAfterMs: delay };
+        }
+        if (action.kind === 'wait') return { requeueAfterMs: action.untilMs - now };
     }
 
     const extensions = await ensureExtensions(this, record, uid, status);
