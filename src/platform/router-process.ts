@@ -3,16 +3,16 @@
 // when it exits (with a capped backoff) and after a token rotation, stopped with the service.
 // Only a router this service launched, in this run or an earlier one on the same data folder, is
 // ever signalled.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
-import { backoffMs } from '../core/backoff.ts';
 import { editorEnvironment } from '../core/child-env.ts';
 import type { HealthSection } from '../core/health-section.ts';
+import { environOf, findGroupLeaders } from '../core/leftovers.ts';
 import { stopProcessGroup } from '../core/process-group.ts';
-import { identityOf, isAlive, listPids, readCmdline, readStat, type ProcessIdentity } from '../core/procfs.ts';
+import { isAlive, readCmdline } from '../core/procfs.ts';
+import { Supervisor, type DetachedProcess, type DetachedSpec, type SupervisedExit } from '../core/supervisor.ts';
 import { writeCcrShim } from './ccr-shim.ts';
 
 /** Set in the router's environment to the data folder it was launched for: how a leftover one is known as ours. */
@@ -79,13 +79,6 @@ export interface RouterState {
   command: string;
 }
 
-interface Running {
-  child: ChildProcess;
-  identity: ProcessIdentity;
-  startedAt: number;
-  exited: Promise<void>;
-}
-
 const DEFAULT_PORT = 3456;
 
 export class RouterProcess {
@@ -94,19 +87,11 @@ export class RouterProcess {
   readonly logFile: string;
   readonly binDir: string;
   private readonly options: Required<Omit<RouterProcessOptions, 'env' | 'port'>> & { env: NodeJS.ProcessEnv };
-  private current: Running | undefined;
-  /** Quick exits in a row (a run of stableAfterMs or more starts the count again). */
-  private quickExits = 0;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private nextStartAt: number | undefined;
-  private starts = 0;
+  /** Starts, restarts (with the backoff) and stops the router process, one step at a time. */
+  private readonly supervisor: Supervisor;
   private lastExit: RouterExit | undefined;
   private listening = false;
   private address: { host: string; port: number };
-  private supervising = false;
-  private disposed = false;
-  /** One start or stop at a time. */
-  private chain: Promise<void> = Promise.resolve();
   /** The pid of a router the service did not start that held the pid file at the last launch. */
   private foreign: number | undefined;
 
@@ -127,8 +112,21 @@ export class RouterProcess {
     this.pidFile = join(routerDir, '.claude-code-router.pid');
     this.logFile = join(options.dataDir, 'logs', 'claude-code-router.log');
     this.binDir = join(options.dataDir, 'bin');
-    this.quickExits = 0;
     this.address = { host: '127.0.0.1', port: options.port ?? DEFAULT_PORT };
+    const { initialBackoffMs, maxBackoffMs, stableAfterMs, stopGraceMs, log } = this.options;
+    this.supervisor = new Supervisor({
+      prepare: () => this.prepare(),
+      ready: (running) => this.waitListening(running),
+      restart: { initialBackoffMs, maxBackoffMs, stableAfterMs },
+      stopGraceMs,
+      onSpawnError: (error) => log(`assistant router: claude-code-router could not be started: ${error.message}`),
+      onStarted: (running) => {
+        this.listening = false;
+        log(`assistant router: started claude-code-router (pid ${running.pid}) on ${this.address.host}:${this.address.port} with HOME=${this.options.homeDir}; its output goes to ${this.logFile}`);
+      },
+      onExited: (exit) => this.afterExit(exit),
+      onRestartFailed: (error) => log(`assistant router: starting claude-code-router failed: ${error.message}`),
+    });
   }
 
   /**
@@ -138,8 +136,7 @@ export class RouterProcess {
   async start(): Promise<void> {
     await writeCcrShim({ binDir: this.binDir, nodePath: this.options.nodePath, cliPath: this.options.cliPath, homeDir: this.options.homeDir });
     await this.stopLeftovers();
-    this.supervising = true;
-    if (this.hasConfig()) await this.serialized(() => this.launch());
+    await this.supervisor.start();
   }
 
   /**
@@ -148,39 +145,27 @@ export class RouterProcess {
    * port, or has exited, or readyTimeoutMs passed.
    */
   restart(reason: string): Promise<void> {
-    if (!this.supervising || this.disposed) return Promise.resolve();
-    return this.serialized(async () => {
-      this.clearRestartTimer();
-      if (this.current) {
-        this.options.log(`assistant router: restarting claude-code-router (pid ${this.current.identity.pid}): ${reason}`);
-        await this.stopCurrent();
-      }
-      this.quickExits = 0;
-      await this.launch();
-    });
+    return this.supervisor.restart((running) => this.options.log(`assistant router: restarting claude-code-router (pid ${running.pid}): ${reason}`));
   }
 
   /** Stops the router (its process group: SIGTERM, then SIGKILL) and supervises no more. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    this.supervising = false;
-    this.clearRestartTimer();
-    await this.serialized(() => this.stopCurrent());
+  dispose(): Promise<void> {
+    return this.supervisor.dispose();
   }
 
   state(): RouterState {
-    const current = this.current;
+    const current = this.supervisor.current;
+    const nextStartAt = this.supervisor.nextStartAt;
     return {
       running: current !== undefined,
       listening: current !== undefined && this.listening,
-      pid: current?.identity.pid ?? null,
+      pid: current?.pid ?? null,
       host: this.address.host,
       port: this.address.port,
-      restarts: Math.max(0, this.starts - 1),
+      restarts: Math.max(0, this.supervisor.starts - 1),
       started_at: current ? new Date(current.startedAt).toISOString() : null,
       last_exit: this.lastExit ?? null,
-      next_start_at: this.nextStartAt === undefined ? null : new Date(this.nextStartAt).toISOString(),
+      next_start_at: nextStartAt === undefined ? null : new Date(nextStartAt).toISOString(),
       waiting_for_config: !current && !this.hasConfig(),
       blocked_by_pid: !current && this.foreign !== undefined && isRouterProcess(this.foreign, this.options.cliPath) ? this.foreign : null,
       config_file: this.configFile,
@@ -203,12 +188,6 @@ export class RouterProcess {
         return [`assistant_router: claude-code-router exited (${exit}) and starts again at ${state.next_start_at}: its output is in ${state.log_file}`];
       },
     };
-  }
-
-  private serialized(step: () => Promise<void>): Promise<void> {
-    const next = this.chain.then(step);
-    this.chain = next.catch(() => undefined);
-    return next;
   }
 
   private hasConfig(): boolean {
@@ -234,101 +213,45 @@ export class RouterProcess {
     }
   }
 
-  private async launch(): Promise<void> {
-    if (this.disposed || this.current) return;
-    if (!this.hasConfig()) return;
-    this.nextStartAt = undefined;
+  /** What the next start runs, once the config file exists: the address read, the pid file and folders ready. */
+  private prepare(): DetachedSpec | undefined {
+    if (!this.hasConfig()) return undefined;
     this.address = this.readAddress();
     this.clearStalePidFile();
     mkdirSync(dirname(this.logFile), { recursive: true });
     mkdirSync(this.options.homeDir, { recursive: true });
-    appendFileSync(this.logFile, `--- ${new Date().toISOString()} devbox-controller starts claude-code-router on ${this.address.host}:${this.address.port}\n`);
-    const out = openSync(this.logFile, 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(this.options.nodePath, [this.options.cliPath, 'start'], {
-        cwd: this.options.homeDir,
-        // Its own process group, so stopping it stops whatever it started too.
-        detached: true,
-        stdio: ['ignore', out, out],
-        env: this.routerEnvironment(),
-      });
-    } finally {
-      closeSync(out);
-    }
-    // spawn reports ENOENT and friends as an event; without a listener it would end the service.
-    child.on('error', (error) => this.options.log(`assistant router: claude-code-router could not be started: ${error.message}`));
-    if (child.pid === undefined) {
-      this.afterExit(undefined, { code: null, signal: null }, Date.now());
-      return;
-    }
-    const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
-    const startedAt = Date.now();
-    this.starts += 1;
-    this.listening = false;
-    const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
-      this.afterExit(running, { code, signal }, startedAt);
-      resolve();
-    }));
-    const running: Running = { child, identity, startedAt, exited };
-    this.current = running;
-    this.options.log(`assistant router: started claude-code-router (pid ${identity.pid}) on ${this.address.host}:${this.address.port} with HOME=${this.options.homeDir}; its output goes to ${this.logFile}`);
-    await Promise.race([this.waitListening(running), exited]);
+    return {
+      command: this.options.nodePath,
+      args: [this.options.cliPath, 'start'],
+      cwd: this.options.homeDir,
+      env: this.routerEnvironment(),
+      // Its output and errors, after a line that says when and where it was started.
+      stdoutPath: this.logFile,
+      header: `--- ${new Date().toISOString()} devbox-controller starts claude-code-router on ${this.address.host}:${this.address.port}`,
+    };
   }
 
   /** Polls the port until it answers, the router exits, or readyTimeoutMs passes. */
-  private async waitListening(running: Running): Promise<void> {
+  private async waitListening(running: DetachedProcess): Promise<void> {
     const deadline = Date.now() + this.options.readyTimeoutMs;
-    while (this.current === running && Date.now() < deadline) {
+    while (this.supervisor.current === running && Date.now() < deadline) {
       if (await answers(this.address.host, this.address.port)) {
-        if (this.current === running) this.listening = true;
+        if (this.supervisor.current === running) this.listening = true;
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 
-  private afterExit(running: Running | undefined, exit: { code: number | null; signal: string | null }, startedAt: number): void {
-    if (running && this.current !== running) return;
-    this.current = undefined;
+  private afterExit({ process: exited, exit, ranMs, restartInMs }: SupervisedExit): void {
     this.listening = false;
-    const ranMs = Date.now() - startedAt;
     this.lastExit = { code: exit.code, signal: exit.signal, at: new Date().toISOString(), ran_seconds: Math.round(ranMs / 100) / 10 };
     const how = exit.signal ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
-    if (!this.supervising || this.disposed || running?.child.killed) {
-      this.options.log(`assistant router: claude-code-router (pid ${running?.child.pid ?? '-'}) ${how}`);
+    if (restartInMs === undefined) {
+      this.options.log(`assistant router: claude-code-router (pid ${exited?.pid ?? '-'}) ${how}`);
       return;
     }
-    // One that ran a while starts again soon; one that keeps failing waits longer each time.
-    this.quickExits = ranMs >= this.options.stableAfterMs ? 1 : this.quickExits + 1;
-    const delay = backoffMs(this.quickExits, { initialMs: this.options.initialBackoffMs, maxMs: this.options.maxBackoffMs });
-    this.nextStartAt = Date.now() + delay;
-    this.options.log(`assistant router: claude-code-router (pid ${running?.child.pid ?? '-'}) ${how} after ${this.lastExit.ran_seconds} s; starting it again in ${delay / 1000} s (its output: ${this.logFile})`);
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
-      this.serialized(() => this.launch()).catch((error) => this.options.log(`assistant router: starting claude-code-router failed: ${(error as Error).message}`));
-    }, delay);
-    this.restartTimer.unref();
-  }
-
-  private async stopCurrent(): Promise<void> {
-    const running = this.current;
-    if (!running) return;
-    // Marks the exit as asked for: no restart is scheduled for it.
-    running.child.kill('SIGTERM');
-    await stopProcessGroup(running.identity, this.options.stopGraceMs);
-    // Node reports the exit once it has reaped the process; a process that SIGKILL did not end
-    // (stuck in the kernel) must not hold up the shutdown.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([running.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]);
-    clearTimeout(timer);
-    if (this.current === running) this.afterExit(running, { code: null, signal: 'SIGKILL' }, running.startedAt);
-  }
-
-  private clearRestartTimer(): void {
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
-    this.nextStartAt = undefined;
+    this.options.log(`assistant router: claude-code-router (pid ${exited?.pid ?? '-'}) ${how} after ${this.lastExit.ran_seconds} s; starting it again in ${restartInMs / 1000} s (its output: ${this.logFile})`);
   }
 
   /**
@@ -362,19 +285,10 @@ export class RouterProcess {
    */
   private async stopLeftovers(): Promise<void> {
     const marker = `${ROUTER_MARKER_VARIABLE}=${this.options.dataDir}`;
-    for (const pid of listPids()) {
-      const stat = readStat(pid);
-      if (!stat || stat.pgid !== pid || pid === process.pid || !isRouterProcess(pid, this.options.cliPath)) continue;
-      let environ: string[];
-      try {
-        environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      } catch {
-        continue;
-      }
-      if (!environ.includes(marker)) continue;
-      const identity = { pid, startTicks: stat.startTicks };
+    const ours = (pid: number) => (isRouterProcess(pid, this.options.cliPath) && environOf(pid)?.includes(marker)) || undefined;
+    for (const { identity } of findGroupLeaders(ours)) {
       if (!isAlive(identity)) continue;
-      this.options.log(`assistant router: stopping claude-code-router (pid ${pid}) left running by an earlier run of this service`);
+      this.options.log(`assistant router: stopping claude-code-router (pid ${identity.pid}) left running by an earlier run of this service`);
       await stopProcessGroup(identity, this.options.stopGraceMs);
     }
   }

@@ -2,8 +2,8 @@
 // only when /proc says so: its command line has `--user-data-dir <editorsDir>/<name>/user-data`
 // and its environment DEVBOX_SERVER_NAME=<name>, as launch() set them, and its start time
 // matches. A pid or start time written in a file is never enough: files can be copied or forged.
-import { readFileSync } from 'node:fs';
 import { SERVER_NAME_VARIABLE } from '../core/child-env.ts';
+import { environValue, findGroupLeaders, groupLeader } from '../core/leftovers.ts';
 import { listPids, readCmdline, readStat, type ProcessIdentity } from '../core/procfs.ts';
 
 /** An editor found running on this machine, launched by this service's data folder. */
@@ -29,22 +29,10 @@ export function parseEditorCmdline(argv: string[], editorsDir: string): { name: 
   return { name, port: Number.isInteger(port) ? port : undefined };
 }
 
-/** DEVBOX_SERVER_NAME from the process's environment as it was started; undefined if unreadable. */
-function serverNameInEnvironment(pid: number): string | undefined {
-  let environ: string;
-  try {
-    environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const prefix = `${SERVER_NAME_VARIABLE}=`;
-  return environ.split('\0').find((entry) => entry.startsWith(prefix))?.slice(prefix.length);
-}
-
 /** The server a live process was launched for (command line and environment agree), whatever its group. */
 function serverOf(pid: number, editorsDir: string): { name: string; port: number | undefined } | undefined {
   const parsed = parseEditorCmdline(readCmdline(pid), editorsDir);
-  if (!parsed || serverNameInEnvironment(pid) !== parsed.name) return undefined;
+  if (!parsed || environValue(pid, SERVER_NAME_VARIABLE) !== parsed.name) return undefined;
   return parsed;
 }
 
@@ -53,12 +41,8 @@ function serverOf(pid: number, editorsDir: string): { name: string; port: number
  * signals its whole group) whose command line and environment name the same server.
  */
 export function editorOf(pid: number, editorsDir: string): DiscoveredEditor | undefined {
-  const stat = readStat(pid);
-  if (!stat || stat.pgid !== pid || stat.state === 'Z' || stat.state === 'X') return undefined;
-  const server = serverOf(pid, editorsDir);
-  // Read the start time again: the pid must not have been reused while /proc was being read.
-  if (!server || readStat(pid)?.startTicks !== stat.startTicks) return undefined;
-  return { ...server, identity: { pid, startTicks: stat.startTicks } };
+  const leader = groupLeader(pid, (p) => serverOf(p, editorsDir));
+  return leader && { ...leader.claimed, identity: leader.identity };
 }
 
 /** The editor, when this identity is, right now, the one this service launched for server `name`. */
@@ -77,11 +61,5 @@ export function groupIsEditorOf(pgid: number, name: string, editorsDir: string):
 
 /** Editors running on this machine that this service launched with this editorsDir. */
 export function discoverEditors(editorsDir: string): DiscoveredEditor[] {
-  const found: DiscoveredEditor[] = [];
-  for (const pid of listPids()) {
-    if (pid === process.pid) continue;
-    const editor = editorOf(pid, editorsDir);
-    if (editor) found.push(editor);
-  }
-  return found;
+  return findGroupLeaders((pid) => serverOf(pid, editorsDir)).map(({ identity, claimed }) => ({ ...claimed, identity }));
 }

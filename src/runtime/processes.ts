@@ -1,15 +1,15 @@
 // Launches, watches, finds and stops editor processes. Each editor runs detached in its own
 // process group with its output going to files, so it outlives a controller restart.
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { editorEnvironment } from '../core/child-env.ts';
-import { stopProcessGroup } from '../core/process-group.ts';
+import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
 import { discoverEditors, verifyEditor, type DiscoveredEditor } from './ownership.ts';
-import { identityOf, isAlive, type ProcessIdentity } from '../core/procfs.ts';
+import { isAlive, type ProcessIdentity } from '../core/procfs.ts';
 import { stopEditor } from './stopping.ts';
 import { processGroupUsage, type EditorUsage } from './usage.ts';
 
 export type { ProcessIdentity } from '../core/procfs.ts';
+export type { ExitInfo } from '../core/supervisor.ts';
 export { discoverEditors, type DiscoveredEditor } from './ownership.ts';
 export { stopAllEditors, stopEditor } from './stopping.ts';
 
@@ -43,11 +43,6 @@ export interface LaunchedEditor {
 
 /** The address editors of this runtime bind: loopback only, the proxy is the way in. */
 export const EDITOR_HOST = '127.0.0.1';
-
-export interface ExitInfo {
-  code: number | null;
-  signal: string | null;
-}
 
 export interface EditorRuntime {
   launch(spec: LaunchSpec): LaunchedEditor;
@@ -102,7 +97,7 @@ export class ProcessRuntime implements EditorRuntime {
    * own children, so provably the server's even while /proc is mid-exec (the command line of a
    * process that is exec'ing can read empty).
    */
-  private readonly children = new Map<number, { name: string; identity: ProcessIdentity; port: number }>();
+  private readonly children = new Map<number, { name: string; identity: ProcessIdentity; port: number; process: DetachedProcess }>();
   private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(options: { bin: string; editorsDir: string; env?: NodeJS.ProcessEnv; pollIntervalMs?: number }) {
@@ -116,31 +111,24 @@ export class ProcessRuntime implements EditorRuntime {
   launch(spec: LaunchSpec): LaunchedEditor {
     mkdirSync(spec.userDataDir, { recursive: true });
     mkdirSync(spec.extensionsDir, { recursive: true });
-    // Files, not pipes: the editor keeps writing while the service restarts.
-    const out = openSync(spec.stdoutPath, 'a');
-    const err = openSync(spec.stderrPath, 'a');
-    try {
-      const child = spawn(this.bin, editorArguments(spec), {
-        cwd: spec.workspacePath,
-        detached: true,
-        stdio: ['ignore', out, err],
-        env: editorEnvironment(this.env, spec.name),
-      });
-      // spawn reports ENOENT and friends as an event; without a listener it would crash us.
-      child.on('error', () => undefined);
-      if (child.pid === undefined) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
-      const identity = identityOf(child.pid) ?? { pid: child.pid, startTicks: -1 };
-      this.children.set(child.pid, { name: spec.name, identity, port: spec.port });
-      child.on('exit', (code, signal) => {
-        this.children.delete(identity.pid);
-        this.emitExit(spec.name, identity, { code, signal });
-      });
-      child.unref();
-      return { handle: identity, endpoint: this.endpointOf(spec.port) };
-    } finally {
-      closeSync(out);
-      closeSync(err);
-    }
+    // Files, not pipes, and not waited for: the editor keeps running and writing while the service restarts.
+    const editor = spawnDetached({
+      command: this.bin,
+      args: editorArguments(spec),
+      cwd: spec.workspacePath,
+      env: editorEnvironment(this.env, spec.name),
+      stdoutPath: spec.stdoutPath,
+      stderrPath: spec.stderrPath,
+      unref: true,
+    });
+    if (!editor) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
+    const identity = editor.identity;
+    this.children.set(identity.pid, { name: spec.name, identity, port: spec.port, process: editor });
+    editor.onExit((exit) => {
+      this.children.delete(identity.pid);
+      this.emitExit(spec.name, identity, exit);
+    });
+    return { handle: identity, endpoint: this.endpointOf(spec.port) };
   }
 
   isAlive(identity: ProcessIdentity): boolean {
@@ -171,8 +159,9 @@ export class ProcessRuntime implements EditorRuntime {
   }
 
   async stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean> {
-    if (!this.ownChild(name, identity)) return stopEditor(name, identity, graceMs, this.editorsDir);
-    await stopProcessGroup(identity, graceMs);
+    const child = this.ownChild(name, identity);
+    if (!child) return stopEditor(name, identity, graceMs, this.editorsDir);
+    await child.process.stop(graceMs);
     return true;
   }
 
