@@ -3,7 +3,7 @@
 // The routes, the log streams and the editor proxy all ask here; no other file holds the rule.
 import type { IncomingHttpHeaders } from 'node:http';
 import { USER_SHAPE, type Config } from '../config/settings.ts';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 import type { EditorServer } from '../manifests/types.ts';
 
 /** The annotation that records who created a server (normalised: trimmed, lower case). */
@@ -101,7 +101,7 @@ export class ServerAccess {
     const who = this.requester(req.headers);
     if (who.local) return {};
     if (who.user === undefined) {
-      throw new HttpError(400, 'INVALID_IDENTITY', `${who.problem}, so the server cannot be given an owner: open the app through its URL, whose sign-in sets it`);
+      throw apiError('INVALID_IDENTITY', { problem: who.problem ?? 'the request names no signed-in user' });
     }
     return { [OWNER_ANNOTATION]: who.user };
   }

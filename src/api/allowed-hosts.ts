@@ -7,7 +7,8 @@
 // to any site). The API's own cross-origin policy is src/api/cors.ts.
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
+import type { HttpError } from '../core/errors.ts';
 
 export interface AllowedHostsOptions {
   /** The address the service is bound to (DEVBOX_HOST). */
@@ -50,9 +51,7 @@ export class AllowedHosts {
   hostRefusal(req: IncomingMessage): HttpError | undefined {
     const host = req.headers.host;
     if (host !== undefined && !this.#allowsHost(host)) {
-      return new HttpError(403, 'HOST_NOT_ALLOWED',
-        `this service does not answer to the host "${printable(host)}": open it as http://localhost:${req.socket.localPort}/, ` +
-        'or add that name to DEVBOX_ALLOWED_HOSTS');
+      return apiError('HOST_NOT_ALLOWED', { host: printable(host), port: req.socket.localPort });
     }
     return undefined;
   }
@@ -62,7 +61,7 @@ export class AllowedHosts {
     const origin = req.headers.origin;
     // A preflight only asks; the request it announces is checked when it comes.
     if (origin !== undefined && req.method !== 'OPTIONS' && !this.#allowsOrigin(origin)) {
-      return new HttpError(403, 'ORIGIN_NOT_ALLOWED',
+      return apiError('ORIGIN_NOT_ALLOWED',
         `${isUpgrade ? 'WebSockets are' : 'requests are'} not accepted from pages of "${printable(origin)}": ` +
         'open the page from this service, or add its host to DEVBOX_ALLOWED_HOSTS');
     }
@@ -88,7 +87,7 @@ export class AllowedHosts {
  */
 export function missingHost(req: IncomingMessage): HttpError | undefined {
   if (req.httpVersion !== '1.1' || req.headers.host !== undefined) return undefined;
-  return new HttpError(400, 'BAD_REQUEST', `an HTTP/1.1 request needs a Host header: send Host: localhost:${req.socket.localPort}`);
+  return apiError('BAD_REQUEST', `an HTTP/1.1 request needs a Host header: send Host: localhost:${req.socket.localPort}`);
 }
 
 /** Lower case, without one trailing dot; undefined for an empty name. */

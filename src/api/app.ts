@@ -1,5 +1,6 @@
 // The express application: CORS, JSON bodies, the routes, and one error handler.
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { apiError } from '../core/error-catalogue.ts';
 import { HttpError } from '../core/errors.ts';
 import { ApiCors } from './cors.ts';
 import { BODY_LIMITS, boundBodyCost } from './validation.ts';
@@ -13,14 +14,14 @@ export function errorHandler(log: (message: string) => void): ErrorRequestHandle
     if (error instanceof HttpError) {
       http = error;
     } else if (error?.type === 'entity.parse.failed') {
-      http = new HttpError(400, 'INVALID_JSON', `the request body is not valid JSON: ${error.message}`);
+      http = apiError('INVALID_JSON', { problem: error.message });
     } else if (error?.type === 'entity.too.large') {
-      http = new HttpError(413, 'BODY_TOO_LARGE', `the request body is larger than ${error.limit} bytes: send a smaller body`);
+      http = apiError('BODY_TOO_LARGE', `the request body is larger than ${error.limit} bytes: send a smaller body`);
     } else if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
-      http = new HttpError(error.status, 'BAD_REQUEST', error.message);
+      http = apiError('BAD_REQUEST', error.message, { status: error.status });
     } else {
       log(`${req.method} ${req.originalUrl} failed: ${error?.stack ?? error}`);
-      http = new HttpError(500, 'INTERNAL', 'the service failed to handle this request; its log has the details');
+      http = apiError('INTERNAL');
     }
     if (res.headersSent) {
       res.destroy();
@@ -53,7 +54,7 @@ export function createApp(parts: AppParts): express.Express {
   for (const handler of parts.before ?? []) app.use(handler);
   app.use(express.json({ limit: BODY_LIMITS.maxBytes }), boundBodyCost);
   for (const router of parts.routers) app.use(router);
-  app.use((req, _res, next) => next(new HttpError(404, 'NOT_FOUND', `no route for ${req.method} ${req.path}`)));
+  app.use((req, _res, next) => next(apiError('NOT_FOUND', `no route for ${req.method} ${req.path}`)));
   app.use(errorHandler(parts.log));
   return app;
 }

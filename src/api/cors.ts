@@ -7,7 +7,8 @@
 // the Host allowlist, the proxy's own-origin rule and the stripping of credentials.
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
+import type { HttpError } from '../core/errors.ts';
 import { printable } from './allowed-hosts.ts';
 
 const METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
@@ -58,7 +59,7 @@ export class ApiCors {
     if (origin === undefined) return undefined;
     const allowed = this.#allowedOrigins();
     if (allowed.includes('*') || this.#allows(origin, allowed, req)) return undefined;
-    return new HttpError(403, 'ORIGIN_NOT_ALLOWED',
+    return apiError('ORIGIN_NOT_ALLOWED',
       `${isUpgrade ? 'WebSockets' : 'requests'} from pages of "${printable(origin)}" are not accepted by this service's API: ` +
       'add that origin to api.allowedOrigins in the config file (["*"] allows every origin)');
   }

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import { extname, join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { Router, type Request, type Response } from 'express';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 import { projectFile } from '../core/project.ts';
 
 const TYPES: Record<string, string> = {
@@ -149,7 +149,7 @@ export function dashboardRouter(options: DashboardOptions = {}): Router {
     const name = req.path.slice(1);
     const file = ASSET_NAME.test(name) && !name.includes('..') ? await load(join(dir, 'assets', name)) : undefined;
     if (!file) {
-      next(new HttpError(404, 'NOT_FOUND', `the dashboard has no file ${JSON.stringify(`assets/${name}`)}: reload the page (\`/\`) to get the current build's files`));
+      next(apiError('NOT_FOUND', `the dashboard has no file ${JSON.stringify(`assets/${name}`)}: reload the page (\`/\`) to get the current build's files`));
       return;
     }
     send(req, res, file, ASSET_CACHE);

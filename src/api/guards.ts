@@ -3,9 +3,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as http from '../core/http.ts';
 import type { Duplex } from 'node:stream';
-import { writeError, writeRawError } from '../core/errors.ts';
-
-const INTERNAL_MESSAGE = 'the service failed to handle this request; its log has the details';
+import { apiError } from '../core/error-catalogue.ts';
+import { writeError, writeRawError, type HttpError } from '../core/errors.ts';
 
 /** The headers an answer to `req` carries whoever writes it (the API's CORS headers). */
 type HeadersFor = (req: IncomingMessage) => readonly string[];
@@ -26,7 +25,7 @@ export function guardRequests(
         return;
       }
       res.shouldKeepAlive = false;
-      writeError(res, 500, 'INTERNAL', INTERNAL_MESSAGE, headersFor(req));
+      writeError(res, apiError('INTERNAL'), headersFor(req));
     }
   };
 }
@@ -43,7 +42,7 @@ export function guardUpgrades(
     } catch (error) {
       log(`upgrade ${req.method} ${req.url} failed: ${(error as Error)?.stack ?? error}`);
       if (!socket.writable || ((socket as { bytesWritten?: number }).bytesWritten ?? 0) > 0) socket.destroy();
-      else writeRawError(socket, 500, 'INTERNAL', INTERNAL_MESSAGE, headersFor(req));
+      else writeRawError(socket, apiError('INTERNAL'), headersFor(req));
     }
   };
 }
@@ -59,19 +58,19 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
     socket.destroy();
     return;
   }
-  const [status, code, message] = describeClientError(error);
-  writeRawError(socket, status, code, message);
+  writeRawError(socket, describeClientError(error));
 }
 
-function describeClientError(error: NodeJS.ErrnoException): [number, string, string] {
+/** Node's parser error as the client is told it. */
+function describeClientError(error: NodeJS.ErrnoException): HttpError {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return [431, 'HEADERS_TOO_LARGE', `the request's headers are larger than ${http.maxHeaderSize} bytes: send fewer or shorter headers`];
+      return apiError('HEADERS_TOO_LARGE', { limit: http.maxHeaderSize });
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return [413, 'BODY_TOO_LARGE', 'the chunk extensions of the request body are too large: send the body without them'];
+      return apiError('BODY_TOO_LARGE', 'the chunk extensions of the request body are too large: send the body without them');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return [408, 'REQUEST_TIMEOUT', 'the request did not arrive in time: send the whole request at once'];
+      return apiError('REQUEST_TIMEOUT');
     default:
-      return [400, 'BAD_REQUEST', `the request is not valid HTTP/1.1 (${error.code ?? error.message}): send a well-formed request line and headers`];
+      return apiError('BAD_REQUEST', `the request is not valid HTTP/1.1 (${error.code ?? error.message}): send a well-formed request line and headers`);
   }
 }

@@ -2,7 +2,8 @@
 // are; a request without those headers did not come through it and is refused.
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
+import type { HttpError } from '../core/errors.ts';
 
 /**
  * The front proxy sends both on every request it lets through. X-Forwarded-Preferred-Username
@@ -23,8 +24,7 @@ export function hasForwardedIdentity(req: IncomingMessage): boolean {
   return forwardedUser(req) !== undefined;
 }
 
-export const unauthenticated = (): HttpError =>
-  new HttpError(401, 'UNAUTHENTICATED', 'this service is reached through the Databricks Apps front door, which signs you in and sends X-Forwarded-Email: open the app URL instead');
+export const unauthenticated = (): HttpError => apiError('UNAUTHENTICATED');
 
 /**
  * Express middleware: 401 for every request without a forwarded identity, GET /health included.

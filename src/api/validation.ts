@@ -4,7 +4,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import type { RequestHandler } from 'express';
 import { measureJson, settingsProblems } from '../manifests/limits.ts';
 import { describeErrors } from '../core/schema-errors.ts';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 import { readProjectJson } from '../core/project.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true });
@@ -21,10 +21,10 @@ export const boundBodyCost: RequestHandler = (req, _res, next) => {
   const { maxDepth, maxEntries } = BODY_LIMITS;
   const shape = measureJson(req.body, BODY_LIMITS);
   if (shape.depth > maxDepth) {
-    return next(new HttpError(400, 'BODY_TOO_COMPLEX', `the request body is nested deeper than ${maxDepth} levels: send a flatter body`));
+    return next(apiError('BODY_TOO_COMPLEX', `the request body is nested deeper than ${maxDepth} levels: send a flatter body`));
   }
   if (shape.entries > maxEntries) {
-    return next(new HttpError(400, 'BODY_TOO_COMPLEX', `the request body holds more than ${maxEntries} keys and array items: send fewer`));
+    return next(apiError('BODY_TOO_COMPLEX', `the request body holds more than ${maxEntries} keys and array items: send fewer`));
   }
   next();
 };
@@ -32,11 +32,11 @@ export const boundBodyCost: RequestHandler = (req, _res, next) => {
 /** Returns the body typed, or throws 400 listing every problem. */
 export function checkBody<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new HttpError(400, 'INVALID_BODY', 'the request body must be a JSON object (send Content-Type: application/json)');
+    throw apiError('INVALID_BODY', 'the request body must be a JSON object (send Content-Type: application/json)');
   }
   if (!validate(body)) {
     const problems = describeErrors(validate.errors).map((p) => p.replace('(top level)', 'body'));
-    throw new HttpError(400, 'INVALID_BODY', `the request body is not valid: ${problems.join('; ')}`, { problems });
+    throw apiError('INVALID_BODY', `the request body is not valid: ${problems.join('; ')}`, { details: { problems } });
   }
   return body;
 }
@@ -44,5 +44,5 @@ export function checkBody<T>(validate: ValidateFunction<T>, body: unknown): T {
 /** 413 SETTINGS_TOO_LARGE for settings past SETTINGS_LIMITS, which hand-written manifests must keep too. */
 export function checkSettings(settings: unknown): void {
   const [problem] = settingsProblems(settings);
-  if (problem !== undefined) throw new HttpError(413, 'SETTINGS_TOO_LARGE', `settings ${problem}`);
+  if (problem !== undefined) throw apiError('SETTINGS_TOO_LARGE', { problem });
 }

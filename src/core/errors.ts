@@ -1,5 +1,6 @@
 // One error type for everything a request can get wrong, and the one JSON envelope every refusal
-// uses (API, proxy, WebSocket), shared by every area that answers HTTP.
+// uses (API, proxy, WebSocket), shared by every area that answers HTTP. The codes, their statuses
+// and messages are in error-catalogue.ts: raise one with `apiError(code, …)`.
 import type { ServerResponse } from 'node:http';
 import * as http from './http.ts';
 import type { Duplex } from 'node:stream';
@@ -19,9 +20,6 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (id: string): HttpError =>
-  new HttpError(404, 'SERVER_NOT_FOUND', `no server has the id "${id}": list the servers with GET /servers`);
-
 /** The JSON body of an error answered outside express, the same envelope as express's: `{"status":"error","error":{…}}`. */
 export function errorBody(code: string, message: string): string {
   return JSON.stringify({ status: 'error', error: { code, message } });
@@ -31,8 +29,9 @@ export function errorBody(code: string, message: string): string {
  * Answers a request with an error in the envelope, outside express (before it, or in the proxy);
  * `headers` (raw name, value pairs) go with it, such as the API's CORS headers.
  */
-export function writeError(res: ServerResponse, status: number, code: string, message: string, headers: readonly string[] = []): void {
-  const body = errorBody(code, message);
+export function writeError(res: ServerResponse, error: HttpError, headers: readonly string[] = []): void {
+  const status = error.status;
+  const body = errorBody(error.code, error.message);
   res.writeHead(status, [...headers, 'Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body))]).end(body);
 }
 
@@ -40,8 +39,9 @@ export function writeError(res: ServerResponse, status: number, code: string, me
  * Answers a request on its raw socket (an upgrade or CONNECT request, before any upgrade) with an
  * HTTP error in the envelope, then closes the socket.
  */
-export function writeRawError(socket: Duplex, status: number, code: string, message: string, headers: readonly string[] = []): void {
-  const body = errorBody(code, message);
+export function writeRawError(socket: Duplex, error: HttpError, headers: readonly string[] = []): void {
+  const status = error.status;
+  const body = errorBody(error.code, error.message);
   let extra = '';
   for (let i = 0; i < headers.length; i += 2) extra += `${headers[i]}: ${headers[i + 1]}\r\n`;
   socket.on('error', () => socket.destroy()); // the client may already be gone

@@ -1,6 +1,6 @@
 // How many log lines a client may ask for: `?lines=` on the REST route, `?tail=` on the streams.
 
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 
 /**
  * The most lines one request returns. A larger value is refused with 400 rather than clamped,
@@ -8,17 +8,15 @@ import { HttpError } from '../core/errors.ts';
  */
 export const MAX_LOG_LINES = 1000;
 
-function parseCount(name: string, value: unknown, defaultValue: number, min: number): number {
+/** The code a bad value of each parameter is refused with. */
+const INVALID = { lines: 'INVALID_LINES', tail: 'INVALID_TAIL' } as const;
+
+function parseCount(name: keyof typeof INVALID, value: unknown, defaultValue: number, min: number): number {
   if (value === undefined) return defaultValue;
   const text = typeof value === 'string' ? value : undefined;
   const count = text !== undefined && /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(count) || count < min || count > MAX_LOG_LINES) {
-    throw new HttpError(
-      400,
-      `INVALID_${name.toUpperCase()}`,
-      `"${name}" must be a whole number from ${min} to ${MAX_LOG_LINES}, not ${JSON.stringify(value)}: ` +
-        `change ?${name}= or leave it out for the default of ${defaultValue}`,
-    );
+    throw apiError(INVALID[name], { value, min, max: MAX_LOG_LINES, defaultValue });
   }
   return count;
 }

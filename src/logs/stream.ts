@@ -3,7 +3,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { HttpError, notFound, writeRawError } from '../core/errors.ts';
+import { apiError, notFound } from '../core/error-catalogue.ts';
+import { HttpError, writeRawError } from '../core/errors.ts';
 import type { LogEntry } from './entry.ts';
 import type { LogHub } from './hub.ts';
 import { parseTailParam } from './lines.ts';
@@ -91,8 +92,8 @@ export class LogStreamServer {
     const wss = new Server({ noServer: true, clientTracking: false, maxPayload: 4096 });
     // A handshake ws refuses (a POST, a bad key or version) gets the error envelope, not ws's HTML.
     wss.on('wsClientError', (error, socket, req) => {
-      writeRawError(socket, req.method === 'GET' ? 400 : 405, 'BAD_HANDSHAKE',
-        `${error.message}: open the log stream with a WebSocket client (GET, Upgrade: websocket, Sec-WebSocket-Version: 13)`, this.#headersFor(req));
+      const refusal = apiError('BAD_HANDSHAKE', { problem: error.message }, { status: req.method === 'GET' ? 400 : 405 });
+      writeRawError(socket, refusal, this.#headersFor(req));
     });
     wss.on('headers', (lines, req) => {
       const extra = this.#headersFor(req);
@@ -124,8 +125,7 @@ export class LogStreamServer {
         name = server.name;
       }
     } catch (err) {
-      const error = err instanceof HttpError ? err : new HttpError(400, 'INVALID_PATH', 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}');
-      writeRawError(socket, error.status, error.code, error.message, this.#headersFor(req));
+      writeRawError(socket, err instanceof HttpError ? err : apiError('INVALID_PATH'), this.#headersFor(req));
       return true;
     }
     const sees = this.#visibleTo?.(req);

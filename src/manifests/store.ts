@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { Document, parseDocument, stringify } from 'yaml';
 import { sameData } from '../core/equal.ts';
-import { HttpError } from '../core/errors.ts';
+import { errorClass } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
 import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
@@ -21,11 +21,8 @@ export { MANIFEST_EXT, parseManifest, type ManifestRead };
 export type WriteResult = 'unchanged' | 'updated' | 'missing' | 'invalid';
 
 /** Thrown when a file kept changing under a write more often than we retry: the API answers 409. */
-export class ConflictError extends HttpError {
-  constructor(message: string) {
-    super(409, 'CONFLICT', message);
-    this.name = 'ConflictError';
-  }
+export class ConflictError extends errorClass('CONFLICT') {
+  override name = 'ConflictError';
 }
 
 const MAX_ATTEMPTS = 5;

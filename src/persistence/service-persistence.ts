@@ -5,7 +5,7 @@
 // The snapshots themselves are the engine's (engine.ts); this file only decides when.
 import type { PersistenceHooks, RestoreState } from '../controller/ensure-restored.ts';
 import { TerminalError, WorkQueue } from '../controller/queue.ts';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
 import { RestoreGate } from './restore-gate.ts';
 import { snapshotSources } from './service-records.ts';
@@ -84,9 +84,9 @@ export class PersistenceService implements PersistenceHooks {
   /** Takes a snapshot of the server now (POST /servers/{id}/snapshot); throws with the store's hint when it fails. */
   async snapshot(name: string, reason = 'api'): Promise<SnapshotInfo> {
     this.#known(name);
-    if (this.gate.holds(name)) throw new HttpError(409, 'SERVER_RESTORING', `server ${name} is being restored: take a snapshot once its Restored condition is True`);
+    if (this.gate.holds(name)) throw apiError('SERVER_RESTORING', `server ${name} is being restored: take a snapshot once its Restored condition is True`);
     const result = await answer(this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal)));
-    if (!result) throw new HttpError(409, 'NOTHING_TO_SNAPSHOT', `server ${name} has no manifest to snapshot right now: try again in a moment`);
+    if (!result) throw apiError('NOTHING_TO_SNAPSHOT', { name });
     return result.snapshot;
   }
 
@@ -106,9 +106,9 @@ export class PersistenceService implements PersistenceHooks {
     const phase = server.status?.phase ?? 'Pending';
     const running = [...this.#deps.running()].includes(name);
     if (running || !['Stopped', 'Failed', 'Pending'].includes(phase)) {
-      throw new HttpError(409, 'SERVER_NOT_STOPPED', `server ${name} is ${phase.toLowerCase()}: stop it (POST /servers/{id}/stop), then restore a snapshot into it`);
+      throw apiError('SERVER_NOT_STOPPED', { name, phase });
     }
-    if (this.gate.holds(name)) throw new HttpError(409, 'SERVER_RESTORING', `server ${name} is being restored already`);
+    if (this.gate.holds(name)) throw apiError('SERVER_RESTORING', `server ${name} is being restored already`);
     return answer(this.#restorer.restoreFiles(name, { snapshotId, reason: 'chosen' }));
   }
 
@@ -121,9 +121,9 @@ export class PersistenceService implements PersistenceHooks {
   /** Brings a deleted server back: its manifest as it was (without the deletion mark), then its files; the delete is forgotten. */
   async undelete(name: string): Promise<void> {
     const entry = (await this.deleted()).find((s) => s.name === name);
-    if (!entry) throw new HttpError(404, 'NOT_DELETED', `no deleted server named ${name} is kept (a delete is kept ${this.#deps.config().persistence.retainDeletedDays} days, persistence.retainDeletedDays)`);
+    if (!entry) throw apiError('NOT_DELETED', { name, days: this.#deps.config().persistence.retainDeletedDays });
     if (this.#deps.records.has(name) || (await this.#deps.store.textOf(name)) !== undefined) {
-      throw new HttpError(409, 'NAME_TAKEN', `a server named ${name} exists: delete it, or rename its manifest, before bringing the deleted one back`);
+      throw apiError('NAME_TAKEN', `a server named ${name} exists: delete it, or rename its manifest, before bringing the deleted one back`);
     }
     await answer(this.#restorer.undelete(entry));
   }
@@ -370,7 +370,7 @@ export class PersistenceService implements PersistenceHooks {
 
   #known(name: string) {
     const server = this.#deps.records.get(name)?.server;
-    if (!server) throw new HttpError(404, 'SERVER_NOT_FOUND', `no server is named ${name}: list the servers with GET /servers`);
+    if (!server) throw apiError('SERVER_NOT_FOUND', `no server is named ${name}: list the servers with GET /servers`);
     return server;
   }
 

@@ -2,7 +2,7 @@
 // server's record and the shutdown's log line say, and errors in words.
 import type { ExtensionGroup, PersistenceConfig } from '../config/settings.ts';
 import type { ServerRecord } from '../controller/cache.ts';
-import { HttpError } from '../core/errors.ts';
+import { apiError } from '../core/error-catalogue.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import type { LogLevel } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
@@ -93,8 +93,8 @@ export async function answer<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (error) {
-    if (error instanceof SnapshotNotFoundError) throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `${error.message}: list the server's snapshots with GET /servers/{id}/snapshots`);
-    if (error instanceof WorkspaceTooLargeError) throw new HttpError(413, 'WORKSPACE_TOO_LARGE', error.message);
+    if (error instanceof SnapshotNotFoundError) throw apiError('SNAPSHOT_NOT_FOUND', `${error.message}: list the server's snapshots with GET /servers/{id}/snapshots`);
+    if (error instanceof WorkspaceTooLargeError) throw apiError('WORKSPACE_TOO_LARGE', error.message);
     throw error;
   }
 }

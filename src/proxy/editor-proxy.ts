@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Pool } from 'undici';
+import { apiError } from '../core/error-catalogue.ts';
 import { writeError, writeRawError } from '../core/errors.ts';
 // Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
 import * as http from '../core/http.ts';
@@ -15,7 +16,7 @@ import { requiredOnFirstUse } from '../core/first-use.ts';
 import { Forwarding } from './forwarding.ts';
 import { DROPPED_FOR_UNDICI, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';
 import { relay } from './relay.ts';
-import { editorPath, notRoutableMessage, parseRoute, unavailableMessage, type Route } from './route.ts';
+import { editorPath, parseRoute, unavailableCause, type Route } from './route.ts';
 
 /**
  * What the proxy tells about the traffic to each editor (idle tracking, metrics). Called on the
@@ -109,7 +110,7 @@ export class EditorProxy {
       route.target = this.#route(route.port, req);
       if (!route.target) {
         if (this.#unroutable?.(route.port, req, res)) return;
-        writeError(res, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+        writeError(res, apiError('EDITOR_NOT_FOUND', { port: route.port }));
         return;
       }
       if (route.path === '') {
@@ -129,7 +130,7 @@ export class EditorProxy {
     socket.on('error', () => socket.destroy());
     route.target = this.#route(route.port, req);
     if (!route.target) {
-      writeRawError(socket, 404, 'EDITOR_NOT_FOUND', notRoutableMessage(route.port));
+      writeRawError(socket, apiError('EDITOR_NOT_FOUND', { port: route.port }));
       return true;
     }
     const fail = (err: Error): void => {
@@ -138,7 +139,7 @@ export class EditorProxy {
       this.#report(err, req, route);
       // Before the 101 went out the client can still be told why; after it, only cut the relay.
       if (((socket as Socket).bytesWritten ?? 0) === 0) {
-        writeRawError(socket, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+        writeRawError(socket, apiError('EDITOR_UNAVAILABLE', { port: route.port, cause: unavailableCause(err) }));
       } else {
         socket.destroy();
       }
@@ -251,7 +252,7 @@ export class EditorProxy {
     if (res.writableEnded) return;
     // Too late for a status: cut the response so the browser sees a failure, not a short body.
     if (res.headersSent) res.destroy();
-    else writeError(res, 502, 'EDITOR_UNAVAILABLE', unavailableMessage(route.port, err));
+    else writeError(res, apiError('EDITOR_UNAVAILABLE', { port: route.port, cause: unavailableCause(err) }));
   }
 
   // configurable-http-proxy style: expected network failures in one line, anything else with its stack.

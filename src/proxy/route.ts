@@ -59,10 +59,5 @@ export function rewriteLocation(location: string, route: Route): string {
   return `${route.prefix}${url.pathname}${url.search}${url.hash}`;
 }
 
-export const notRoutableMessage = (port: number): string =>
-  `no running editor server listens on port ${port}: start the server (POST /servers/{id}/start) ` +
-  'and open the port listed by GET /servers';
-
-export const unavailableMessage = (port: number, err: Error): string =>
-  `the editor on port ${port} did not answer (${(err as NodeJS.ErrnoException).code ?? err.message}); ` +
-  'it may be starting or may have crashed: check GET /servers/{id}/health and its logs';
+/** Why the editor did not answer, for EDITOR_UNAVAILABLE's message: the network error's code, else its message. */
+export const unavailableCause = (err: Error): string => (err as NodeJS.ErrnoException).code ?? err.message;

@@ -2,6 +2,7 @@
 // browser navigation gets a small page that says so and reloads into the editor once it
 // answers; any other request a 503 in the error envelope with Retry-After.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { apiError } from '../core/error-catalogue.ts';
 import { errorBody } from '../core/errors.ts';
 import type { WakeState } from '../manifests/types.ts';
 
@@ -48,13 +49,13 @@ function answer(req: IncomingMessage, res: ServerResponse, displayName: string, 
     res.writeHead(503, { ...headers, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
     return;
   }
-  const [status, code, message] = state.state === 'starting'
-    ? [503, 'EDITOR_STARTING', `server "${displayName}" was stopped for idleness and is starting again: retry in ${RETRY_AFTER_SECONDS} s`]
+  const error = state.state === 'starting'
+    ? apiError('EDITOR_STARTING', { server: displayName, seconds: RETRY_AFTER_SECONDS })
     : state.state === 'refused'
-      ? [409, 'CAPACITY_EXCEEDED', `server "${displayName}" cannot start now: ${state.message}`]
-      : [500, 'EDITOR_FAILED', `server "${displayName}" failed to start: ${state.message}`];
-  const body = errorBody(code, message);
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
+      ? apiError('CAPACITY_EXCEEDED', `server "${displayName}" cannot start now: ${state.message}`)
+      : apiError('EDITOR_FAILED', `server "${displayName}" failed to start: ${state.message}`);
+  const body = errorBody(error.code, error.message);
+  res.writeHead(error.status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }
 
 const escapeHtml = (text: string): string =>

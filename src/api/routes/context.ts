@@ -6,7 +6,8 @@ import type { ExtensionGroup } from '../../config/settings.ts';
 import type { Capacity } from '../../controller/capacity.ts';
 import type { Controller } from '../../controller/controller.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
-import { HttpError, notFound } from '../../core/errors.ts';
+import { apiError, notFound } from '../../core/error-catalogue.ts';
+import type { HttpError } from '../../core/errors.ts';
 import type { LogHub } from '../../logs/index.ts';
 import type { ManifestStore } from '../../manifests/store.ts';
 import { displayNameOf, type EditorServer, type Phase } from '../../manifests/types.ts';
@@ -49,8 +50,7 @@ export const phaseIs = (...phases: Phase[]) => (record: ServerRecord | undefined
   record?.server?.status?.phase !== undefined && phases.includes(record.server.status.phase);
 
 export function folderMissing(store: ManifestStore): HttpError {
-  return new HttpError(503, 'MANIFESTS_FOLDER_MISSING',
-    `the manifests folder ${store.dir} is missing: bring it back (the service waits for it), then try again`);
+  return apiError('MANIFESTS_FOLDER_MISSING', { dir: store.dir });
 }
 
 /** The record behind an :id, or 404: also when the requester may not see it, which answers as an unknown id does. */
@@ -83,7 +83,7 @@ export async function updateSpec(
     throw notFound(record.server!.metadata.uid ?? record.name);
   }
   if (result === 'invalid') {
-    throw new HttpError(409, 'MANIFEST_INVALID', `the manifest ${store.fileOf(record.name)} is invalid; fix it by hand first: ${(record.problems ?? []).join('; ')}`);
+    throw apiError('MANIFEST_INVALID', { file: store.fileOf(record.name), problems: record.problems ?? [] });
   }
   controller.enqueue(record.name);
 }
@@ -95,8 +95,9 @@ export async function updateSpec(
 export function ownedByRepository(deps: ServersDeps, record: ServerRecord, instead: (file: string) => string): HttpError | undefined {
   const owner = deps.ownerOf?.(record.name);
   if (!owner) return undefined;
-  return new HttpError(409, 'MANAGED_BY_GIT',
-    `server "${record.server ? displayNameOf(record.server) : record.name}" is declared by the git repository ${owner.repository}, which owns its manifest: ${instead(owner.file)} there and push (POST /sync applies it at once)`);
+  return apiError('MANAGED_BY_GIT', {
+    server: record.server ? displayNameOf(record.server) : record.name, repository: owner.repository, instead: instead(owner.file),
+  });
 }
 
 export function envelope(record: ServerRecord, message: string) {

@@ -5,7 +5,7 @@
 import type { Response, Router } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import { checkBody, compileBodySchema } from '../validation.ts';
 import { envelope, findServer, phaseIs, updateSpec, type ServersDeps } from './context.ts';
 import { createServer } from './servers-crud.ts';
@@ -39,7 +39,7 @@ export function extensionRoutes(deps: ServersDeps, router: Router): void {
     const group = (body.groupName ?? body.group_name)!;
     const record = findServer(deps, req);
     if (unknownExtensionGroups(deps.extensionGroups, [group]).length > 0) {
-      throw new HttpError(400, 'INVALID_BODY', `unknown extension group "${group}": the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
+      throw apiError('INVALID_BODY', `unknown extension group "${group}": the config defines ${Object.keys(deps.extensionGroups).join(', ') || 'none'}`);
     }
     await updateSpec(deps, record, (server, set) => {
       const groups = server.spec.extensionGroups ?? [];

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import type { Response, Router } from 'express';
 import type { Admission } from '../../controller/capacity.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
-import { HttpError, notFound } from '../../core/errors.ts';
+import { apiError, notFound } from '../../core/error-catalogue.ts';
 import { displayNameOf, heldForCapacity, RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
 import { lifecycleView } from '../views.ts';
@@ -85,7 +85,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     const admission = deps.capacity?.admit(record.name);
     if (admission?.kind === 'refused') {
       const display = displayNameOf(record.server!);
-      throw new HttpError(409, 'CAPACITY_EXCEEDED', `server "${display}" was not started: ${admission.message}`, { limit: admission.limit });
+      throw apiError('CAPACITY_EXCEEDED', `server "${display}" was not started: ${admission.message}`, { details: { limit: admission.limit } });
     }
     try {
       await write();
@@ -113,7 +113,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     if (server.status?.phase === 'Running') {
       res.json(envelope(done, `server "${display}" ${verb} on port ${server.status.port}`));
     } else if (server.status?.phase === 'Failed') {
-      throw new HttpError(500, 'EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, lifecycleView(done));
+      throw apiError('EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, { details: lifecycleView(done) });
     } else {
       res.status(202).json(envelope(done, `server "${display}" is still starting; poll GET /servers/${server.metadata.uid}`));
     }

@@ -2,7 +2,7 @@
 // without the log, and what the controller noticed (a copied uid or status, a missing file).
 // GET /servers/{id}/manifest: one server's file as it is on disk, read as the controller reads it.
 import type { Router } from 'express';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import { readManifestEntry, UnreadableEntryError } from '../../manifests/read-entry.ts';
 import { findServer, type ServersDeps } from './context.ts';
 
@@ -31,10 +31,10 @@ export function manifestRoutes(deps: ServersDeps, router: Router): void {
       yaml = await readManifestEntry(file);
     } catch (error) {
       if (!(error instanceof UnreadableEntryError)) throw error;
-      throw new HttpError(409, 'MANIFEST_UNREADABLE', `${file} ${error.message}`);
+      throw apiError('MANIFEST_UNREADABLE', { file, problem: error.message });
     }
     if (yaml === undefined) {
-      throw new HttpError(404, 'MANIFEST_NOT_FOUND', `${file} is missing: put the file back, or DELETE /servers/${req.params.id} to delete the server`);
+      throw apiError('MANIFEST_NOT_FOUND', { file, id: req.params.id });
     }
     res.json({ status: 'success', data: { file, yaml } });
   });

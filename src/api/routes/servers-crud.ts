@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { Router, type Request, type Response } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import { API_VERSION, displayNameOf, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
 import { ServerFeed } from '../server-feed.ts';
@@ -72,7 +72,7 @@ export function checkCreateBody(deps: ServersDeps, raw: unknown): CreateBody {
   const body = checkBody(validateCreate, raw);
   checkSettings(body.settings);
   const problem = unknownGroupsProblem(deps, body.extension_groups);
-  if (problem !== undefined) throw new HttpError(400, 'INVALID_BODY', `extension_groups: ${problem}`);
+  if (problem !== undefined) throw apiError('INVALID_BODY', `extension_groups: ${problem}`);
   return body;
 }
 
@@ -120,23 +120,23 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
   const claim = `create:${uid}`;
   if (body.port !== undefined) {
     const excluded = deps.excludedPort(body.port);
-    if (excluded !== undefined) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
+    if (excluded !== undefined) throw apiError('PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
     // A server the requester may not see is not named.
     const holder = (name: string) => {
       const held = reconciler.records.get(name)?.server;
       return deps.access.sees(req, held) ? `belongs to server "${held ? displayNameOf(held) : name}"` : 'is taken by another server';
     };
     const holding = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
-    if (holding) throw new HttpError(409, 'PORT_TAKEN', `port ${body.port} ${holder(holding.name)}: choose another port or leave it out`);
+    if (holding) throw apiError('PORT_TAKEN', `port ${body.port} ${holder(holding.name)}: choose another port or leave it out`);
     if (!ports.reserve(claim, body.port)) {
       const held = ports.owner(body.port);
-      throw new HttpError(409, 'PORT_TAKEN', held?.startsWith('create:')
+      throw apiError('PORT_TAKEN', held?.startsWith('create:')
         ? `port ${body.port} is being given to another server created just now: choose another port or leave it out`
         : `port ${body.port} ${holder(held ?? '')}: choose another port or leave it out`);
     }
   } else if ((await ports.allocate(claim)) === undefined) {
     const { min, max } = ports.range;
-    throw new HttpError(409, 'NO_FREE_PORT', `no free port left in ${min}-${max}: delete a server, or widen ports in the config`);
+    throw apiError('NO_FREE_PORT', { min, max });
   }
   try {
     // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for

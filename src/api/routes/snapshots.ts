@@ -2,7 +2,7 @@
 // take one now, restore a chosen one into a stopped server, and undo a delete within
 // persistence.retainDeletedDays. Without a target every route answers 409 PERSISTENCE_DISABLED.
 import type { Router } from 'express';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import type { RestoreResult, SnapshotInfo } from '../../persistence/types.ts';
 import { StoreError } from '../../persistence/types.ts';
 import { displayNameOf } from '../../manifests/types.ts';
@@ -24,8 +24,7 @@ const MANIFEST_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 export function snapshotRoutes(deps: ServersDeps, router: Router): void {
   const persistence = (): PersistenceApi => {
     if (!deps.persistence) {
-      throw new HttpError(409, 'PERSISTENCE_DISABLED',
-        'this service keeps no snapshots: set DEVBOX_PERSIST_TO (or persistence.target in the config file) to a folder or to dbfs:/Volumes/<catalog>/<schema>/<volume>, and restart it');
+      throw apiError('PERSISTENCE_DISABLED');
     }
     return deps.persistence;
   };
@@ -47,18 +46,18 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     const body = (req.body ?? {}) as { snapshot_id?: unknown };
     const wanted = body.snapshot_id;
     if (wanted !== undefined && (typeof wanted !== 'string' || !SNAPSHOT_ID.test(wanted))) {
-      throw new HttpError(400, 'INVALID_BODY', 'snapshot_id must be the id of one of the server\'s snapshots (GET /servers/{id}/snapshots), or left out for the latest');
+      throw apiError('INVALID_BODY', 'snapshot_id must be the id of one of the server\'s snapshots (GET /servers/{id}/snapshots), or left out for the latest');
     }
     if (record.server!.spec.running || !phaseIs('Stopped', 'Failed')(record)) {
-      throw new HttpError(409, 'SERVER_RUNNING', 'a snapshot is restored into a stopped server only: stop it first (POST /servers/{id}/stop), then restore');
+      throw apiError('SERVER_RUNNING');
     }
     // Checked before anything is held for the restore: an unknown snapshot changes nothing.
     const api = persistence();
     const known = await storeCall(() => api.list(record.name));
     if (wanted !== undefined && !known.some((s) => s.id === wanted)) {
-      throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot "${wanted}": list them with GET /servers/{id}/snapshots`);
+      throw apiError('SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot "${wanted}": list them with GET /servers/{id}/snapshots`);
     }
-    if (known.length === 0) throw new HttpError(404, 'SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot yet: take one with POST /servers/{id}/snapshot`);
+    if (known.length === 0) throw apiError('SNAPSHOT_NOT_FOUND', `server "${record.name}" has no snapshot yet: take one with POST /servers/{id}/snapshot`);
     const result = await storeCall(() => api.restoreInto(record.name, wanted));
     res.json({
       status: 'success',
@@ -81,14 +80,14 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
 
   router.post('/snapshots/deleted/:name/restore', async (req, res) => {
     const name = String(req.params.name);
-    if (!MANIFEST_NAME.test(name)) throw new HttpError(400, 'INVALID_NAME', `"${name}" is not a manifest name: list deleted servers with GET /snapshots/deleted`);
-    if (deps.controller.reconciler.records.has(name)) throw new HttpError(409, 'NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
+    if (!MANIFEST_NAME.test(name)) throw apiError('INVALID_NAME', { name });
+    if (deps.controller.reconciler.records.has(name)) throw apiError('NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
     // A name not deleted (or no longer kept) is the service's 404 NOT_DELETED.
     await storeCall(() => persistence().undelete(name));
     deps.controller.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
     const record = await deps.controller.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
-    if (!record?.server) throw new HttpError(500, 'RESTORE_FAILED', `server "${name}" was restored but the controller has not taken it up: see GET /health and the log`);
+    if (!record?.server) throw apiError('RESTORE_FAILED', { name });
     res.status(201).json(createdView(record));
   });
 }
@@ -106,7 +105,7 @@ async function storeCall<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (error instanceof StoreError) throw new HttpError(503, 'PERSISTENCE_UNAVAILABLE', `the persistence target failed (${error.message}): ${error.hint}`);
+    if (error instanceof StoreError) throw apiError('PERSISTENCE_UNAVAILABLE', { failure: error.message, hint: error.hint });
     throw error;
   }
 }

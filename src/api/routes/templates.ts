@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { Router } from 'express';
 import { gitSchemesOf } from '../../controller/context.ts';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import { formatProblem, type FileProblem } from '../../core/yaml-problems.ts';
 import type { WorkspaceSource } from '../../manifests/types.ts';
 import { storeTemplateArchive, TemplateArchiveError } from '../../templates/archive.ts';
@@ -50,7 +50,7 @@ export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, rout
     const where = join(catalog.dir, found.file);
     const groupsProblem = unknownGroupsProblem(deps, spec.extensionGroups);
     if (groupsProblem !== undefined) {
-      throw new HttpError(409, 'UNKNOWN_EXTENSION_GROUP', `template "${found.id}" names an extension group the config does not define (${groupsProblem}): add it to extensionGroups in the config, or take it out of spec.extensionGroups in ${where}`);
+      throw apiError('UNKNOWN_EXTENSION_GROUP', { template: found.id, problem: groupsProblem, file: where });
     }
     // The same checks as POST /servers, on what the template gives.
     const createBody = checkCreateBody(deps, {
@@ -74,7 +74,7 @@ export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, rout
     if (source?.git) {
       // Checked again: the allowed schemes are the service's now, not when the file was read.
       const problem = gitUrlProblem(source.git.url, gitSchemes());
-      if (problem) throw new HttpError(409, 'TEMPLATE_INVALID', `template "${found.id}" cannot be used: spec.workspace.source.git.url: ${problem} (in ${where})`);
+      if (problem) throw apiError('TEMPLATE_INVALID', `template "${found.id}" cannot be used: spec.workspace.source.git.url: ${problem} (in ${where})`);
       return { git: { ...source.git } };
     }
     if (source?.archive) {
@@ -82,7 +82,7 @@ export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, rout
         return { archive: { sha256: await storeTemplateArchive(catalog.checkContext, deps.layout, source.archive.path) } };
       } catch (error) {
         if (!(error instanceof TemplateArchiveError)) throw error;
-        throw new HttpError(409, 'TEMPLATE_INVALID', `template "${found.id}" cannot be used: its archive ${error.message} (spec.workspace.source.archive.path in ${where})`);
+        throw apiError('TEMPLATE_INVALID', `template "${found.id}" cannot be used: its archive ${error.message} (spec.workspace.source.archive.path in ${where})`);
       }
     }
     return undefined;
@@ -96,16 +96,16 @@ function templateOf(catalog: TemplateCatalog, body: FromTemplateBody): CatalogTe
   if (!found) {
     const problems = catalog.problemsOf(id);
     if (problems) {
-      throw new HttpError(409, 'TEMPLATE_INVALID', `template "${id}" is invalid and cannot be used until its file is fixed: ${problems.map((p) => formatProblem({ ...p, file: join(catalog.dir, p.file) })).join('; ')}`);
+      throw apiError('TEMPLATE_INVALID', `template "${id}" is invalid and cannot be used until its file is fixed: ${problems.map((p) => formatProblem({ ...p, file: join(catalog.dir, p.file) })).join('; ')}`);
     }
     const known = catalog.list().map((t) => t.id).sort();
-    throw new HttpError(404, 'TEMPLATE_NOT_FOUND', known.length > 0
+    throw apiError('TEMPLATE_NOT_FOUND', known.length > 0
       ? `no template has the id "${id}": the known ids are ${known.join(', ')} (GET /templates lists them)`
       : `no template has the id "${id}": there are no templates (the templates folder ${catalog.dir} holds no valid template file)`);
   }
   const tab = found.template.gallery.tab;
   if (body.tab_name !== undefined && body.tab_name !== tab) {
-    throw new HttpError(404, 'TEMPLATE_NOT_FOUND', `template "${id}" is in the tab "${tab}", not "${body.tab_name}": send tab_name "${tab}", or leave tab_name out`);
+    throw apiError('TEMPLATE_NOT_FOUND', `template "${id}" is in the tab "${tab}", not "${body.tab_name}": send tab_name "${tab}", or leave tab_name out`);
   }
   return found;
 }

@@ -5,7 +5,7 @@
 // stops reading is dropped rather than buffered without end.
 import type { Request, Response, Router } from 'express';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import type { Requester, ServerAccess } from '../access.ts';
 import { LentBuffer } from '../lent-buffer.ts';
 import { recordsAsBytes, type FeedChange, type FeedEntry, type ServerFeed } from '../server-feed.ts';
@@ -73,10 +73,9 @@ export class WatchStreams {
    * side ends it. Takes express's response or Node's (the fast path before express).
    */
   open(req: { headers: IncomingHttpHeaders; socket: { remoteAddress?: string } }, res: ServerResponse): void {
-    if (this.#closed) throw new HttpError(503, 'SHUTTING_DOWN', 'the service is shutting down: connect again once it is back');
+    if (this.#closed) throw apiError('SHUTTING_DOWN');
     if (this.#watchers.size >= this.#limits.maxWatchers) {
-      throw new HttpError(503, 'TOO_MANY_WATCHERS',
-        `${this.#limits.maxWatchers} watch streams are open already: close unused dashboard tabs, or poll GET /servers instead, and try again`);
+      throw apiError('TOO_MANY_WATCHERS', { max: this.#limits.maxWatchers });
     }
     const watcher: Watcher = { res, who: this.#access.requester(req.headers), sent: new Map(), lastId: 0 };
     res.statusCode = 200;
@@ -157,8 +156,7 @@ export function watchRoutes(streams: WatchStreams, router: Router): void {
     const watch = req.query.watch;
     if (watch === undefined || watch === '0') return next();
     if (watch !== '1') {
-      throw new HttpError(400, 'INVALID_QUERY',
-        `watch=${Array.isArray(watch) ? watch.join(',') : String(watch)} is not a watch value: use watch=1 for the event stream, or leave watch out for the list`);
+      throw apiError('INVALID_QUERY', { watch: Array.isArray(watch) ? watch.join(',') : String(watch) });
     }
     streams.open(req, res);
   });

@@ -9,7 +9,7 @@ import type multer from 'multer';
 import { gitSchemesOf } from '../../controller/context.ts';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { sameData } from '../../core/equal.ts';
-import { HttpError } from '../../core/errors.ts';
+import { apiError } from '../../core/error-catalogue.ts';
 import { displayNameOf, type WorkspaceSource } from '../../manifests/types.ts';
 import { describeErrors } from '../../core/schema-errors.ts';
 import { readProjectJson } from '../../core/project.ts';
@@ -31,7 +31,7 @@ const loadMulter = requiredOnFirstUse<typeof multer>('multer');
 /** A form field, or undefined; a field sent twice is refused (which one would count?). */
 function field(req: Request, key: string): string | undefined {
   const value = (req.body as Record<string, unknown> | undefined)?.[key];
-  if (Array.isArray(value)) throw new HttpError(400, 'INVALID_BODY', `the form field ${key} is given more than once: send it once`);
+  if (Array.isArray(value)) throw apiError('INVALID_BODY', `the form field ${key} is given more than once: send it once`);
   return typeof value === 'string' ? value : undefined;
 }
 
@@ -42,7 +42,7 @@ function jsonField(req: Request, key: string, what: string, example: string): un
   try {
     return JSON.parse(raw);
   } catch {
-    throw new HttpError(400, 'INVALID_BODY', `${key} must be ${what} in a string, for example ${example}`);
+    throw apiError('INVALID_BODY', `${key} must be ${what} in a string, for example ${example}`);
   }
 }
 
@@ -61,23 +61,23 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
   async function sourceOf(req: Request): Promise<WorkspaceSource> {
     const url = field(req, 'github_url')?.trim();
     const ref = field(req, 'git_ref')?.trim() || undefined;
-    if (req.file && url) throw new HttpError(400, 'INVALID_BODY', 'give either github_url or zip_file, not both');
-    if (ref !== undefined && !url) throw new HttpError(400, 'INVALID_BODY', 'git_ref goes with github_url: give the repository URL too, or leave git_ref out');
+    if (req.file && url) throw apiError('INVALID_BODY', 'give either github_url or zip_file, not both');
+    if (ref !== undefined && !url) throw apiError('INVALID_BODY', 'git_ref goes with github_url: give the repository URL too, or leave git_ref out');
     if (ref !== undefined && !GIT_REF.test(ref)) {
-      throw new HttpError(400, 'INVALID_BODY', `git_ref: "${ref.slice(0, 80)}" is not a branch or tag name: use letters, digits, ".", "_", "/" and "-", not starting with "-" (at most 200 characters)`);
+      throw apiError('INVALID_BODY', `git_ref: "${ref.slice(0, 80)}" is not a branch or tag name: use letters, digits, ".", "_", "/" and "-", not starting with "-" (at most 200 characters)`);
     }
     if (req.file) {
       try {
         planArchive(req.file.path);
       } catch (error) {
-        if (error instanceof ArchiveError) throw new HttpError(400, 'INVALID_ARCHIVE', `zip_file: ${error.message}`);
+        if (error instanceof ArchiveError) throw apiError('INVALID_ARCHIVE', { problem: error.message });
         throw error;
       }
       return { archive: { sha256: await storeArchive(deps.layout, req.file.path) } };
     }
-    if (!url) throw new HttpError(400, 'INVALID_BODY', 'give github_url (a git repository URL) or zip_file (a .zip archive)');
+    if (!url) throw apiError('INVALID_BODY', 'give github_url (a git repository URL) or zip_file (a .zip archive)');
     const problem = gitUrlProblem(url, schemes());
-    if (problem) throw new HttpError(400, 'INVALID_GIT_URL', `github_url: ${problem}`);
+    if (problem) throw apiError('INVALID_GIT_URL', { problem });
     return { git: { url, ...(ref !== undefined ? { ref } : {}) } };
   }
 
@@ -93,11 +93,11 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     const validate = validateCreate();
     if (!validate(body)) {
       const problems = describeErrors(validate.errors).map((p) => p.replace('(top level)', 'form'));
-      throw new HttpError(400, 'INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { problems });
+      throw apiError('INVALID_BODY', `the form is not valid: ${problems.join('; ')}`, { details: { problems } });
     }
     checkSettings(body.settings);
     const unknownGroups = unknownGroupsProblem(deps, body.extension_groups);
-    if (unknownGroups !== undefined) throw new HttpError(400, 'INVALID_BODY', `extension_groups: ${unknownGroups}`);
+    if (unknownGroups !== undefined) throw apiError('INVALID_BODY', `extension_groups: ${unknownGroups}`);
     const source = await sourceOf(req);
     const created = await createServer(deps, req, body, { workspace: { source } });
     const record = await populated(deps, created.id!, timeoutMs());
@@ -105,7 +105,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     if (failure !== undefined) {
       // No half-made server: the workspace could not be filled, so the server goes again.
       await deleteServer(deps, record!);
-      throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server was not kept: fix the source and create it again`);
+      throw apiError('WORKSPACE_SOURCE_FAILED', `${failure}; the server was not kept: fix the source and create it again`);
     }
     res.status(201).json(answer(record, created));
   });
@@ -116,7 +116,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
     const workspace = deps.layout.workspace(record.name);
     const entries = await fs.readdir(workspace).catch(() => []);
     if (entries.length > 0) {
-      throw new HttpError(409, 'WORKSPACE_NOT_EMPTY', `the workspace of server "${displayNameOf(record.server!)}" already holds files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}): a source fills an empty workspace only; create a new server for it`);
+      throw apiError('WORKSPACE_NOT_EMPTY', { server: displayNameOf(record.server!), entries });
     }
     await updateSpec(deps, record, (_server, set) => set(['spec', 'workspace', 'source'], source));
     const outcome = await populated(deps, record.server!.metadata.uid!, timeoutMs());
@@ -126,7 +126,7 @@ export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
       await updateSpec(deps, outcome!, (server, set) => {
         if (sameData(server.spec.workspace?.source ?? null, source ?? null)) set(['spec', 'workspace'], {});
       });
-      throw new HttpError(422, 'WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
+      throw apiError('WORKSPACE_SOURCE_FAILED', `${failure}; the server is kept without a source: fix the source and try again`);
     }
     const current = outcome?.server ? outcome : record;
     res.status(200).json({ ...envelope(current, `workspace of server "${displayNameOf(current.server!)}" ${source.git ? `cloned from ${source.git.url}` : `extracted from the uploaded ZIP`}`), workspace_path: workspace });
@@ -186,7 +186,7 @@ function formParser(dir: string, limitMb: () => number): RequestHandler {
   return async (req, res, next) => {
     const maxUploadMb = limitMb();
     const maxBytes = Math.floor(maxUploadMb * 1024 * 1024);
-    const tooLarge = () => new HttpError(413, 'UPLOAD_TOO_LARGE', `zip_file is larger than ${maxUploadMb} MB (workspace.maxUploadMb in the config): send a smaller archive`);
+    const tooLarge = () => apiError('UPLOAD_TOO_LARGE', { maxMb: maxUploadMb });
     if (made?.maxUploadMb !== maxUploadMb) {
       made = {
         maxUploadMb,
@@ -195,7 +195,7 @@ function formParser(dir: string, limitMb: () => number): RequestHandler {
     }
     const { parse } = made;
     if (!req.is('multipart/form-data')) {
-      return next(new HttpError(400, 'INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, and github_url or zip_file)'));
+      return next(apiError('INVALID_BODY', 'send the form as multipart/form-data (fields name, extensions, and github_url or zip_file)'));
     }
     // A body declared larger than the file limit plus the fields' room is refused before it is
     // read, and the connection closed, so the client learns at once. (multer's own limit below
@@ -216,9 +216,9 @@ function formParser(dir: string, limitMb: () => number): RequestHandler {
         return next(tooLarge());
       }
       if (code === 'LIMIT_UNEXPECTED_FILE' || code === 'LIMIT_FILE_COUNT') {
-        return next(new HttpError(400, 'INVALID_BODY', 'send one file, in the field zip_file'));
+        return next(apiError('INVALID_BODY', 'send one file, in the field zip_file'));
       }
-      next(new HttpError(400, 'INVALID_BODY', `the form could not be read: ${(error as Error).message}`));
+      next(apiError('INVALID_BODY', `the form could not be read: ${(error as Error).message}`));
     });
   };
 }
