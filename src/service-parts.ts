@@ -1,0 +1,309 @@
+// The service's parts, built in dependency order: folders and files first, then the runtime and
+// the controller, then what serves people (access, proxy, streams, templates, API). Parts that
+// need each other both ways (the capacity check and the controller; the reconciler and the
+// snapshots) meet through Late references declared before either, set once each is built.
+// Nothing here starts anything: service-components.ts says in which order the parts start and stop.
+import { homedir } from 'node:os';
+import type { Application } from 'express';
+import { ServerAccess } from './api/access.ts';
+import { createApp } from './api/app.ts';
+import { ApiCors } from './api/cors.ts';
+import { dashboardRouter } from './api/dashboard.ts';
+import { requireForwardedIdentity } from './api/identity.ts';
+import { distinctLabel } from './api/naming.ts';
+import { openApiRouter } from './api/openapi/index.ts';
+import { configHealthSection, configRouter } from './api/routes/config.ts';
+import { serviceHealthRouter } from './api/routes/service-health.ts';
+import { syncRouter } from './api/routes/sync.ts';
+import { templatesHealth } from './api/routes/templates.ts';
+import { WatchStreams } from './api/routes/watch.ts';
+import { ServerFeed } from './api/server-feed.ts';
+import { serversRouter } from './api/servers.ts';
+import { LiveConfig } from './config/live-config.ts';
+import type { Settings } from './config/settings.ts';
+import { ActivityTracker } from './controller/activity.ts';
+import { Capacity } from './controller/capacity.ts';
+import { Controller } from './controller/controller.ts';
+import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
+import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
+import { PortAllocator, portIsFree } from './controller/ports.ts';
+import { Reconciler } from './controller/reconciler.ts';
+import type { HealthSection } from './core/health-section.ts';
+import { Late } from './core/late.ts';
+import { CodeServerExtensionInstaller } from './extensions/installer.ts';
+import { GitOps } from './gitops/gitops.ts';
+import { LogHub, LogStreamServer } from './logs/index.ts';
+import { ManifestStore } from './manifests/store.ts';
+import { ServiceMetrics } from './metrics/service-metrics.ts';
+import type { PersistenceService } from './persistence/service-persistence.ts';
+import { RouterProcess } from './platform/router-process.ts';
+import { TokenKeeper } from './platform/token-keeper.ts';
+import { EditorProxy } from './proxy/index.ts';
+import { activityObserver, fanOut } from './proxy/observers.ts';
+import { wakeOnOpen } from './proxy/wake-page.ts';
+import type { EditorBinary } from './runtime/editor-binary.ts';
+import { ProcessRuntime, type EditorEndpoint } from './runtime/processes.ts';
+import { StatsSampler } from './runtime/stats.ts';
+import { TemplateCatalog } from './templates/catalog.ts';
+import { allowedGitSchemes } from './workspace/git-source.ts';
+import { DataLayout } from './workspace/layout.ts';
+
+/** What the health page says without a persistence target. */
+const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';
+
+/** Where the service listens: the configured port until the socket is bound, then the bound one. */
+export interface ServiceAddress {
+  port: number;
+}
+
+export type Parts = Awaited<ReturnType<typeof buildParts>>;
+
+/**
+ * Builds every part. `openPersistence` is given only with a persistence target (its code is
+ * loaded only then); a target that cannot be used throws before anything is written.
+ */
+export async function buildParts(
+  settings: Settings, editor: EditorBinary, log: (message: string) => void,
+  openPersistence?: (deps: PersistenceParts) => Promise<PersistenceService>,
+) {
+  // `config` is what the service started with (for what only a restart changes); `live` follows the file.
+  const { config } = settings;
+  const localMode = !settings.requireIdentity;
+  const address: ServiceAddress = { port: settings.port };
+  const controllerRef = new Late<Controller>('the controller');
+  const reconcilerRef = new Late<Reconciler>('the reconciler');
+  const statsRef = new Late<StatsSampler>('the stats sampler');
+  const persistenceRef = new Late<PersistenceService | undefined>('persistence');
+  const streamsRef = new Late<{ logs: LogStreamServer; watch: WatchStreams }>('the streams');
+  const enqueue = (name: string) => controllerRef.peek()?.enqueue(name);
+
+  // --- Files and folders, the editors' runtime ---
+  const live = new LiveConfig({ file: settings.configFile, initial: config, log });
+  const layout = new DataLayout(settings.dataDir);
+  const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
+  // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
+  const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
+  const runtime = new ProcessRuntime({
+    bin: editor.path, editorsDir: layout.editorsDir,
+    ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
+  });
+  // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
+  const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
+  const ports = new PortAllocator(config.ports);
+  // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
+  const activity = new ActivityTracker();
+  const installer = new CodeServerExtensionInstaller(editor.path);
+
+  // --- The controller and what it consults ---
+  // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
+  const capacity = new Capacity({
+    config: () => live.current.capacity,
+    running: () => reconcilerRef.get().handles().keys(),
+    memoryOf: (name) => statsRef.peek()?.get(name)?.memoryMb,
+    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconcilerRef.get().records.get(name)?.server?.status?.startTime ?? '') || undefined),
+    enqueue,
+  });
+  const reconciler = reconcilerRef.set(new Reconciler({
+    store, runtime, ports, layout, logs, capacity, activity,
+    get config() {
+      return live.current;
+    },
+    get persistence() {
+      return persistenceRef.peek();
+    },
+    gitSchemes: () => allowedGitSchemes(live.current.workspace, localMode),
+    portIsFree,
+    installer,
+    enqueue,
+    log,
+  }));
+  const controller = controllerRef.set(new Controller({
+    store, runtime, reconciler,
+    workers: config.controller.workers,
+    resyncMs: config.controller.resyncSeconds * 1000,
+    get stopGraceMs() {
+      return live.current.editor.stopGraceSeconds * 1000;
+    },
+    log,
+  }));
+  const stats = statsRef.set(new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000));
+  // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
+  stats.onSample(() => capacity.noticeSample());
+  reconciler.on('changed', () => capacity.noticeChange());
+  reconciler.on('deleted', (name: string) => {
+    capacity.forget(name);
+    capacity.noticeChange();
+    activity.forget(name);
+  });
+  // code-server's heartbeat of each running editor, read in the background as activity.
+  const heartbeats = new HeartbeatReader({
+    running: () => [...reconciler.records.keys()].flatMap((name) => {
+      const endpoint = reconciler.records.get(name)?.server?.status?.phase === 'Running' ? reconciler.endpointOf(name) : undefined;
+      return endpoint ? [[name, endpoint] as [string, EditorEndpoint]] : [];
+    }),
+    stillRunning: (name) => reconciler.endpointOf(name) !== undefined,
+    activity,
+    intervalMs: () => heartbeatIntervalMs([...reconciler.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
+  });
+
+  // --- Metrics and persistence ---
+  // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.
+  const metrics = settings.metrics === false ? undefined : new ServiceMetrics({
+    reconciler, stats, activity, logs,
+    queueDepth: () => controller.queue.length,
+    portOwner: (port) => ports.owner(port),
+    streams: () => {
+      const streams = streamsRef.get();
+      return {
+        logs: { open: streams.logs.state.clients, dropped: streams.logs.state.dropped },
+        watch: { open: streams.watch.state.watchers, dropped: streams.watch.state.dropped_slow },
+      };
+    },
+  });
+  // Work kept across restarts: opened only when a target is set.
+  let controllerStarted = false;
+  const persistence = persistenceRef.set(await openPersistence?.({
+    persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
+    store, layout, installer, records: reconciler.records, logs, log,
+    running: () => reconciler.handles().keys(),
+    // Only once the controller has its uids: a name queued before would get a new one.
+    enqueue: (name) => {
+      if (controllerStarted) controller.enqueue(name);
+    },
+    config: () => live.current,
+    metrics: metrics?.persistence,
+  }));
+
+  // --- What serves people: access, the proxy, the streams ---
+  // Who may see and drive which server: the config's `access` policy, read at every check.
+  const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
+  const serverNamed = (name: string | undefined) => (name === undefined ? undefined : reconciler.records.get(name)?.server);
+  const touchPort = (port: number) => {
+    const name = ports.owner(port);
+    if (name !== undefined) activity.touch(name);
+  };
+  const proxy = new EditorProxy({
+    // DEVBOX_ACTIVITY_TRACKING=0 with DEVBOX_METRICS=0 leaves the proxy without an observer (the benchmark's baseline).
+    observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
+    // Only a running editor this service manages, and the requester may reach; never the service itself.
+    route: (port, req) => {
+      const endpoint = port === address.port ? undefined : reconciler.routeTo(port);
+      return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
+    },
+    // A server stopped for idleness starts when its editor is opened, by whoever may reach it.
+    unroutable: wakeOnOpen({
+      serverOn: (port, req) => {
+        const name = port === address.port ? undefined : ports.owner(port);
+        const server = serverNamed(name);
+        if (name === undefined || !server || !access.sees(req, server)) return undefined;
+        return { name, displayName: distinctLabel(server, reconciler.records.values()) };
+      },
+      wakeState: (name) => reconciler.wakeState(name),
+      wake: (name, why) => reconciler.wake(name, why),
+    }),
+    log,
+  });
+  // The API's cross-origin policy, from the config in use (api.allowedOrigins), for every answer the API makes.
+  const cors = new ApiCors({ allowedOrigins: () => live.current.api.allowedOrigins });
+  const logStreams = new LogStreamServer(logs, (id, req) => {
+    const name = reconciler.nameOfUid(id);
+    return name !== undefined && access.sees(req, serverNamed(name)) ? { name } : undefined;
+  }, {
+    visibleTo: (req) => {
+      const who = access.requester(req.headers);
+      return (name) => access.allows(who, serverNamed(name));
+    },
+    responseHeaders: (req) => cors.headersFor(req),
+  });
+  // GET /servers?watch=1: records serialised once per change, shared by every stream.
+  const feed = new ServerFeed(reconciler, stats, persistence);
+  const watch = new WatchStreams({ feed, access, log });
+  streamsRef.set({ logs: logStreams, watch });
+
+  // --- Templates, git sync, the assistant, health ---
+  // Sections of GET /health, added by the parts that have something to report.
+  const healthSections = new Map<string, HealthSection>();
+  healthSections.set('watch', { read: () => watch.state });
+  // A full fleet is not a problem: the section has figures only.
+  healthSections.set('capacity', { read: () => capacity.read() });
+  // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
+  const templates = new TemplateCatalog({
+    dir: settings.templatesDir,
+    // Read at each check: the config file can change while the service runs.
+    get gitSchemes() {
+      return allowedGitSchemes(live.current.workspace, localMode);
+    },
+    get maxArchiveBytes() {
+      return live.current.workspace.maxUploadMb * 1024 * 1024;
+    },
+    log,
+  });
+  healthSections.set('templates', templatesHealth(templates));
+  healthSections.set('config', configHealthSection(live));
+  healthSections.set('persistence', persistence
+    ? { read: () => persistence.health(), problems: () => persistence.problems() }
+    : { read: () => ({ target: null, state: 'disabled', message: NOT_PERSISTED }) });
+  // GitOps takes the schemes of the start-up config (its checkout's git is set up once).
+  const gitops = new GitOps({
+    settings, store, schemes: allowedGitSchemes(config.workspace, localMode), timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
+    enqueue, requestDeletion: (name) => reconciler.requestDeletion(name), log,
+  });
+  healthSections.set('git_sync', gitops.healthSection());
+  // The model-serving access token for the router: created in the background once the service
+  // serves, so a slow or refusing workspace never holds up the editors.
+  const assistant = settings.platform ? new TokenKeeper({ settings: settings.platform, log }) : undefined;
+  if (assistant) healthSections.set('assistant', assistant);
+  if (router) {
+    healthSections.set('assistant_router', router.healthSection());
+    // The router reads its config at start only: a new token takes effect with a new router.
+    assistant?.onTokenWritten(() => router.restart('a new access token was written to its config'));
+  }
+
+  // --- The API ---
+  const apiTimer = metrics?.apiTimer();
+  const app: Application = createApp({
+    first: apiTimer ? [apiTimer] : [],
+    cors: cors.middleware(),
+    before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
+    routers: [
+      serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections }),
+      // GET /openapi.json: this API described for machines.
+      openApiRouter(),
+      ...(metrics ? [metrics.router()] : []),
+      configRouter(live, localMode),
+      syncRouter(gitops),
+      serversRouter({
+        store, controller, stats, logs, layout,
+        get extensionGroups() {
+          return live.current.extensionGroups;
+        },
+        excludedPort: (port) => ports.excluded(port),
+        ownerOf: (name) => gitops.ownerOf(name),
+        access,
+        capacity,
+        watch,
+        feed,
+        persistence,
+        get startTimeoutMs() {
+          return live.current.editor.startTimeoutSeconds * 1000;
+        },
+        get stopTimeoutMs() {
+          return (live.current.editor.stopGraceSeconds + 10) * 1000;
+        },
+      }, templates),
+      // The web dashboard at `/`, behind the same host and identity checks as the API.
+      dashboardRouter(),
+    ],
+    log,
+  });
+
+  return {
+    settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, reconciler, controller, stats, heartbeats,
+    metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
+    /** The controller has its uids: persistence may queue servers from now on. */
+    controllerStarted: () => void (controllerStarted = true),
+  };
+}
+
+/** What the persistence service is opened with. */
+export type PersistenceParts = Parameters<typeof import('./persistence/service-open.ts').openPersistence>[0];
