@@ -174,8 +174,13 @@ describe('whenFull stopIdlest', () => {
     const first = await start(a);
     const second = await start(b);
     expect([first.status, second.status]).toEqual([200, 200]);
-    // Both idle past capacity.idleAfterSeconds; then `a`, started first, is used through the proxy.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Both idle past capacity.idleAfterSeconds, as the service counts it (the last activity, else
+    // the editor's start); then `a`, started first, is used through the proxy.
+    const idleMs = async (id: string) => {
+      const r = await record(id);
+      return Date.now() - (service.activity.lastActivity(r.manifest) ?? Date.parse(r.start_time));
+    };
+    await eventually(async () => (await idleMs(a)) >= 1000 && (await idleMs(b)) >= 1000);
     const page = await fetch(`${service.url}/vscode/${(await record(a)).port}/`);
     expect(page.status).toBe(200);
     await page.text();

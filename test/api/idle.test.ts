@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { opened } from '../helpers/net.ts';
 import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
+import { nextCall } from '../helpers/wait.ts';
 
 const ALICE = { 'X-Forwarded-Email': 'alice@example.com' };
 const BOB = { 'X-Forwarded-Email': 'bob@example.com' };
@@ -50,13 +51,38 @@ const idleStopped = (s: TestService, name: string) =>
     return record?.status === 'stopped' && record.reason === 'IdleTimeout' ? record : undefined;
   }, 30_000);
 
-/** Does `act` every 250 ms for `ms` (longer than several idle timeouts). */
-async function keepDoing(ms: number, act: () => Promise<unknown> | void): Promise<void> {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
+/**
+ * Resolves once the controller has finished a reconcile of the server that began at `at` (ms
+ * since the epoch) or later: one that ran its idle check (ensureIdle) with the clock past `at`.
+ */
+function checkedAfter(s: TestService, name: string, at: number, timeoutMs = 30_000): Promise<unknown> {
+  const { reconciler } = s.controller;
+  const onReconciled = (listener: (done: string, run: number, waiting: boolean, seconds: number) => void) => {
+    reconciler.on('reconciled', listener);
+    return () => void reconciler.off('reconciled', listener);
+  };
+  return nextCall(onReconciled, (done, _run, _waiting, seconds) => done === name && Date.now() - seconds * 1000 >= at, timeoutMs);
+}
+
+/**
+ * How often the simulated person acts: their pace, well inside a 2 s idle timeout. Not a wait
+ * for anything (what ends the acting is `checkedAfter`), so it stays a fixed interval.
+ */
+const ACT_EVERY_MS = 250;
+
+/**
+ * Does `act` every ACT_EVERY_MS until the controller has checked the server for idleness
+ * `timeouts` idle timeouts after the acting began: by then, without the acts, it would have
+ * stopped the editor several times over (its last use was at the latest when the acting began).
+ */
+async function keepDoing(s: TestService, name: string, timeoutSeconds: number, timeouts: number, act: () => Promise<unknown> | void): Promise<void> {
+  let done = false;
+  const checked = checkedAfter(s, name, Date.now() + timeouts * timeoutSeconds * 1000).finally(() => (done = true));
+  while (!done) {
     await act();
-    await new Promise((r) => setTimeout(r, 250));
+    await Promise.race([checked, new Promise((r) => setTimeout(r, ACT_EVERY_MS))]);
   }
+  await checked;
 }
 
 const open = (port: number, headers: Record<string, string> = {}) =>
@@ -89,7 +115,7 @@ describe('idle autostop', () => {
 
   it('keeps an editor alive while HTTP requests go through the proxy, and stops it once they stop', async () => {
     const started = await runningServer(service, 'busy-http', 2);
-    await keepDoing(7000, async () => expect((await fetch(`${service.url}/vscode/${started.port}/`)).status).toBe(200));
+    await keepDoing(service, 'busy-http', 2, 3, async () => expect((await fetch(`${service.url}/vscode/${started.port}/`)).status).toBe(200));
     expect((await byManifest(service, 'busy-http')).status).toBe('running');
     expect(processExists(started.pid)).toBe(true);
 
@@ -101,7 +127,7 @@ describe('idle autostop', () => {
     const started = await runningServer(service, 'busy-socket', 2);
     const socket = await opened(new WebSocket(`${service.url.replace('http', 'ws')}/vscode/${started.port}/socket`));
     try {
-      await keepDoing(7000, () => new Promise<void>((resolve) => {
+      await keepDoing(service, 'busy-socket', 2, 3, () => new Promise<void>((resolve) => {
         socket.once('message', () => resolve());
         socket.send('keystroke');
       }));
@@ -124,7 +150,9 @@ describe('idle autostop', () => {
     const socket = await opened(new WebSocket(`ws://127.0.0.1:${started.port}/`));
     const attachedAt = Date.now();
     try {
-      await keepDoing(10_000, () => undefined);
+      // Nothing sent: once the controller has checked the server for idleness 2.5 idle timeouts
+      // after the attach, only heartbeats can have kept it running.
+      await checkedAfter(service, name, attachedAt + 2.5 * 4000);
       expect((await byManifest(service, name)).status).toBe('running');
       expect(processExists(started.pid)).toBe(true);
       // Read from /healthz: beats long after the socket opened, which only the heartbeat can tell.

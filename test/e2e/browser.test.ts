@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
+// Code run in the page by waitForFunction(): the project's tsconfig has no DOM types.
+declare const document: any;
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = resolve(process.env.ARTIFACTS_DIR ?? 'artifacts');
 
@@ -57,7 +60,9 @@ describe('opening an editor in a browser', () => {
     expect(await socketOpened).toContain(`${service.url.replace('http', 'ws')}/vscode/${port}/`);
     // The workbench finished loading its parts, not just its frame.
     await page.waitForSelector('.part.activitybar', { timeout: 30_000 });
-    await page.waitForTimeout(2000);
+    // Restored: the editor area opened its startup editor (a tab), and no part's progress bar still runs.
+    await page.waitForFunction(() => document.querySelector('.part.editor .tabs-container .tab') !== null
+      && document.querySelector('.monaco-progress-container.active') === null, undefined, { timeout: 60_000 });
 
     mkdirSync(ARTIFACTS, { recursive: true });
     const shot = join(ARTIFACTS, 'vscode-workbench.png');

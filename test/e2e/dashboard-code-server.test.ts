@@ -9,6 +9,9 @@ import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
 import { closeBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.ts';
 import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
 
+// Code run in the page by waitForFunction(): the project's tsconfig has no DOM types.
+declare const document: any;
+
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 
 let service: TestService;
@@ -67,7 +70,9 @@ describe('the dashboard with the real code-server', () => {
       // same name the dashboard shows beside theirs.
       expect(server.manifest).toBe('workbench');
       await eventually(async () => (await tab.title()).split(' - ').includes(server.manifest), 30_000);
-      await tab.waitForTimeout(2000);
+      // Restored: the editor area opened its startup editor (a tab), and no part's progress bar still runs.
+      await tab.waitForFunction(() => document.querySelector('.part.editor .tabs-container .tab') !== null
+        && document.querySelector('.monaco-progress-container.active') === null, undefined, { timeout: 60_000 });
       await screenshot(tab, 'dashboard-open-workbench');
       // code-server saw the browser attach.
       await eventually(async () => ((await fetch(`http://127.0.0.1:${server.port}/healthz`).then((r) => r.json())) as { status: string }).status === 'alive', 20_000);

@@ -400,8 +400,19 @@ describe('the dashboard', () => {
       await pause.click();
       expect(await pause.getAttribute('aria-pressed')).toBe('true');
       const paused = await textOf(lines);
+      // The server's entries in the service's log hub when the page paused: the page is sent each one after them.
+      const hubAtPause = service.logs.tail(alpha.manifest, 100_000);
       expect((await service.request('POST', `/servers/${alpha.id}/restart`)).status).toBe(200);
-      await page.waitForTimeout(2000);
+      // The restarted editor writes its line again; once the page says it holds at least as many new
+      // lines as the hub has up to that one, the page has received them all: held, not shown.
+      const upToListening = await eventually(() => {
+        const entries = service.logs.tail(alpha.manifest, 100_000);
+        const since = entries.slice(entries.indexOf(hubAtPause.at(-1)!) + 1);
+        const at = since.findIndex((entry) => entry.message.includes(listening));
+        return at < 0 ? undefined : at + 1;
+      }, UI_WAIT);
+      const held = page.getByText(/Paused: \d+ new lines? held/);
+      await eventually(async () => Number(/Paused: (\d+)/.exec(await textOf(held))?.[1] ?? 0) >= upToListening, UI_WAIT);
       expect(await textOf(lines)).toBe(paused);
       await pause.click();
       expect(await pause.getAttribute('aria-pressed')).toBe('false');
@@ -604,8 +615,9 @@ describe('the dashboard', () => {
       await dialog.waitFor();
       await page.keyboard.press('Escape');
       await dialog.waitFor({ state: 'hidden' });
-      // At a person's pace: focus comes back to the button a moment after the dialog closes.
-      await page.waitForTimeout(300);
+      // Focus comes back to the button when the <dialog> element itself closes, a moment after it
+      // is hidden (the page closes it after rendering): wait for that close.
+      await page.waitForFunction(() => document.querySelector('dialog[open]') === null);
       await tabTo(newServer);
       await page.keyboard.press('Enter');
       await dialog.waitFor();
@@ -631,15 +643,22 @@ describe('the dashboard', () => {
     for (const s of await servers()) {
       if (s.name !== 'Zipped' && s.status !== 'running') expect((await service.request('POST', `/servers/${s.id}/start`)).status).toBe(200);
     }
-    // Let the background sampler fill in CPU, memory and uptime.
-    await new Promise((r) => setTimeout(r, 2500));
-    const list = await servers();
+    // Once the background sampler has filled in CPU and memory of every running server.
+    const list = await eventually(async () => {
+      const all = await servers();
+      return all.filter((s) => s.status === 'running').every((s) => s.memory_mb > 0 && typeof s.cpu_percent === 'number') ? all : undefined;
+    }, UI_WAIT);
     expect(list.filter((s) => s.status === 'running').length).toBeGreaterThanOrEqual(3);
 
     await onPage('servers-table', async (_watched, page) => {
       await openDashboard(page);
       for (const s of list) await statusShows(page, s.name, s.status);
-      await page.waitForTimeout(1000);
+      // The table shows the sampled figures of every running server (not the dash of none).
+      for (const s of list.filter((s) => s.status === 'running')) {
+        for (const column of ['Uptime', 'CPU', 'Memory']) {
+          await eventually(async () => !['', '—'].includes(await textOf(await cellOf(page, s.name, column))), UI_WAIT);
+        }
+      }
       await screenshot(page, 'dashboard-servers');
       if (UPDATE_SCREENSHOTS) await screenshot(page, 'dashboard', { path: join(ROOT, 'docs', 'dashboard.png') });
       // Sorting by a column header's button sets aria-sort on it.
@@ -675,9 +694,8 @@ describe('the dashboard', () => {
     await onPage('dark', async (_watched, page) => {
       await openDashboard(page);
       await rowOf(page, 'Alpha').waitFor();
-      await page.waitForTimeout(500);
       // Dark follows the system: the page's background is dark.
-      const luminance = await page.evaluate(() => {
+      const marginLuminance = () => {
         // The first opaque background behind a point of the page's margin, up the tree.
         let el: any = document.elementFromPoint(3, window.innerHeight - 3) ?? document.body;
         let rgb = [255, 255, 255];
@@ -689,7 +707,10 @@ describe('the dashboard', () => {
           }
         }
         return (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255;
-      });
+      };
+      // Once the page's styles have settled on it (measured until then, as a person would see it).
+      await eventually(async () => (await page.evaluate(marginLuminance)) < 0.35, UI_WAIT);
+      const luminance = await page.evaluate(marginLuminance);
       expect(luminance).toBeLessThan(0.35);
       await screenshot(page, 'dashboard-dark');
     }, { colorScheme: 'dark' });

@@ -19,3 +19,46 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
   }
   throw lastError ?? new Error(`condition not met within ${timeoutMs} ms: ${check}`);
 }
+
+/**
+ * Resolves with the arguments of the first call, from now on, of a listener given to `subscribe`
+ * that `matches` accepts (any call, without it), and removes the listener. `subscribe` adds the
+ * listener and returns its removal (as StatsSampler.onSample does; for an EventEmitter,
+ * `(l) => { e.on(name, l); return () => e.off(name, l); }`). After `timeoutMs` it rejects, naming
+ * the calls it was waiting for. The event-driven twin of `eventually`: for "after the next X".
+ */
+export function nextCall<A extends unknown[]>(
+  subscribe: (listener: (...args: A) => void) => () => void,
+  matches: (...args: A) => boolean = () => true,
+  timeoutMs = 10_000,
+): Promise<A> {
+  return new Promise<A>((resolve, reject) => {
+    let done = false;
+    let remove: (() => void) | undefined;
+    const finish = () => {
+      done = true;
+      clearTimeout(timer);
+      remove?.();
+    };
+    const timer = setTimeout(() => {
+      finish();
+      reject(new Error(`no call accepted by ${matches} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    remove = subscribe((...args: A) => {
+      if (done) return;
+      let accepted: boolean;
+      try {
+        accepted = matches(...args);
+      } catch (error) {
+        finish();
+        reject(error);
+        return;
+      }
+      if (!accepted) return;
+      finish();
+      resolve(args);
+    });
+    // A listener called during subscribe itself resolved before `remove` was known.
+    if (done) remove();
+  });
+}

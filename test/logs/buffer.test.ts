@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { OTHER, SERVER, useHubs } from './fixtures.ts';
 
 describe('the in-memory history', () => {
@@ -22,15 +22,22 @@ describe('the in-memory history', () => {
     expect(hub.tail(SERVER.name, 1000).length).toBeLessThan(100);
   });
 
-  it('returns the newest lines last, and merges all servers by time for a null name', async () => {
+  it('returns the newest lines last, and merges all servers by time for a null name', () => {
     const hub = hubs.open();
     hub.track(SERVER);
     hub.track(OTHER);
-    hub.event(SERVER.name, 'INFO', 'a1');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    hub.event(OTHER.name, 'INFO', 'b1');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    hub.event(SERVER.name, 'INFO', 'a2');
+    // Entries are stamped with new Date(): the clock is moved 5 ms between them, so each has its own time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(new Date('2026-11-22T06:00:00.000Z'));
+      hub.event(SERVER.name, 'INFO', 'a1');
+      vi.setSystemTime(Date.now() + 5);
+      hub.event(OTHER.name, 'INFO', 'b1');
+      vi.setSystemTime(Date.now() + 5);
+      hub.event(SERVER.name, 'INFO', 'a2');
+    } finally {
+      vi.useRealTimers();
+    }
 
     expect(hub.tail(SERVER.name, 1).map((entry) => entry.message)).toEqual(['a2']);
     expect(hub.tail(null, 10).map((entry) => entry.message)).toEqual(['a1', 'b1', 'a2']);

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LogEntry } from '../../src/logs/entry.ts';
 import { formatLogLine } from '../../src/logs/entry.ts';
 import type { LogHub } from '../../src/logs/hub.ts';
@@ -50,11 +50,19 @@ describe('capturing an editor output', () => {
   });
 
   it('holds a partial line until its newline arrives', async () => {
-    const output = open(hub.rawPaths(SERVER.name).stdout);
+    const { stdout } = hub.rawPaths(SERVER.name);
+    const output = open(stdout);
     output.write('first line\nsecond ');
     await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
-    // Give the hub several polls to (wrongly) emit the half line.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Let the hub read the file several more times, each a chance to (wrongly) emit the half line:
+    // every read opens the file, and one starts only once the read before it was stored, so the
+    // fourth open from now means three whole reads (the poll is every 50 ms).
+    const opens = vi.spyOn(fs.promises, 'open');
+    try {
+      await waitFor(() => opens.mock.calls.filter(([file]) => file === stdout).length >= 4);
+    } finally {
+      opens.mockRestore();
+    }
     expect(hub.tail(SERVER.name, 10).map((entry) => entry.message)).toEqual(['first line']);
 
     output.write('half\r\n\nthird line\n');

@@ -4,6 +4,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
+import { nextCall } from '../helpers/wait.ts';
 
 /** Short enough that a folder away for longer than this would have had its editors stopped. */
 const GRACE_SECONDS = 2;
@@ -27,10 +28,41 @@ async function runningWithWork(name: string) {
   const { pid } = (await service.request('POST', `/servers/${created.id}/start`)).body.data;
   const work = join(created.workspace_path, 'notes.txt');
   await fs.writeFile(work, `work of ${name}`);
-  return { id: created.id as string, port: created.port as number, pid: pid as number, work, workspace: created.workspace_path as string };
+  const { manifest } = (await service.request('GET', `/servers/${created.id}`)).body;
+  return { id: created.id as string, manifest: manifest as string, port: created.port as number, pid: pid as number, work, workspace: created.workspace_path as string };
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * The next reconcile of the server to finish that began at `at` (ms since the epoch) or later:
+ * when it began and when it ended (the controller's 'reconciled' event says how long it took).
+ */
+async function reconciledFrom(name: string, at: number, timeoutMs = 20_000): Promise<{ began: number; ended: number }> {
+  const { reconciler } = service.controller;
+  let ended = 0;
+  const [, , , seconds] = await nextCall(
+    (listener: (done: string, run: number, waiting: boolean, seconds: number) => void) => {
+      reconciler.on('reconciled', listener);
+      return () => void reconciler.off('reconciled', listener);
+    },
+    (done, _run, _waiting, took) => {
+      ended = Date.now();
+      return done === name && ended - took * 1000 >= at;
+    },
+    timeoutMs,
+  );
+  return { began: ended - seconds * 1000, ended };
+}
+
+/**
+ * Resolves once the controller has looked at the server past the point where a file gone from
+ * its folder would have had its editor stopped: a reconcile that began at `from` or later (one
+ * that saw it gone, and would have started the grace period by its end), then one that began a
+ * grace period after that one ended.
+ */
+async function checkedPastGrace(name: string, from: number): Promise<void> {
+  const first = await reconciledFrom(name, from);
+  await reconciledFrom(name, first.ended + GRACE_SECONDS * 1000);
+}
 
 describe('the manifests folder moved away and back', () => {
   it('stops no editor and deletes no file; the controller resumes when it is back', async () => {
@@ -39,9 +71,11 @@ describe('the manifests folder moved away and back', () => {
     const away = `${dir}.away`;
 
     await fs.rename(dir, away);
-    // Away for longer than the grace period of a single missing file, and several resyncs:
-    // nothing may be stopped or deleted.
-    await pause((GRACE_SECONDS + 2) * 1000);
+    const awayAt = Date.now();
+    // Away for longer than the grace period of a single missing file, over several resyncs (every
+    // second): once the controller has looked at each server a grace period after it first saw
+    // it gone, nothing may have been stopped or deleted.
+    await Promise.all(servers.map((s) => checkedPastGrace(s.manifest, awayAt)));
     for (const s of servers) {
       expect(processExists(s.pid), `editor ${s.pid}`).toBe(true);
       expect(await fs.readFile(s.work, 'utf8')).toMatch(/^work of /);
@@ -83,11 +117,13 @@ describe('a single manifest file that disappears', () => {
       const entry = (await service.request('GET', '/manifests')).body.find((m: { name: string }) => m.name === 'saved');
       return entry === undefined || entry.warnings?.some((w: string) => /missing/.test(w));
     });
+    // The grace period started by now at the latest: the controller counts it from its first look.
+    const missingBy = Date.now();
     await fs.writeFile(file('saved'), text);
     await eventually(async () => (await service.request('GET', '/manifests')).body
       .some((m: { name: string; warnings?: string[] }) => m.name === 'saved' && !m.warnings?.some((w) => /missing/.test(w))));
-    // Past the grace period: still the same editor, uid and port.
-    await pause((GRACE_SECONDS + 1) * 1000);
+    // Past the grace period (the controller looked again after it ended): still the same editor, uid and port.
+    await reconciledFrom(s.manifest, missingBy + GRACE_SECONDS * 1000);
     const record = (await service.request('GET', `/servers/${s.id}`)).body;
     expect(record).toMatchObject({ status: 'running', pid: s.pid, port: s.port });
     expect(await fs.readFile(s.work, 'utf8')).toBe('work of saved');
