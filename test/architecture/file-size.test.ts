@@ -1,0 +1,31 @@
+// No source file over 400 lines: a file that grows past it holds more than one idea, and is split
+// along its seams (see docs/development.md). Counted as `wc -l` counts, over src/ and web/src/.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { projectFile } from '../../src/core/project.ts';
+
+const MAX_LINES = 400;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.(ts|tsx)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+const lineCount = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+
+describe('source files', () => {
+  it(`are at most ${MAX_LINES} lines each`, () => {
+    const files = [...sourceFiles(projectFile('src')), ...sourceFiles(projectFile('web/src'))];
+    expect(files.length).toBeGreaterThan(100);
+    const long = files
+      .map((path) => ({ file: relative(projectFile('.'), path), lines: lineCount(readFileSync(path, 'utf8')) }))
+      .filter(({ lines }) => lines > MAX_LINES)
+      .map(({ file, lines }) => `${file}: ${lines} lines`);
+    expect(long, `split these along their seams (at most ${MAX_LINES} lines a file)`).toEqual([]);
+    expect(lineCount('a\nb\n')).toBe(2);
+  });
+});
