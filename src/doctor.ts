@@ -8,14 +8,16 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
-import { portIsFree } from './controller/ports.ts';
+import { portIsFree } from './runtime/port-probe.ts';
 import { PACKAGE_JSON } from './core/project.ts';
 import { ManifestStore } from './manifests/store.ts';
 import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.ts';
 import { checkHealth, waitHealthy } from './runtime/health.ts';
 import { editorEnvironment } from './core/child-env.ts';
 import { writeEditorConfig } from './core/editor-config.ts';
-import { ProcessRuntime, type ProcessIdentity } from './runtime/processes.ts';
+import { ProcessRuntime } from './runtime/processes.ts';
+import { pidOf, type RuntimeRef } from './runtime/interface.ts';
+import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { groupExists } from './core/procfs.ts';
 import { DataLayout, ensureWorkspace } from './workspace/layout.ts';
 
@@ -218,18 +220,20 @@ async function checkEditorVersion(editor: EditorBinary, env: NodeJS.ProcessEnv, 
 async function checkEditorStarts(editor: EditorBinary, config: Config, env: NodeJS.ProcessEnv, report: Report): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'devbox-doctor-'));
   const layout = new DataLayout(root);
-  const runtime = new ProcessRuntime({ bin: editor.path, editorsDir: layout.editorsDir, env });
-  let identity: ProcessIdentity | undefined;
-  let exited: string | undefined;
-  runtime.onExit((_name, _identity, exit) => {
-    exited = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-  });
   const stdoutPath = join(root, 'editor.out.log');
   const stderrPath = join(root, 'editor.err.log');
-  const graceMs = config.editor.stopGraceSeconds * 1000;
+  const installer = new CodeServerExtensionInstaller(editor.path);
+  const runtime = new ProcessRuntime({ bin: editor.path, layout, installer, outputOf: () => ({ stdout: stdoutPath, stderr: stderrPath }), env });
+  let ref: RuntimeRef | undefined;
+  let exited: string | undefined;
   const name = 'doctor';
+  runtime.onChange(() => {
+    const seen = ref && runtime.state(name, ref);
+    if (seen?.state === 'exited' && seen.exit) exited = seen.exit.signal ? `was killed by ${seen.exit.signal}` : `exited with code ${seen.exit.code}`;
+  });
+  const graceMs = config.editor.stopGraceSeconds * 1000;
   const cleanUp = async () => {
-    if (identity) await runtime.stop(name, identity, graceMs);
+    if (ref) await runtime.stop(name, ref, graceMs);
     runtime.dispose();
   };
   // Ctrl-C while waiting must not leave an editor behind.
@@ -237,13 +241,11 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const workspacePath = await ensureWorkspace(layout, name);
-    const folders = layout.editor(name);
     const port = await freePort();
     const timeoutMs = config.editor.readyTimeoutSeconds * 1000;
     const started = performance.now();
     try {
-      identity = runtime.launch({ name, port, workspacePath, ...folders, stdoutPath, stderrPath }).handle;
+      ref = (await runtime.start({ name, port })).ref;
     } catch (error) {
       report.line('FAIL', `editor start: could not launch ${editor.path}: ${(error as Error).message}`, 'check that the file is a working code-server');
       return;
@@ -260,10 +262,10 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
       const health = await checkHealth(port);
       report.line('ok', `editor start: GET /healthz on 127.0.0.1:${port} answered 200${health.state ? ` (${health.state})` : ''} after ${seconds} s`);
     }
-    const pid = identity.pid;
+    const pid = pidOf(ref)!;
     const stopStarted = performance.now();
     await cleanUp();
-    identity = undefined;
+    ref = undefined;
     const stopSeconds = ((performance.now() - stopStarted) / 1000).toFixed(2);
     if (groupExists(pid)) {
       report.line('FAIL', `editor stop: process group ${pid} is still alive after SIGTERM and SIGKILL`, `kill it by hand (kill -KILL -- -${pid}) and report this`);

@@ -26,7 +26,7 @@ import { Capacity } from './controller/capacity.ts';
 import { Controller } from './controller/controller.ts';
 import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
 import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
-import { PortAllocator, portIsFree } from './controller/ports.ts';
+import { PortAllocator } from './controller/ports.ts';
 import { Reconciler } from './controller/reconciler.ts';
 import type { HealthSection } from './core/health-section.ts';
 import { Late } from './core/late.ts';
@@ -83,25 +83,26 @@ export async function buildParts(
   const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
   // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
-  const runtime = new ProcessRuntime({
-    bin: editor.path, editorsDir: layout.editorsDir,
-    ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
-  });
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
-  const ports = new PortAllocator(config.ports);
+  const installer = new CodeServerExtensionInstaller(editor.path);
+  const runtime = new ProcessRuntime({
+    bin: editor.path, layout, installer, outputOf: (name) => logs.rawPaths(name),
+    ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
+  });
+  const ports = new PortAllocator(config.ports, (port) => runtime.portIsFree(port));
   // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
   const activity = new ActivityTracker();
-  const installer = new CodeServerExtensionInstaller(editor.path);
 
   // --- The controller and what it consults ---
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
     config: () => live.current.capacity,
-    running: () => reconcilerRef.get().handles().keys(),
+    running: () => reconcilerRef.get().refs().keys(),
     memoryOf: (name) => statsRef.peek()?.get(name)?.memoryMb,
     lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconcilerRef.get().records.get(name)?.server?.status?.startTime ?? '') || undefined),
     enqueue,
+    machine: () => runtime.memory(),
   });
   const reconciler = reconcilerRef.set(new Reconciler({
     store, runtime, ports, layout, logs, capacity, activity,
@@ -112,8 +113,6 @@ export async function buildParts(
       return persistenceRef.peek();
     },
     gitSchemes: () => allowedGitSchemes(live.current.workspace, localMode),
-    portIsFree,
-    installer,
     enqueue,
     log,
   }));
@@ -126,7 +125,7 @@ export async function buildParts(
     },
     log,
   }));
-  const stats = statsRef.set(new StatsSampler(() => reconciler.handles(), (handles) => runtime.usage(handles), config.controller.statsIntervalSeconds * 1000));
+  const stats = statsRef.set(new StatsSampler(() => reconciler.refs(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000));
   // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
   stats.onSample(() => capacity.noticeSample());
   reconciler.on('changed', () => capacity.noticeChange());
@@ -165,7 +164,7 @@ export async function buildParts(
   const persistence = persistenceRef.set(await openPersistence?.({
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
     store, layout, installer, records: reconciler.records, logs, log,
-    running: () => reconciler.handles().keys(),
+    running: () => reconciler.refs().keys(),
     // Only once the controller has its uids: a name queued before would get a new one.
     enqueue: (name) => {
       if (controllerStarted) controller.enqueue(name);

@@ -243,7 +243,7 @@ export class ServerFeed {
   }
 
   #statsOf(name: string, server: EditorServer): ProcessStats | undefined {
-    return server.status?.pid ? this.#stats.get(name) : undefined;
+    return server.status?.runtimeRef ? this.#stats.get(name) : undefined;
   }
 
   /** Looks at one server again and tells the listeners if its record changed. */

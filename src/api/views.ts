@@ -1,4 +1,5 @@
 // Turns controller records into the JSON shapes clients read: server records, envelopes, views.
+import { pidOf as pidOfRef } from '../runtime/interface.ts';
 import type { ServerRecord } from '../controller/reconciler.ts';
 import { displayNameOf, type EditorServer, type Phase } from '../manifests/types.ts';
 import type { ProcessStats } from '../runtime/stats.ts';
@@ -28,8 +29,9 @@ export function statusOf(server: EditorServer): string {
   return STATUS[phase];
 }
 
+/** The record's `pid`: a local process's, derived from the runtime's reference; null for none, or for an editor that is not a local process. */
 export function pidOf(server: EditorServer): number | null {
-  return server.status?.pid ?? null;
+  return pidOfRef(server.status?.runtimeRef);
 }
 
 /** Seconds since the editor started (a record's `uptime`); 0 when none runs. */

@@ -1,7 +1,6 @@
 // A manifest that is missing, invalid or deleted. Removing a file is never a request to delete:
 // only the API or a deletion mark deletes a server's files.
 import { sameData } from '../core/equal.ts';
-import { removeServerFiles } from '../workspace/layout.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
 import { stopEditorsOf } from './supervision.ts';
@@ -13,7 +12,7 @@ const FOLDER_RECHECK_MS = 2000;
 export async function teardown(ctx: ReconcileContext, name: string): Promise<void> {
   await stopEditorsOf(ctx, name);
   ctx.deps.logs.event(name, 'INFO', 'deleted');
-  await removeServerFiles(ctx.deps.layout, name);
+  await ctx.deps.runtime.remove(name);
   await ctx.deps.logs.untrack(name, { remove: true });
 }
 
@@ -72,7 +71,7 @@ export async function whileMissing(ctx: ReconcileContext, name: string): Promise
   if (ctx.cache.deletions.has(name)) return deleteServer(ctx, name);
   const record = ctx.cache.records.get(name);
   const live = ctx.cache.lives.get(name);
-  if (!record && !live?.identity) return forget(ctx, name);
+  if (!record && !live?.ref) return forget(ctx, name);
   const file = store.fileOf(name);
   const folder = await store.folderIdentity();
   if (folder === undefined || (live?.seenIn !== undefined && folder !== live.seenIn)) {
@@ -95,7 +94,7 @@ export async function whileMissing(ctx: ReconcileContext, name: string): Promise
     return { requeueAfterMs: left };
   }
   state.probe = undefined;
-  if (state.identity) ctx.cache.stoppedWhileMissing.set(name, state.identity.pid);
+  if (state.ref) ctx.cache.stoppedWhileMissing.set(name, state.ref);
   await stopEditorsOf(ctx, name);
   const message = `${file} has been missing for ${graceMs / 1000} s: its editor is stopped; its workspace and editor data are kept (DELETE /servers/{id} deletes a server)`;
   ctx.log(message);

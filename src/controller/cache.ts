@@ -1,7 +1,7 @@
 // The controller's memory of each server: the last manifest read (the record, which the API and
 // the proxy read) and the facts that live only in memory (the live editor, probes, crashes).
 import type { EditorServer } from '../manifests/types.ts';
-import type { EditorEndpoint, EditorHandle, ExitInfo } from '../runtime/processes.ts';
+import type { EditorEndpoint, ExitInfo, RuntimeRef } from '../runtime/interface.ts';
 
 /** The controller's view of one manifest: the last valid object, and the file's problems if any. */
 export interface ServerRecord {
@@ -16,8 +16,8 @@ export interface ServerRecord {
 
 /** Facts about a server that live only in memory. */
 export interface Live {
-  /** The runtime's handle of the live editor. */
-  identity?: EditorHandle;
+  /** The runtime's reference to the live editor. */
+  ref?: RuntimeRef;
   /** Where the live editor answers (from its launch, or its command line when adopted). */
   endpoint?: EditorEndpoint;
   /** The manifests folder (device and inode) the file was last read from. */
@@ -32,8 +32,8 @@ export interface Live {
   nextRestartAt?: number;
   /** When the editor was first seen dead with its exit not yet reported. */
   exitWaitSince?: number;
-  /** The workspace and editor folders exist (checked again before every launch). */
-  workspaceMade?: boolean;
+  /** The workspace path the runtime gave once the server's storage was prepared (prepared again before every start). */
+  workspacePath?: string;
   /** The desired settings (groups' user_settings and spec.settings, as JSON) last applied to settings.json. */
   settingsText?: string;
   /** Extension groups the spec names that the config lacks, already reported. */
@@ -51,13 +51,23 @@ export interface Live {
   idleReadMissed?: boolean;
 }
 
+/** Forgets the editor a server had, after a stop: whatever stopped it, its live facts go the same way. */
+export function forgetEditor(live: Live): void {
+  live.ref = undefined;
+  live.endpoint = undefined;
+  live.probe = undefined;
+  live.healthy = false;
+  live.lastExit = undefined;
+  live.probeFailed = undefined;
+}
+
 export class ServerCache {
   readonly records = new Map<string, ServerRecord>();
   readonly lives = new Map<string, Live>();
   /** Names whose deletion was asked for while their file is missing or invalid (it cannot carry the mark). */
   readonly deletions = new Set<string>();
-  /** Pids of editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
-  readonly stoppedWhileMissing = new Map<string, number>();
+  /** Editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
+  readonly stoppedWhileMissing = new Map<string, RuntimeRef>();
 
   /** The name's in-memory facts, made on first use. */
   live(name: string): Live {

@@ -3,21 +3,15 @@
 // before anything is written) and the controller (before it spawns, whoever asked: the API, a
 // hand edit, GitOps, the service's own start-up). Race-free: admit() is synchronous and an
 // admitted start holds its slot until its editor runs or the start gives up.
-import { readFileSync } from 'node:fs';
-import { totalmem } from 'node:os';
 import type { Config } from '../config/settings.ts';
+import type { MachineMemory } from '../runtime/interface.ts';
+
+export type { MachineMemory };
 
 /** What a code-server takes when idle (the issue's figure): the least a new editor is counted at. */
 export const MIN_EDITOR_MB = 200;
 /** A slot held for a start that neither ran nor gave up is freed after this long (a lost start). */
 const RESERVATION_MS = 120_000;
-const MB = 1024 * 1024;
-
-/** The memory this machine (or its container) has, and where the figure came from. */
-export interface MachineMemory {
-  totalMb: number;
-  source: string;
-}
 
 export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb';
 
@@ -41,30 +35,10 @@ export interface CapacityDeps {
   /** Queues the name for a reconcile. */
   enqueue: (name: string) => void;
   now?: () => number;
-  /** This machine's memory; read once, at the first decision that needs it. */
-  machine?: () => MachineMemory;
+  /** The memory the editors share, by the runtime's word (undefined: none to offer, `auto` sets no limit); read once, at the first decision that needs it. */
+  machine?: () => MachineMemory | undefined;
 }
 
-/**
- * The memory of this machine: os.totalmem(), or the cgroup's limit when it is lower (a container,
- * such as a Databricks app's 6 GB on a larger host).
- */
-export function machineMemory(read: (path: string) => string = (path) => readFileSync(path, 'utf8')): MachineMemory {
-  const os = Math.round(totalmem() / MB);
-  for (const path of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
-    let text: string;
-    try {
-      text = read(path).trim();
-    } catch {
-      continue;
-    }
-    // "max" (v2) or a huge number (v1) mean no limit.
-    if (!/^\d+$/.test(text)) continue;
-    const mb = Math.round(Number(text) / MB);
-    if (mb > 0 && mb < os) return { totalMb: mb, source: `the cgroup limit in ${path}` };
-  }
-  return { totalMb: os, source: "this machine's memory (os.totalmem())" };
-}
 
 /** `auto`: the machine's memory less room for the service itself, the larger of 1 GB and 20 %. */
 export function autoMemoryLimit(machine: MachineMemory): { limitMb: number; source: string } {
@@ -78,7 +52,7 @@ export function autoMemoryLimit(machine: MachineMemory): { limitMb: number; sour
 export class Capacity {
   readonly #deps: CapacityDeps;
   readonly #now: () => number;
-  #machine: MachineMemory | undefined;
+  #machine: MachineMemory | undefined | null;
   /** Starts admitted and not yet running, by name: until when the slot is held. */
   readonly #reserved = new Map<string, number>();
   /** Idle editors being stopped to make room, and for whom. */
@@ -263,8 +237,8 @@ export class Capacity {
     const given = this.#deps.config().maxMemoryMb;
     if (given === 0) return undefined;
     if (given !== 'auto') return { limitMb: given, source: 'capacity.maxMemoryMb' };
-    this.#machine ??= (this.#deps.machine ?? machineMemory)();
-    return autoMemoryLimit(this.#machine);
+    this.#machine ??= this.#deps.machine?.() ?? null;
+    return this.#machine ? autoMemoryLimit(this.#machine) : undefined;
   }
 
   /** Resident memory of the editors that take room (an editor not sampled yet counts at the estimate). */

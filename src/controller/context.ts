@@ -1,11 +1,10 @@
 // What every step of a reconcile is given: the controller's side effects (deps), its memory
 // (cache) and the few acts all steps share (write status, warn, log).
 import type { Config } from '../config/settings.ts';
-import type { ExtensionInstaller } from '../extensions/installer.ts';
 import type { LogLevel, TrackedServer } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
-import type { EditorRuntime } from '../runtime/processes.ts';
+import type { EditorRuntime } from '../runtime/interface.ts';
 import { allowedGitSchemes } from '../workspace/git-source.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ActivityTracker } from './activity.ts';
@@ -15,11 +14,10 @@ import type { PersistenceHooks } from './ensure-restored.ts';
 import type { ServerEvents } from './events.ts';
 import type { ServerIdentities } from './identity.ts';
 import type { Operations } from './operations.ts';
-import type { PortAllocator, PortProbe } from './ports.ts';
+import type { PortAllocator } from './ports.ts';
 
 /** What the controller needs from the log hub. */
 export interface ServerLogs {
-  rawPaths(name: string): { dir: string; stdout: string; stderr: string };
   track(server: TrackedServer): void;
   event(name: string, level: LogLevel, message: string): void;
   untrack(name: string, options?: { remove?: boolean }): Promise<void>;
@@ -27,12 +25,11 @@ export interface ServerLogs {
 
 export interface ReconcilerDeps {
   store: ManifestStore;
+  /** Where and how editors run: everything the controller does to an editor or its storage goes through it. */
   runtime: EditorRuntime;
   ports: PortAllocator;
-  portIsFree: PortProbe;
   layout: DataLayout;
   logs: ServerLogs;
-  installer: ExtensionInstaller;
   /** The config in use: it follows the config file, so read it where a value is used, never keep it. */
   readonly config: Config;
   /** Git URL schemes a workspace source may use now (allowedGitSchemes of the live config and the mode; unset: a shared machine's). */

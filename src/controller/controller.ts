@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
 import type { EditorServer } from '../manifests/types.ts';
-import type { DiscoveredEditor, EditorRuntime } from '../runtime/processes.ts';
+import { describeRef, sameRef, type EditorRuntime, type RunningEditor } from '../runtime/interface.ts';
 import { WorkQueue } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
@@ -244,17 +244,17 @@ export class Controller {
    * Editors outlive the controller. Keep the one each manifest recorded (or, after a crash
    * between launch and status write, the one on its port) and stop the others a manifest has;
    * one whose manifest is missing is stopped only after the grace period, as for a file that
-   * just went. Only editors /proc shows this service launched are ever found here. Returns the
+   * just went. Only editors the runtime says this service launched are ever found here. Returns the
    * names of those without a manifest.
    */
   private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<string[]> {
     const { runtime, reconciler } = this.options;
-    const adopted = new Map<string, DiscoveredEditor>();
-    const orphans = new Map<string, DiscoveredEditor>();
-    const extras: DiscoveredEditor[] = [];
-    const found = runtime.discover();
-    // Recorded identities first, so a stray twin never wins over the recorded process.
-    found.sort((a, b) => Number(isRecorded(servers.get(b.name), b.identity.pid)) - Number(isRecorded(servers.get(a.name), a.identity.pid)));
+    const adopted = new Map<string, RunningEditor>();
+    const orphans = new Map<string, RunningEditor>();
+    const extras: RunningEditor[] = [];
+    const found = await runtime.list();
+    // Recorded references first, so a stray twin never wins over the recorded editor.
+    found.sort((a, b) => Number(isRecorded(servers.get(b.name), b)) - Number(isRecorded(servers.get(a.name), a)));
     for (const editor of found) {
       const server = servers.get(editor.name);
       if (!names.has(editor.name)) {
@@ -265,7 +265,7 @@ export class Controller {
       if (!server) continue; // invalid manifest: leave its editor alone
       const port = server.spec.port ?? server.status?.port;
       const keep = !adopted.has(editor.name) && server.spec.running && !server.metadata.deletionTimestamp
-        && (isRecorded(server, editor.identity.pid) || (editor.port !== undefined && editor.port === port));
+        && (isRecorded(server, editor) || (editor.port !== undefined && editor.port === port));
       if (keep) adopted.set(editor.name, editor);
       else extras.push(editor);
     }
@@ -273,15 +273,19 @@ export class Controller {
     for (const name of adopted.keys()) reconciler.prime(servers.get(name)!, this.folder);
     for (const [name, server] of servers) if (!adopted.has(name)) reconciler.prime(server, this.folder);
     for (const editor of adopted.values()) {
-      reconciler.adopt(editor.name, editor.identity, editor.port);
-      this.log(`adopted running editor ${editor.name} (pid ${editor.identity.pid})`);
+      const server = servers.get(editor.name)!;
+      const owned = runtime.adopt(editor.name, editor.ref, editor.port ?? server.spec.port ?? server.status?.port);
+      if (!owned) continue; // gone since it was listed: the reconcile records how it ended
+      reconciler.adopt(editor.name, editor.ref, owned.endpoint);
+      this.log(`adopted running editor ${editor.name} (${describeRef(editor.ref)})`);
     }
     for (const editor of orphans.values()) {
-      reconciler.adoptOrphan(editor.name, editor.identity, editor.port, this.folder);
+      const owned = runtime.adopt(editor.name, editor.ref, editor.port);
+      if (owned) reconciler.adoptOrphan(editor.name, editor.ref, owned.endpoint, editor.port, this.folder);
     }
     await Promise.all(extras.map((editor) => {
-      this.log(`stopping editor pid ${editor.identity.pid} (${editor.name}): no manifest wants it`);
-      return runtime.stop(editor.name, editor.identity, this.options.stopGraceMs);
+      this.log(`stopping editor ${describeRef(editor.ref)} (${editor.name}): no manifest wants it`);
+      return runtime.stop(editor.name, editor.ref, this.options.stopGraceMs);
     }));
     return [...orphans.keys()];
   }
@@ -298,6 +302,6 @@ export class Controller {
   }
 }
 
-function isRecorded(server: { status?: { pid?: number | null } } | undefined, pid: number): boolean {
-  return server?.status?.pid === pid;
+function isRecorded(server: EditorServer | undefined, editor: RunningEditor): boolean {
+  return sameRef(server?.status?.runtimeRef, editor.ref);
 }

@@ -59,8 +59,7 @@ export async function ensureExtensions(
   if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
   if (op?.settled) operations.drop(name);
 
-  const target = { name, ...deps.layout.editor(name) };
-  const present = await deps.installer.installed(target);
+  const present = await deps.runtime.installedExtensions(name);
   const who = await identities([...wanted, ...known.keys()]);
   const isPresent = (id: string) => {
     const it = who.get(id);
@@ -99,7 +98,7 @@ export async function ensureExtensions(
   op = operations.start<Work>(name, KIND, key, data, async (done, signal, report) => {
     for (const [i, { id, name: extension }] of unwanted.entries()) {
       report(`uninstalling ${id} (${i + 1} of ${steps})`);
-      const outcome = await deps.installer.uninstall(target, extension, signal);
+      const outcome = await deps.runtime.uninstallExtension(name, extension, signal);
       if (outcome.cancelled || signal.aborted) return;
       done.removed.push(id);
       deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
@@ -109,7 +108,7 @@ export async function ensureExtensions(
     for (const [i, id] of missing.entries()) {
       report(`installing ${id} (${unwanted.length + i + 1} of ${steps})`);
       deps.logs.event(name, 'INFO', `installing extension ${id}`);
-      const outcome = await deps.installer.install(target, id, signal);
+      const outcome = await deps.runtime.installExtension(name, id, signal);
       if (outcome.cancelled || signal.aborted) {
         deps.logs.event(name, 'INFO', `install of ${id} cancelled: ${(signal.reason as Error | undefined)?.message ?? 'cancelled'}`);
         return;

@@ -1,8 +1,7 @@
 // Step: a running editor's health. Starting until /healthz answers, Running once it does, Failed
 // (Unhealthy) when it never does or stops answering, and back to Running when it answers again.
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import { checkHealth, waitHealthy } from '../runtime/health.ts';
-import type { EditorEndpoint } from '../runtime/processes.ts';
+import { isRunning, sameRef, type EditorEndpoint } from '../runtime/interface.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -17,7 +16,7 @@ export const STABLE_AFTER_MS = 60_000;
  * calling it Running. Answering: it is Running, whatever an earlier probe concluded.
  */
 export function recordHealth(live: Live | undefined, answered: boolean): void {
-  if (!live?.identity) return;
+  if (!live?.ref) return;
   if (answered) {
     live.healthy = true;
     live.probeFailed = undefined;
@@ -32,13 +31,16 @@ export async function observeRunning(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
 ): Promise<ReconcileResult> {
   const name = record.name;
-  if (status.pid !== live.identity!.pid) {
-    Object.assign(status, { pid: live.identity!.pid, pidStartTicks: live.identity!.startTicks });
+  const { runtime } = ctx.deps;
+  if (!sameRef(status.runtimeRef, live.ref)) {
+    status.runtimeRef = live.ref;
     status.startTime ??= new Date().toISOString();
   }
-  const endpoint = live.endpoint ?? ctx.deps.runtime.endpointOf(port);
+  // An editor adopted without a port of its own answers on the one status recorded.
+  live.endpoint ??= runtime.adopt(name, live.ref!, port)?.endpoint;
+  const endpoint = live.endpoint;
   // It answers after all (a slow first start): recover without anyone asking.
-  if (live.probeFailed && (await checkHealth(endpoint)).ok) recordHealth(live, true);
+  if (live.probeFailed && endpoint && (await runtime.health(endpoint)).ok) recordHealth(live, true);
   if (live.healthy) {
     if (status.phase !== 'Running') ctx.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
     Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
@@ -50,7 +52,7 @@ export async function observeRunning(
     return { requeueAfterMs: UNHEALTHY_RECHECK_MS };
   } else {
     status.phase = 'Starting';
-    if (!live.probe) startProbe(ctx, name, live, endpoint);
+    if (!live.probe && endpoint) startProbe(ctx, name, live, endpoint);
   }
   await ctx.commit(record, uid, status);
   if (live.crashTimes.length > 0) return { requeueAfterMs: STABLE_AFTER_MS };
@@ -60,13 +62,14 @@ export async function observeRunning(
 export function startProbe(ctx: ReconcileContext, name: string, live: Live, endpoint: EditorEndpoint): void {
   const token = Symbol(name);
   live.probe = token;
-  const identity = live.identity;
+  const ref = live.ref;
+  const { runtime } = ctx.deps;
   const timeoutMs = ctx.deps.config.editor.readyTimeoutSeconds * 1000;
-  void waitHealthy(endpoint, Date.now() + timeoutMs, () => live.probe !== token || live.identity !== identity).then((ok) => {
+  void runtime.waitReady(endpoint, Date.now() + timeoutMs, () => live.probe !== token || live.ref !== ref).then((ok) => {
     if (live.probe !== token) return;
     live.probe = undefined;
     if (ok) live.healthy = true;
-    else if (live.identity === identity && identity && ctx.deps.runtime.isAlive(identity)) {
+    else if (live.ref === ref && ref && isRunning(runtime.state(name, ref).state)) {
       live.probeFailed = `code-server did not answer /healthz on port ${endpoint.port} within ${timeoutMs / 1000} s`;
       ctx.deps.logs.event(name, 'ERROR', live.probeFailed);
     }

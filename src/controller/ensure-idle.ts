@@ -3,7 +3,6 @@
 // spec.running stays true, until it is woken: an API start, or its editor opened through the proxy.
 import type { Config } from '../config/settings.ts';
 import type { EditorServerSpec, EditorServerStatus, Phase, WakeState } from '../manifests/types.ts';
-import { checkHealth } from '../runtime/health.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -38,11 +37,11 @@ export async function ensureIdle(
 ): Promise<ReconcileResult> {
   const { deps } = ctx;
   const timeoutMs = idleTimeoutSeconds(record.server!.spec, deps.config) * 1000;
-  if (!deps.activity || timeoutMs <= 0 || status.phase !== 'Running' || !live.identity) return result;
+  if (!deps.activity || timeoutMs <= 0 || status.phase !== 'Running' || !live.ref) return result;
   const name = record.name;
   if (Date.now() - lastUsed(ctx, name, status) >= timeoutMs) {
     // The background read of heartbeats lags by its interval: code-server's word, fresh, decides.
-    const health = await checkHealth(live.endpoint ?? deps.runtime.endpointOf(status.port!), 2000);
+    const health = live.endpoint ? await deps.runtime.health(live.endpoint, 2000) : { ok: false };
     if (health.lastHeartbeat !== undefined) deps.activity.touch(name, health.lastHeartbeat);
     // No answer (a busy machine, a slow editor): not a reason to stop it; ask once more in a second.
     if (!health.ok && !live.idleReadMissed) {

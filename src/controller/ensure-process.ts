@@ -1,8 +1,8 @@
-// Step: the process as it really is. A pid in status is adopted only if /proc shows it is the
-// editor launched for this very server; a file saying so is never enough.
+// Step: the editor as it really is, by the runtime's word. A reference in status is adopted only
+// when the runtime says it is the editor launched for this very server; a file saying so is
+// never enough.
 import type { EditorServerStatus } from '../manifests/types.ts';
-import { checkHealth } from '../runtime/health.ts';
-import type { EditorEndpoint, EditorHandle } from '../runtime/processes.ts';
+import { describeRef, isRunning, sameRef, type EditorEndpoint, type RuntimeRef } from '../runtime/interface.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
@@ -10,59 +10,63 @@ import { clearProcess } from './status-commit.ts';
 /** How long a dead editor's unreported exit is waited for before it is recorded without a code. */
 const EXIT_WAIT_MS = 1000;
 
-/** Takes over an editor that was already running (verified in /proc to be this server's). */
-export function adoptEditor(ctx: ReconcileContext, name: string, identity: EditorHandle, endpoint: EditorEndpoint | undefined): void {
+/** Takes over an editor that was already running (the runtime has checked it is this server's and watches it). */
+export function adoptEditor(ctx: ReconcileContext, name: string, ref: RuntimeRef, endpoint: EditorEndpoint | undefined): void {
   const live = ctx.cache.live(name);
-  live.identity = identity;
+  live.ref = ref;
   live.endpoint = endpoint;
-  ctx.deps.runtime.watch(name, identity);
 }
 
 /**
- * Whether the server's editor is alive, after adopting the one its status names when /proc
- * says it is ours; or a result to return when its exit is about to be reported.
+ * A reference in a status read from disk, before this service has seen its editor: kept when it
+ * is this server's editor ('owned'), or gone (its exit is handled as a crash); one naming
+ * anything else (a copied or hand-written status) is cleared from the status, with a warning,
+ * and never signalled. Run before the status is shown, so no answer ever names an editor the
+ * service did not launch.
  */
-/**
- * A pid in a status read from disk, before this service has seen its editor: kept when it is this
- * server's editor ('owned'), or dead (its exit is handled as a crash); a live process that is not
- * is cleared from the status, with a warning, and never signalled. Run before the status is shown,
- * so no answer ever names a process the service did not launch.
- */
-export function distrustForeignPid(ctx: ReconcileContext, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
-  const { runtime } = ctx.deps;
-  const recorded = status.pid && status.pidStartTicks !== undefined ? { pid: status.pid, startTicks: status.pidStartTicks } : undefined;
-  if (recorded && runtime.owns(name, recorded)) return 'owned';
-  if (recorded && !runtime.isAlive(recorded)) return 'dead';
-  ctx.warn(name, `status.pid ${status.pid} is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
+export function distrustForeignRef(ctx: ReconcileContext, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
+  const ref = status.runtimeRef;
+  if (!ref) return 'cleared';
+  const seen = ctx.deps.runtime.state(name, ref).state;
+  if (isRunning(seen)) return 'owned';
+  if (seen === 'gone' || seen === 'exited') return 'dead';
+  ctx.warn(name, `status.runtimeRef (${describeRef(ref)}) is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
   clearProcess(status);
   if (status.phase === 'Running' || status.phase === 'Starting' || status.phase === 'Stopping') status.phase = 'Pending';
   return 'cleared';
 }
 
+/**
+ * Whether the server's editor is alive, after adopting the one its status names when the
+ * runtime says it is ours; or a result to return when its exit is about to be reported.
+ */
 export async function observeProcess(
   ctx: ReconcileContext, name: string, status: EditorServerStatus, port: number,
 ): Promise<{ alive: boolean; wait?: ReconcileResult }> {
   const { runtime } = ctx.deps;
   const live = ctx.cache.live(name);
-  if (status.pid && status.pid === ctx.cache.stoppedWhileMissing.get(name)) clearProcess(status);
+  if (status.runtimeRef && sameRef(status.runtimeRef, ctx.cache.stoppedWhileMissing.get(name))) clearProcess(status);
   ctx.cache.stoppedWhileMissing.delete(name);
-  if (!live.identity && status.pid && distrustForeignPid(ctx, name, status) === 'owned') {
-    const recorded = { pid: status.pid, startTicks: status.pidStartTicks! };
-    const owned = runtime.owns(name, recorded);
+  if (!live.ref && status.runtimeRef && distrustForeignRef(ctx, name, status) === 'owned') {
+    const recorded = status.runtimeRef;
+    const owned = runtime.adopt(name, recorded, port);
     if (owned) {
       adoptEditor(ctx, name, recorded, owned.endpoint);
-      live.healthy = (await checkHealth(owned.endpoint ?? runtime.endpointOf(port))).ok;
+      live.healthy = owned.endpoint !== undefined && (await runtime.health(owned.endpoint)).ok;
     }
   }
-  const alive = live.identity !== undefined && runtime.isAlive(live.identity);
-  if (!alive && live.identity) {
-    // Dead but not reaped yet: its exit, with the code or signal that ended it, is moments
-    // away and queues this name again at once. Wait for it; the requeue only bounds the wait.
+  if (!live.ref) return { alive: false };
+  const seen = runtime.state(name, live.ref);
+  const alive = isRunning(seen.state);
+  if (!alive) {
+    if (seen.state === 'exited' && seen.exit) live.lastExit = seen.exit;
+    // Dead but its exit not collected yet: the code or signal that ended it is moments away and
+    // queues this name again at once. Wait for it; the requeue only bounds the wait.
     const waited = Date.now() - (live.exitWaitSince ??= Date.now());
-    if (runtime.exitPending(live.identity) && waited < EXIT_WAIT_MS) {
+    if (seen.state === 'exited' && !seen.exit && waited < EXIT_WAIT_MS) {
       return { alive, wait: { requeueAfterMs: EXIT_WAIT_MS - waited, waiting: true } };
     }
-    live.identity = undefined;
+    live.ref = undefined;
   }
   live.exitWaitSince = undefined;
   return { alive };

@@ -1,14 +1,12 @@
 // Step: the server's workspace and editor folders, made once per name (and checked again
 // before every launch, by the process step), and the spec's workspace source put into an empty
 // workspace once, as an operation (a clone may take minutes; the worker is not held).
-import { existsSync, promises as fs } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { backoffMs } from '../core/backoff.ts';
 import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
-import { ArchiveError, extractInto } from '../workspace/archive-source.ts';
+import { ArchiveError } from '../workspace/archive-source.ts';
 import { archivePath } from '../workspace/archives.ts';
-import { cloneInto, gitUrlProblem } from '../workspace/git-source.ts';
-import { ensureWorkspace } from '../workspace/layout.ts';
+import { gitUrlProblem } from '../workspace/git-source.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
 import { gitSchemesOf, type ReconcileContext, type ReconcilerDeps } from './context.ts';
@@ -21,11 +19,8 @@ const MAX_RETRY_MS = 60_000;
 
 /** Makes the folders if this name has not had them made yet; returns the workspace path. */
 export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, live: Live): Promise<string> {
-  if (!live.workspaceMade) {
-    await ensureWorkspace(deps.layout, name);
-    live.workspaceMade = true;
-  }
-  return deps.layout.workspace(name);
+  if (!live.workspacePath) live.workspacePath = await deps.runtime.prepare(name);
+  return live.workspacePath;
 }
 
 /** What the operation ended with: the problem, if any, and whether retrying could fix it. */
@@ -55,13 +50,12 @@ export async function ensureWorkspaceSource(
     live.sourceRetryAt = undefined;
     return 'ready';
   }
-  const workspace = deps.layout.workspace(name);
   if (op?.settled) {
     operations.drop(name);
     if (op.key === key && op.data.terminal) return terminal(ctx, record, uid, status, op.data.error!);
     if (op.key === key && op.data.error !== undefined) return failed(ctx, record, uid, status, source, op.data.error);
   }
-  if (!op && (await fs.readdir(workspace)).length > 0) {
+  if (!op && !(await deps.runtime.workspaceEmpty(name))) {
     live.sourceFailures = undefined;
     live.sourceRetryAt = undefined;
     if (status.reason === 'PopulatingWorkspace' || status.reason === 'WorkspaceSourceFailed') {
@@ -78,14 +72,13 @@ export async function ensureWorkspaceSource(
     const other = operations.running(name);
     if (other) return { waitFor: other.done };
     if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
-    await removeLeftovers(workspace);
     if (source.archive) {
       const zip = archivePath(deps.layout, source.archive.sha256);
       if (!existsSync(zip)) return terminal(ctx, record, uid, status, `the archive ${source.archive.sha256} is not in ${zip}: upload the ZIP again`);
       deps.logs.event(name, 'INFO', `extracting archive ${source.archive.sha256} into the workspace`);
       op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
         try {
-          const count = await extractInto(workspace, zip, signal);
+          const { entries: count } = await deps.runtime.populate(name, { archive: { sha256: source.archive!.sha256, path: zip } }, signal);
           deps.logs.event(name, 'INFO', `extracted ${count} entries of archive ${source.archive!.sha256}`);
         } catch (error) {
           // A bad archive stays bad: only a problem of the machine (disk full) is worth a retry.
@@ -104,7 +97,7 @@ export async function ensureWorkspaceSource(
     op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
       const started = Date.now();
       try {
-        await cloneInto(workspace, source.git!, { schemes, timeoutMs, signal });
+        await deps.runtime.populate(name, { git: source.git!, schemes, timeoutMs }, signal);
         deps.logs.event(name, 'INFO', `cloned ${source.git!.url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       } catch (error) {
         outcome.error = signal.aborted ? `cancelled: ${(signal.reason as Error).message}` : gitMessage(error, timeoutMs, Date.now() - started);
@@ -126,15 +119,6 @@ async function populating(
     return 'gone';
   }
   return { waitFor: op.done };
-}
-
-/** A clone or extraction folder left beside the workspace by a service that died mid-way. */
-async function removeLeftovers(workspace: string): Promise<void> {
-  const prefix = `.${basename(workspace)}.`;
-  const parent = dirname(workspace);
-  for (const entry of await fs.readdir(parent)) {
-    if (entry.startsWith(prefix) && /^(clone|extract)-[0-9a-f]{8}$/.test(entry.slice(prefix.length))) await fs.rm(join(parent, entry), { recursive: true, force: true });
-  }
 }
 
 function describe(source: WorkspaceSource): string {

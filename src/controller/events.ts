@@ -3,6 +3,7 @@
 // dashboard's GET /servers/{id}/events. Fed where status is committed (status-commit.ts) and
 // where a manifest is found invalid (absence.ts); nothing here reads files or processes.
 import type { Condition, EditorServerStatus, Phase } from '../manifests/types.ts';
+import { describeRef } from '../runtime/interface.ts';
 
 export interface ServerEvent {
   time: string;
@@ -37,7 +38,7 @@ const DERIVED_CONDITIONS = new Set(['Ready']);
 /**
  * The events between two statuses of a server: one for a new phase or reason, one for each
  * condition whose status or reason moved. Empty when nothing an operator would follow changed
- * (a new observedGeneration, a pid written again).
+ * (a new observedGeneration, a reference written again).
  */
 export function statusEvents(before: EditorServerStatus | undefined, after: EditorServerStatus, now = new Date()): ServerEvent[] {
   const time = now.toISOString();
@@ -68,7 +69,8 @@ export function statusEvents(before: EditorServerStatus | undefined, after: Edit
 
 function phaseMessage(before: EditorServerStatus | undefined, after: EditorServerStatus): string {
   const from = before ? `${before.phase} -> ` : '';
-  const where = after.phase === 'Running' && after.pid ? ` with pid ${after.pid}${after.port ? ` on port ${after.port}` : ''}` : '';
+  const ref = after.runtimeRef;
+  const where = after.phase === 'Running' && ref ? ` with ${describeRef(ref)}${after.port ? ` on port ${after.port}` : ''}` : '';
   return `${from}${after.phase}${where}`;
 }
 

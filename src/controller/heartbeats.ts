@@ -3,7 +3,7 @@
 // each minute while any connection to it stays open. Read in the background for every running
 // editor and fed into the ActivityTracker, so who was used last is known between idle checks.
 import { checkHealth, type HealthResult } from '../runtime/health.ts';
-import type { EditorEndpoint } from '../runtime/processes.ts';
+import type { EditorEndpoint } from '../runtime/interface.ts';
 import type { ActivityTracker } from './activity.ts';
 
 export interface HeartbeatReaderOptions {

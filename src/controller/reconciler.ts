@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { LogLevel } from '../logs/entry.ts';
 import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
-import type { EditorEndpoint, EditorHandle, ProcessIdentity } from '../runtime/processes.ts';
+import { describeRef, isRunning, type EditorEndpoint, type RuntimeRef } from '../runtime/interface.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
 import { ServerCache, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
@@ -18,7 +18,7 @@ import { ensureIdentity, inheritedStatus } from './ensure-identity.ts';
 import { ensurePort } from './ensure-port.ts';
 import { ensureRestored } from './ensure-restored.ts';
 import { ensureCapacity, stopForCapacity } from './ensure-capacity.ts';
-import { adoptEditor, distrustForeignPid, observeProcess } from './ensure-process.ts';
+import { adoptEditor, distrustForeignRef, observeProcess } from './ensure-process.ts';
 import { ensureSettings } from './ensure-settings.ts';
 import { ensureWorkspaceOnce, ensureWorkspaceSource } from './ensure-workspace.ts';
 import { ServerEvents } from './events.ts';
@@ -51,11 +51,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     this.deps = deps;
     this.identities = new ServerIdentities(deps.layout);
     this.operations = new Operations((name) => deps.enqueue(name), (message) => this.log(message));
-    deps.runtime.onExit((name, identity, exit) => {
-      const live = this.cache.lives.get(name);
-      if (live?.identity?.pid === identity.pid) live.lastExit = exit;
-      deps.enqueue(name);
-    });
+    // An editor exited (or became ready): look at the server again; its state says how it ended.
+    deps.runtime.onChange((name) => deps.enqueue(name));
   }
 
   nameOfUid(uid: string): string | undefined {
@@ -79,21 +76,21 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     this.cache.deletions.add(name);
   }
 
-  /** The handle of each server's running editor, by name, for the stats sampler. */
-  handles(): Map<string, EditorHandle> {
-    return new Map([...this.cache.lives].flatMap(([name, l]) => (l.identity ? [[name, l.identity] as const] : [])));
+  /** The runtime's reference to each server's running editor, by name, for the stats sampler. */
+  refs(): Map<string, RuntimeRef> {
+    return new Map([...this.cache.lives].flatMap(([name, l]) => (l.ref ? [[name, l.ref] as const] : [])));
   }
 
   /** Where the server's running editor answers, if it runs. */
   endpointOf(name: string): EditorEndpoint | undefined {
     const live = this.cache.lives.get(name);
-    return live?.identity ? live.endpoint : undefined;
+    return live?.ref ? live.endpoint : undefined;
   }
 
-  /** True when the server's editor runs, checked in /proc to be the one launched for this server. */
-  isProcessAlive(name: string): boolean {
-    const identity = this.cache.lives.get(name)?.identity;
-    return identity !== undefined && this.deps.runtime.owns(name, identity) !== undefined;
+  /** True when the server's editor runs, by the runtime's word (for processes, /proc shows the one launched for this server). */
+  isEditorRunning(name: string): boolean {
+    const ref = this.cache.lives.get(name)?.ref;
+    return ref !== undefined && isRunning(this.deps.runtime.state(name, ref).state);
   }
 
   /** What a refresh saw on /healthz (see recordHealth in ensure-health.ts). */
@@ -121,22 +118,22 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     return wakeState(this, name);
   }
 
-  /** Takes over an editor that was already running (verified in /proc to be this server's). */
-  adopt(name: string, identity: ProcessIdentity, port: number | undefined): void {
-    adoptEditor(this, name, identity, port === undefined ? undefined : this.deps.runtime.endpointOf(port));
+  /** Takes over an editor that was already running (the runtime checked it is this server's). */
+  adopt(name: string, ref: RuntimeRef, endpoint: EditorEndpoint | undefined): void {
+    adoptEditor(this, name, ref, endpoint);
   }
 
   /**
    * Takes over an editor found at start-up whose manifest is missing: like a file that just
    * went, it is stopped after the grace period unless the file appears. Its port stays held.
    */
-  adoptOrphan(name: string, identity: ProcessIdentity, port: number | undefined, folder: string | undefined): void {
-    this.adopt(name, identity, port);
+  adoptOrphan(name: string, ref: RuntimeRef, endpoint: EditorEndpoint | undefined, port: number | undefined, folder: string | undefined): void {
+    this.adopt(name, ref, endpoint);
     const live = this.cache.live(name);
     live.seenIn = folder;
     live.missingSince = Date.now();
     if (port !== undefined) this.deps.ports.reserve(name, port);
-    this.log(`editor ${name} (pid ${identity.pid}) has no manifest: it is stopped in ${this.deps.config.controller.orphanGraceSeconds} s unless ${this.deps.store.fileOf(name)} appears; its files are kept`);
+    this.log(`editor ${name} (${describeRef(ref)}) has no manifest: it is stopped in ${this.deps.config.controller.orphanGraceSeconds} s unless ${this.deps.store.fileOf(name)} appears; its files are kept`);
   }
 
   /**
@@ -170,7 +167,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const { uid, warning } = ensureIdentity(this.identities, deps.layout, name, server);
     const record = cache.setRecord({ name, server });
     // In the same tick as the record is shown: no answer names a process the service did not launch.
-    if (server.status?.pid && !live.identity) distrustForeignPid(this, name, server.status);
+    if (server.status?.runtimeRef && !live.ref) distrustForeignRef(this, name, server.status);
     record.absence = undefined;
     const displayName = displayNameOf(server);
     deps.logs.track({ name, id: uid, displayName });
@@ -219,7 +216,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       editorPort: live.endpoint?.port ?? server.status?.port,
       evictedFor: deps.capacity?.evictionOf(name),
       idleStop: !status.idleStoppedAt ? 'none' : live.wakeRequested ? 'woken' : 'holding',
-      recordedRunning: Boolean(status.pid),
+      recordedRunning: Boolean(status.runtimeRef),
       phase: status.phase,
       reason: status.reason,
       nextRestartAt: live.nextRestartAt,

@@ -28,16 +28,15 @@ export async function commitStatus(
   server.status = clean;
   ctx.cache.setRecord(record);
   ctx.emit('changed', record.name);
-  // Every stop ends here, whoever asked (API, manifest edit, idle, capacity, a crash): the pid
-  // goes once the process is gone.
-  if (before?.pid && !clean.pid) ctx.deps.persistence?.stopped(record.name);
+  // Every stop ends here, whoever asked (API, manifest edit, idle, capacity, a crash): the
+  // reference goes once the editor is gone.
+  if (before?.runtimeRef && !clean.runtimeRef) ctx.deps.persistence?.stopped(record.name);
   return 'ok';
 }
 
-/** Clears the process fields of a status: no process runs. */
+/** Clears the editor fields of a status: no editor runs. */
 export function clearProcess(status: EditorServerStatus): EditorServerStatus {
-  status.pid = null;
-  delete status.pidStartTicks;
+  status.runtimeRef = null;
   delete status.startTime;
   return status;
 }

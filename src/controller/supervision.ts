@@ -2,9 +2,8 @@
 // own (spec.restartPolicy, with backoff and crash-loop detection).
 import { backoffMs } from '../core/backoff.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import type { LaunchedEditor } from '../runtime/processes.ts';
-import { ensureWorkspace } from '../workspace/layout.ts';
-import type { Live, ServerRecord } from './cache.ts';
+import { isRunning, type StartedEditor } from '../runtime/interface.ts';
+import { forgetEditor, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import { startProbe } from './ensure-health.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -17,7 +16,7 @@ export async function startProcess(
 ): Promise<ReconcileResult> {
   const { deps } = ctx;
   const name = record.name;
-  if (!(await deps.portIsFree(port))) {
+  if (!(await deps.runtime.portIsFree(port))) {
     // Someone else took the port. One we chose ourselves moves; one the spec names cannot.
     const moved = record.server?.spec.port === undefined ? await deps.ports.reallocate(name) : undefined;
     if (moved === undefined) {
@@ -35,29 +34,17 @@ export async function startProcess(
   if (record.server?.status?.port !== port) {
     if ((await ctx.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
   }
-  await ensureWorkspace(deps.layout, name);
-  const logs = deps.logs.rawPaths(name);
-  const editor = deps.layout.editor(name);
   deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
-  let launched: LaunchedEditor;
+  let launched: StartedEditor;
   try {
-    launched = deps.runtime.launch({
-      name, port,
-      workspacePath: status.workspacePath!,
-      userDataDir: editor.userDataDir,
-      extensionsDir: editor.extensionsDir,
-      configPath: editor.configPath,
-      stdoutPath: logs.stdout,
-      stderrPath: logs.stderr,
-    });
+    launched = await deps.runtime.start({ name, port });
   } catch (error) {
     const message = `could not launch the editor: ${(error as Error).message}`;
     deps.logs.event(name, 'ERROR', message);
     await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
     throw error;
   }
-  const identity = launched.handle;
-  live.identity = identity;
+  live.ref = launched.ref;
   live.endpoint = launched.endpoint;
   live.healthy = false;
   live.lastExit = undefined;
@@ -69,8 +56,7 @@ export async function startProcess(
     phase: 'Starting' as Phase,
     reason: undefined,
     message: undefined,
-    pid: identity.pid,
-    pidStartTicks: identity.startTicks,
+    runtimeRef: launched.ref,
     startTime: new Date().toISOString(),
   });
   await ctx.commit(record, uid, status);
@@ -80,36 +66,29 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
   const { deps } = ctx;
   const name = record.name;
   const live = ctx.cache.live(name);
-  const identity = live.identity!;
+  const ref = live.ref!;
   deps.logs.event(name, 'INFO', 'stopping');
   await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
   live.probe = undefined;
-  await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
-  live.identity = undefined;
-  live.endpoint = undefined;
-  live.healthy = false;
-  live.lastExit = undefined;
-  live.probeFailed = undefined;
+  await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
+  forgetEditor(live);
   clearProcess(status);
   deps.logs.event(name, 'INFO', why);
 }
 
 /**
- * Stops the editor this controller runs for the server, and any other /proc shows was
- * launched for it (one left running while its manifest was invalid). A pid in status plays no part.
+ * Stops the editor this controller runs for the server, and any other the runtime runs for it
+ * (one left running while its manifest was invalid). A reference in status plays no part.
  */
 export async function stopEditorsOf(ctx: ReconcileContext, name: string): Promise<void> {
   const { runtime, config } = ctx.deps;
   const graceMs = config.editor.stopGraceSeconds * 1000;
   const live = ctx.cache.lives.get(name);
-  if (live?.identity) await runtime.stop(name, live.identity, graceMs);
-  for (const found of runtime.discover()) {
-    if (found.name === name) await runtime.stop(name, found.identity, graceMs);
+  if (live?.ref) await runtime.stop(name, live.ref, graceMs);
+  for (const found of await runtime.list()) {
+    if (found.name === name) await runtime.stop(name, found.ref, graceMs);
   }
-  if (live) {
-    live.identity = undefined;
-    live.endpoint = undefined;
-  }
+  if (live) forgetEditor(live);
 }
 
 /**
@@ -152,7 +131,7 @@ export function recordCrash(ctx: ReconcileContext, name: string, status: EditorS
 
 /**
  * Stops the server's running editor because the service is shutting down, and records it
- * Stopped (ServiceShutdown) with no pid. spec.running stays as it is: the next start of the
+ * Stopped (ServiceShutdown) with no editor. spec.running stays as it is: the next start of the
  * service starts again what the manifest asks for. Call only once the queue is idle.
  */
 export async function stopForShutdown(ctx: ReconcileContext, name: string): Promise<void> {
@@ -160,14 +139,12 @@ export async function stopForShutdown(ctx: ReconcileContext, name: string): Prom
   const record = ctx.cache.records.get(name);
   const server = record?.server;
   const live = ctx.cache.lives.get(name);
-  const identity = live?.identity;
-  if (!record || !server?.status || !live || !identity || !deps.runtime.isAlive(identity)) return;
+  const ref = live?.ref;
+  if (!record || !server?.status || !live || !ref || !isRunning(deps.runtime.state(name, ref).state)) return;
   deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
   live.probe = undefined;
-  await deps.runtime.stop(name, identity, deps.config.editor.stopGraceSeconds * 1000);
-  live.identity = undefined;
-  live.endpoint = undefined;
-  live.healthy = false;
+  await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
+  forgetEditor(live);
   const status = clearProcess(structuredClone(server.status));
   Object.assign(status, {
     phase: 'Stopped' as Phase,

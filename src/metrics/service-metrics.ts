@@ -322,10 +322,10 @@ export class ServiceMetrics {
 
   /** After each stats sample: adds what each editor used since the last one; a new editor process starts from zero. */
   #countCpu(): void {
-    for (const [name, handle] of this.#sources.reconciler.handles()) {
+    for (const [name, ref] of this.#sources.reconciler.refs()) {
       const seconds = this.#sources.stats.get(name)?.cpuSeconds;
       if (seconds === undefined) continue;
-      const process = `${handle.pid}:${handle.startTicks}`;
+      const process = JSON.stringify(ref);
       const count = this.#cpu.get(name) ?? { process, last: 0, total: 0 };
       if (count.process !== process) {
         count.process = process;

@@ -14,7 +14,7 @@ import type { EditorUsage } from '../../src/runtime/usage.ts';
 
 function setUp() {
   const reconciler = Object.assign(new EventEmitter(), { records: new Map<string, ServerRecord>() });
-  const handle = { pid: 4242, startTicks: 1 };
+  const handle = { kind: 'process', pid: 4242, startTicks: 1 };
   let usage: EditorUsage = { cpuPercent: 1, memoryMb: 100, uptime: 1 };
   const stats = new StatsSampler(() => new Map([['alpha', handle]]), async () => new Map([[handle, usage]]), 60_000);
   const feed = new ServerFeed(reconciler, stats);
@@ -24,7 +24,7 @@ function setUp() {
     apiVersion: API_VERSION, kind: KIND,
     metadata: { name: 'alpha', uid: '5f0c0000-0000-4000-8000-000000000001' },
     spec: { displayName: 'Alpha', running: true },
-    status: { phase: 'Running', pid: 4242, port: 8010, startTime: new Date(Date.now() - 5000).toISOString() },
+    status: { phase: 'Running', runtimeRef: handle, port: 8010, startTime: new Date(Date.now() - 5000).toISOString() },
   };
   reconciler.records.set('alpha', { name: 'alpha', server });
   return { reconciler, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
@@ -84,7 +84,7 @@ describe('ServerFeed', () => {
     const uptimeless = (json: string) => json.replace(/"uptime":[0-9.e+-]+/g, '"uptime":_');
     const viewOf = (name: string) => {
       const record = reconciler.records.get(name)!;
-      return serverView(record, record.server!.status?.pid ? stats.get(name) : undefined);
+      return serverView(record, record.server!.status?.runtimeRef ? stats.get(name) : undefined);
     };
     const listed = () => [...reconciler.records.keys()].filter((n) => reconciler.records.get(n)!.server?.metadata.uid).map(viewOf);
     const stopped: EditorServer = {
@@ -108,7 +108,7 @@ describe('ServerFeed', () => {
     // Changed with no event yet: a new manifest read, a status replaced, problems, a stats sample.
     reconciler.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
     expect(JSON.parse(feed.list())[1].name).toBe('Beta renamed');
-    server.status = { ...server.status!, phase: 'Failed', pid: null, reason: 'Crashed' };
+    server.status = { ...server.status!, phase: 'Failed', runtimeRef: null, reason: 'Crashed' };
     expect(feed.list()).toBe(JSON.stringify(listed()));
     reconciler.records.get('beta')!.problems = ['spec.port: must be a number'];
     expect(JSON.parse(ServerFeed.current(feed.entryOf('beta')!)).manifest_errors).toEqual(['spec.port: must be a number']);

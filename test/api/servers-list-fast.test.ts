@@ -26,7 +26,7 @@ function expected(owner?: string, id?: string): string {
   const records = [...service.controller.reconciler.records.values()]
     .filter((r) => r.server?.metadata.uid && (owner === undefined || ownerOf(r.server) === owner))
     .filter((r) => id === undefined || r.server!.metadata.uid === id)
-    .map((r) => serverView(r, r.server!.status?.pid ? service.stats.get(r.name) : undefined));
+    .map((r) => serverView(r, r.server!.status?.runtimeRef ? service.stats.get(r.name) : undefined));
   return JSON.stringify(id === undefined ? records : records[0]);
 }
 

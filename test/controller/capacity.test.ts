@@ -1,7 +1,8 @@
 // Capacity's decision on its own: slots held for starts, the memory estimate, the auto limit,
 // and which idle editor makes room; with the running set, samples and clock in memory.
 import { describe, expect, it } from 'vitest';
-import { autoMemoryLimit, Capacity, machineMemory, type CapacityDeps } from '../../src/controller/capacity.ts';
+import { autoMemoryLimit, Capacity, type CapacityDeps } from '../../src/controller/capacity.ts';
+import { machineMemory } from '../../src/runtime/machine-memory.ts';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
 
 function fleet(limits: Partial<Config["capacity"]>) {

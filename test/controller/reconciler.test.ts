@@ -1,5 +1,5 @@
 // reconcile(name) against a real manifest store, data layout and port allocator in a temp folder,
-// with fake editor processes (which answer /healthz for real), logs and extension installs.
+// with a fake runtime (editors in memory, storage on disk), logs and extension installs.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,8 +13,7 @@ import { WorkQueue } from '../../src/controller/queue.ts';
 import { Reconciler } from '../../src/controller/reconciler.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import { RESTARTED_AT, type EditorServer, type EditorServerSpec, type EditorServerStatus } from '../../src/manifests/types.ts';
-import { checkHealth } from '../../src/runtime/health.ts';
-import type { ExitInfo } from '../../src/runtime/processes.ts';
+import type { ExitInfo } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeClock, FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -29,8 +28,6 @@ let runtime: FakeRuntime;
 let logs: FakeLogs;
 let installer: FakeInstaller;
 let ports: PortAllocator;
-/** Ports the fake `portIsFree` reports as held by a process the service does not manage. */
-let heldPorts: Set<number>;
 /** Every name the reconciler put back on the queue, in order. */
 let enqueued: string[];
 let reconciler: Reconciler;
@@ -46,15 +43,13 @@ beforeEach(async () => {
   layout = new DataLayout(join(root, 'data'));
   store = new ManifestStore(join(root, 'manifests'), layout.statusDir);
   await mkdir(store.dir);
-  runtime = new FakeRuntime();
-  logs = new FakeLogs(join(root, 'data', 'logs'));
   installer = new FakeInstaller();
+  runtime = new FakeRuntime(layout, installer);
+  logs = new FakeLogs(join(root, 'data', 'logs'));
   ports = new PortAllocator(config.ports);
-  heldPorts = new Set();
   enqueued = [];
   reconciler = new Reconciler({
-    store, runtime, ports, layout, logs, installer, config,
-    portIsFree: async (port) => !heldPorts.has(port),
+    store, runtime, ports, layout, logs, config,
     enqueue: (name) => enqueued.push(name),
     log: () => undefined,
   });
@@ -123,7 +118,7 @@ describe('reconcile', () => {
 
     const server = await serverOf('fresh');
     expect(server.metadata.uid).toMatch(UUID);
-    expect(server.status).toMatchObject({ phase: 'Stopped', pid: null, port: config.ports.min, workspacePath: layout.workspace('fresh') });
+    expect(server.status).toMatchObject({ phase: 'Stopped', runtimeRef: null, port: config.ports.min, workspacePath: layout.workspace('fresh') });
     expect(ports.portOf('fresh')).toBe(config.ports.min);
     expect(existsSync(layout.workspace('fresh'))).toBe(true);
     expect(existsSync(layout.editor('fresh').userDataDir)).toBe(true);
@@ -149,20 +144,18 @@ describe('reconcile', () => {
     const starting = await statusOf('web');
     expect(runtime.launches).toHaveLength(1);
     const [launch] = runtime.launches;
-    expect(starting).toMatchObject({ phase: 'Starting', pid: runtime.alive('web')[0].pid, port: launch.port });
-    expect(launch).toMatchObject({
-      name: 'web',
-      workspacePath: layout.workspace('web'),
-      userDataDir: layout.editor('web').userDataDir,
-      extensionsDir: layout.editor('web').extensionsDir,
-      stdoutPath: logs.rawPaths('web').stdout,
-    });
+    expect(starting).toMatchObject({ phase: 'Starting', runtimeRef: runtime.alive('web')[0], port: launch.port });
+    // The runtime is asked for the server and its port; its storage (workspace, editor data) is prepared first.
+    expect(launch).toEqual({ name: 'web', port: starting.port });
+    expect(starting.workspacePath).toBe(layout.workspace('web'));
+    expect(existsSync(layout.editor('web').userDataDir)).toBe(true);
+    expect(existsSync(layout.editor('web').extensionsDir)).toBe(true);
 
     await probeReported('web', mark);
     await reconciler.reconcile('web');
     const running = await statusOf('web');
-    expect(running).toMatchObject({ phase: 'Running', pid: starting.pid, startTime: starting.startTime });
-    expect((await checkHealth(running.port!, 10_000)).ok).toBe(true);
+    expect(running).toMatchObject({ phase: 'Running', runtimeRef: starting.runtimeRef, startTime: starting.startTime });
+    expect(runtime.answers(running.port!)).toBe(true);
     expect(reconciler.routeTo(running.port!)).toEqual({ host: '127.0.0.1', port: running.port });
 
     const text = await readFile(store.fileOf('web'), 'utf8');
@@ -194,7 +187,7 @@ describe('reconcile', () => {
     await probeReported('mute', 0);
     await reconciler.reconcile('mute');
     const status = await statusOf('mute');
-    expect(status).toMatchObject({ phase: 'Failed', reason: 'Unhealthy', pid: runtime.alive('mute')[0].pid });
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'Unhealthy', runtimeRef: runtime.alive('mute')[0] });
     expect(status.message).toContain('/healthz');
     expect(runtime.launches).toHaveLength(1);
   });
@@ -211,8 +204,8 @@ describe('reconcile', () => {
 
     expect(await reconciler.reconcile('once')).toBeUndefined();
     const status = await statusOf('once');
-    expect(status).toMatchObject({ phase: 'Failed', reason, pid: null, lastExit: { code: exit.code, signal: exit.signal } });
-    expect(status.pidStartTicks).toBeUndefined();
+    expect(status).toMatchObject({ phase: 'Failed', reason, runtimeRef: null, lastExit: { code: exit.code, signal: exit.signal } });
+    expect(status).not.toHaveProperty('pid');
 
     await reconciler.reconcile('once');
     await reconciler.reconcile('once');
@@ -224,14 +217,14 @@ describe('reconcile', () => {
     await startRunning('zombie');
     const dead = await runtime.die('zombie');
     expect(await reconciler.reconcile('zombie')).toEqual({ requeueAfterMs: expect.any(Number), waiting: true });
-    expect((await statusOf('zombie')).pid).toBe(dead.pid); // nothing recorded from half the story
+    expect((await statusOf('zombie')).runtimeRef).toEqual(dead); // nothing recorded from half the story
 
     const mark = enqueued.length;
     runtime.reap(dead, { code: null, signal: 'SIGKILL' });
     expect(enqueued.slice(mark)).toContain('zombie');
     await reconciler.reconcile('zombie');
     expect(await statusOf('zombie')).toMatchObject({
-      phase: 'Failed', reason: 'Crashed', pid: null, message: 'code-server killed by SIGKILL', lastExit: { signal: 'SIGKILL' },
+      phase: 'Failed', reason: 'Crashed', runtimeRef: null, message: 'code-server killed by SIGKILL', lastExit: { signal: 'SIGKILL' },
     });
   });
 
@@ -252,7 +245,7 @@ describe('reconcile', () => {
     expect(await reconciler.reconcile('lost')).toEqual({ requeueAfterMs: expect.any(Number), waiting: true });
     vi.advanceTimersByTime(1500);
     expect(await reconciler.reconcile('lost')).toBeUndefined();
-    expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', reason: 'Crashed', pid: null, message: 'code-server exited' });
+    expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', reason: 'Crashed', runtimeRef: null, message: 'code-server exited' });
   });
 
   it('relaunches under OnFailure after a growing backoff, and reports CrashLoopBackOff after crashLoopRestarts crashes', async () => {
@@ -267,14 +260,14 @@ describe('reconcile', () => {
     // First crash: back off 1 s, and not a moment less.
     await runtime.crash('flaky');
     expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 1000 });
-    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', reason: 'BackOff', pid: null, restarts: 1, lastExit: { code: 1 } });
+    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', reason: 'BackOff', runtimeRef: null, restarts: 1, lastExit: { code: 1 } });
     later(999);
     expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 1 });
     expect(runtime.launches).toHaveLength(1);
     later(1);
     await reconciler.reconcile('flaky');
     expect(runtime.launches).toHaveLength(2);
-    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', pid: runtime.alive('flaky')[0].pid });
+    expect(await statusOf('flaky')).toMatchObject({ phase: 'Starting', runtimeRef: runtime.alive('flaky')[0] });
 
     // Second crash: 2 s.
     await runtime.crash('flaky');
@@ -288,7 +281,7 @@ describe('reconcile', () => {
     await runtime.crash('flaky');
     expect(await reconciler.reconcile('flaky')).toEqual({ requeueAfterMs: 4000 });
     const looping = await statusOf('flaky');
-    expect(looping).toMatchObject({ phase: 'Failed', reason: 'CrashLoopBackOff', pid: null, restarts: 3 });
+    expect(looping).toMatchObject({ phase: 'Failed', reason: 'CrashLoopBackOff', runtimeRef: null, restarts: 3 });
     expect(looping.message).toContain('3 crashes');
     later(3000);
     await reconciler.reconcile('flaky');
@@ -325,12 +318,12 @@ describe('reconcile', () => {
     expect(runtime.launches).toHaveLength(2);
     const [fresh] = runtime.alive('again');
     const status = await statusOf('again');
-    expect(status).toMatchObject({ phase: 'Starting', pid: fresh.pid, port: before.port, observedRestartedAt: restartedAt, restarts: 1 });
+    expect(status).toMatchObject({ phase: 'Starting', runtimeRef: fresh, port: before.port, observedRestartedAt: restartedAt, restarts: 1 });
 
     await probeReported('again', mark);
     await reconciler.reconcile('again');
     await reconciler.reconcile('again');
-    expect(await statusOf('again')).toMatchObject({ phase: 'Running', pid: fresh.pid });
+    expect(await statusOf('again')).toMatchObject({ phase: 'Running', runtimeRef: fresh });
     expect(runtime.launches).toHaveLength(2);
     expect(runtime.stops).toHaveLength(1);
   });
@@ -345,7 +338,7 @@ describe('reconcile', () => {
     const mark = enqueued.length;
     await reconciler.reconcile('revive');
     expect(runtime.launches).toHaveLength(2);
-    expect(await statusOf('revive')).toMatchObject({ phase: 'Starting', pid: runtime.alive('revive')[0].pid, restarts: 1 });
+    expect(await statusOf('revive')).toMatchObject({ phase: 'Starting', runtimeRef: runtime.alive('revive')[0], restarts: 1 });
     await probeReported('revive', mark);
   });
 
@@ -374,7 +367,7 @@ describe('reconcile', () => {
     await reconciler.reconcile('mover');
     expect(runtime.stops).toEqual([old]);
     expect(runtime.launches.map((l) => l.port)).toEqual([before.port, next]);
-    expect(await statusOf('mover')).toMatchObject({ phase: 'Starting', port: next, pid: runtime.alive('mover')[0].pid });
+    expect(await statusOf('mover')).toMatchObject({ phase: 'Starting', port: next, runtimeRef: runtime.alive('mover')[0] });
     expect(ports.owner(before.port!)).toBeUndefined();
     expect(ports.owner(next)).toBe('mover');
     await probeReported('mover', mark);
@@ -389,9 +382,9 @@ describe('reconcile', () => {
     expect(runtime.stops).toEqual([identity]);
     expect(runtime.alive('halt')).toEqual([]);
     const status = await statusOf('halt');
-    expect(status).toMatchObject({ phase: 'Stopped', pid: null, port: running.port });
+    expect(status).toMatchObject({ phase: 'Stopped', runtimeRef: null, port: running.port });
     expect(status.startTime).toBeUndefined();
-    expect((await checkHealth(running.port!)).ok).toBe(false);
+    expect(runtime.answers(running.port!)).toBe(false);
 
     await reconciler.reconcile('halt');
     expect(runtime.stops).toHaveLength(1);
@@ -449,7 +442,7 @@ describe('reconcile', () => {
     expect(reconciler.records.get('saved')?.absence).toBeUndefined();
     expect(runtime.stops).toEqual([]);
     expect(runtime.alive('saved')).toEqual([identity]);
-    expect(await serverOf('saved')).toMatchObject({ metadata: { uid }, status: { phase: 'Running', pid: identity.pid, port: status.port } });
+    expect(await serverOf('saved')).toMatchObject({ metadata: { uid }, status: { phase: 'Running', runtimeRef: identity, port: status.port } });
   });
 
   it('stops the editor once the file has been missing for the grace period; files and uid stay for when it comes back', async () => {
@@ -515,9 +508,8 @@ describe('reconcile', () => {
     await writeFile(store.fileOf('orphan'), text.replace('running: true', 'running: maybe'));
     // The controller restarts while the file is invalid: a new reconciler, the editor still runs.
     const restarted = new Reconciler({
-      store, runtime, layout, logs, installer, config,
+      store, runtime, layout, logs, config,
       ports: new PortAllocator(config.ports),
-      portIsFree: async () => true,
       enqueue: () => undefined,
       log: () => undefined,
     });
@@ -538,13 +530,13 @@ describe('reconcile', () => {
     const [other] = runtime.alive('owner');
     await writeFile(store.fileOf('forged'), stringify({
       apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name: 'forged' },
-      spec: { running: false }, status: { phase: 'Running', pid: other.pid, pidStartTicks: other.startTicks },
+      spec: { running: false }, status: { phase: 'Running', runtimeRef: other },
     }));
     await reconciler.reconcile('forged');
     expect(runtime.stops).toEqual([]);
     expect(runtime.isAlive(other)).toBe(true);
-    expect(await statusOf('forged')).toMatchObject({ phase: 'Stopped', pid: null });
-    expect(reconciler.records.get('forged')?.warnings).toEqual([expect.stringContaining(`status.pid ${other.pid} is not this server's editor`)]);
+    expect(await statusOf('forged')).toMatchObject({ phase: 'Stopped', runtimeRef: null });
+    expect(reconciler.records.get('forged')?.warnings).toEqual([expect.stringContaining(`status.runtimeRef (id ${other.id}) is not this server's editor`)]);
   });
 
   it('gives a copy of a manifest its own uid, port and status, and leaves the original alone', async () => {
@@ -561,7 +553,7 @@ describe('reconcile', () => {
     expect(copy.metadata.uid).not.toBe(uid);
     expect(copy.status).toMatchObject({ phase: 'Starting', workspacePath: layout.workspace('copy') });
     expect(copy.status!.port).not.toBe(original.port);
-    expect(copy.status!.pid).not.toBe(original.pid);
+    expect(copy.status!.runtimeRef).not.toEqual(original.runtimeRef);
     expect(runtime.stops).toEqual([]);
     expect(reconciler.nameOfUid(uid!)).toBe('original');
     expect(reconciler.nameOfUid(copy.metadata.uid!)).toBe('copy');
@@ -626,7 +618,7 @@ describe('reconcile', () => {
 
   it('says once, not at every retry, that a program it does not manage holds a spec.port', async () => {
     const port = config.ports.min + 9;
-    heldPorts.add(port);
+    runtime.heldPorts.add(port);
     await writeManifest('squatted', { port, running: true });
     for (let i = 0; i < 5; i++) expect(await reconciler.reconcile('squatted')).toEqual({ requeueAfterMs: 5000 });
     const said = logs.events.filter((e) => e.name === 'squatted' && e.message.includes('held by a process'));
@@ -635,13 +627,13 @@ describe('reconcile', () => {
 
   it('reports Failed/PortInUse while another program holds the port, and starts once it is free', async () => {
     const port = config.ports.min + 7;
-    heldPorts.add(port);
+    runtime.heldPorts.add(port);
     await writeManifest('blocked', { port, running: true });
     expect(await reconciler.reconcile('blocked')).toEqual({ requeueAfterMs: 5000 });
-    expect(await statusOf('blocked')).toMatchObject({ phase: 'Failed', reason: 'PortInUse', pid: null });
+    expect(await statusOf('blocked')).toMatchObject({ phase: 'Failed', reason: 'PortInUse', runtimeRef: null });
     expect(runtime.launches).toEqual([]);
 
-    heldPorts.clear();
+    runtime.heldPorts.clear();
     const mark = enqueued.length;
     await reconciler.reconcile('blocked');
     expect(runtime.launches).toHaveLength(1);
@@ -653,7 +645,7 @@ describe('reconcile', () => {
     await writeManifest('moved', {});
     await reconciler.reconcile('moved');
     const given = (await statusOf('moved')).port!;
-    heldPorts.add(given);
+    runtime.heldPorts.add(given);
     await writeManifest('moved', { running: true });
     const mark = enqueued.length;
     await reconciler.reconcile('moved');
@@ -711,7 +703,7 @@ describe('reconcile', () => {
     runtime.launchError = new Error('spawn code-server ENOENT');
     await writeManifest('nobin', { running: true });
     await expect(reconciler.reconcile('nobin')).rejects.toThrow('ENOENT');
-    expect(await statusOf('nobin')).toMatchObject({ phase: 'Failed', reason: 'LaunchFailed', pid: null });
+    expect(await statusOf('nobin')).toMatchObject({ phase: 'Failed', reason: 'LaunchFailed', runtimeRef: null });
 
     runtime.launchError = undefined;
     const mark = enqueued.length;

@@ -1,12 +1,14 @@
-// Fakes for the controller's side effects (clock, editor processes, logs, extension installs),
-// so the store, queue and reconciler can be unit-tested without sleeping or spawning.
-import { createServer, type Server } from 'node:http';
+// Fakes for the controller's side effects (clock, editors, logs, extension installs), so the
+// store, queue and reconciler can be unit-tested without sleeping, spawning or binding a port.
 import { join } from 'node:path';
 import type { Clock } from '../../src/core/clock.ts';
 import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
-import type { DiscoveredEditor, EditorEndpoint, EditorRuntime, ExitInfo, LaunchedEditor, LaunchSpec, ProcessIdentity } from '../../src/runtime/processes.ts';
-import type { EditorUsage } from '../../src/runtime/usage.ts';
+import type {
+  EditorEndpoint, EditorRuntime, EditorState, EditorUsage, ExitInfo, HealthResult, RunningEditor, RuntimeRef, StartedEditor, StartSpec,
+} from '../../src/runtime/interface.ts';
+import { LocalStorage } from '../../src/runtime/process-storage.ts';
+import type { DataLayout } from '../../src/workspace/layout.ts';
 
 /** A clock that moves only when told to; timers fire in order of their due time. */
 export class FakeClock implements Clock {
@@ -47,150 +49,181 @@ export class FakeClock implements Clock {
   }
 }
 
-interface FakeProcess {
+interface FakeEditor {
   name: string;
-  identity: ProcessIdentity;
-  spec: LaunchSpec;
-  health?: Server;
+  ref: RuntimeRef;
+  port: number;
+  /** Answers /healthz (set at start from FakeRuntime.answersHealth). */
+  answers: boolean;
 }
 
-type ExitListener = (name: string, identity: ProcessIdentity, exit: ExitInfo) => void;
-
 /**
- * Editor processes that exist only in memory. Each launched "editor" answers GET /healthz on
- * its port for real (the reconciler probes it over HTTP), until it is stopped or crashes.
+ * Editors that exist only in memory, behind the runtime interface: no process is spawned and no
+ * port is bound; /healthz is answered from memory. Storage is real (LocalStorage in the test's
+ * data folder, with the given installer), so workspace, settings and extension steps act on
+ * real files. References are `{kind: 'fake', id}`: opaque to the controller, as any runtime's.
  */
-export class FakeRuntime implements EditorRuntime {
-  readonly launches: LaunchSpec[] = [];
-  readonly stops: ProcessIdentity[] = [];
-  /** Set to make the next launches throw, like a missing editor binary. */
+export class FakeRuntime extends LocalStorage implements EditorRuntime {
+  readonly kind = 'fake';
+  readonly launches: StartSpec[] = [];
+  readonly stops: RuntimeRef[] = [];
+  /** Set to make the next starts throw, like a missing editor binary. */
   launchError: Error | undefined;
-  /** Clear to launch editors that never answer /healthz, like one stuck starting. */
+  /** Clear to start editors that never answer /healthz, like one stuck starting. */
   answersHealth = true;
-  private readonly processes = new Map<number, FakeProcess>();
+  /** Ports portIsFree() reports as held by a program the service does not manage. */
+  readonly heldPorts = new Set<number>();
+  private readonly editors = new Map<number, FakeEditor>();
   /** Dead editors whose exit is not reported yet, as zombies before Node.js reaps them. */
-  private readonly unreaped = new Map<number, FakeProcess>();
-  private listeners: ExitListener[] = [];
-  private nextPid = 40_000;
+  private readonly unreaped = new Map<number, FakeEditor>();
+  private readonly exits = new Map<number, ExitInfo>();
+  private listeners: Array<(name: string) => void> = [];
+  private nextId = 40_000;
 
-  launch(spec: LaunchSpec): LaunchedEditor {
+  constructor(layout: DataLayout, installer: ExtensionInstaller = new FakeInstaller()) {
+    super(layout, installer, (name) => ({ stdout: join(layout.logsDir, name, 'editor.out'), stderr: join(layout.logsDir, name, 'editor.err') }));
+  }
+
+  async portIsFree(port: number): Promise<boolean> {
+    return !this.heldPorts.has(port);
+  }
+
+  async start(spec: StartSpec): Promise<StartedEditor> {
     if (this.launchError) throw this.launchError;
-    const pid = this.nextPid++;
-    const identity = { pid, startTicks: 1_000_000 + pid };
-    const health = createServer((req, res) => {
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"alive"}');
-      } else {
-        res.writeHead(404).end();
-      }
-    });
-    health.on('error', () => undefined); // a port taken by someone else: the editor never gets healthy
-    if (this.answersHealth) health.listen(spec.port, '127.0.0.1');
-    this.processes.set(pid, { name: spec.name, identity, spec, health });
+    await this.prepare(spec.name);
+    const ref = { kind: 'fake', id: this.nextId++ };
+    this.editors.set(ref.id, { name: spec.name, ref, port: spec.port, answers: this.answersHealth });
     this.launches.push(spec);
-    return { handle: identity, endpoint: this.endpointOf(spec.port) };
+    return { ref, endpoint: endpointOn(spec.port) };
   }
 
-  endpointOf(port: number): EditorEndpoint {
-    return { host: '127.0.0.1', port };
-  }
-
-  /** Every live editor idles at 1 % CPU and 10 MB. */
-  async usage(handles: ProcessIdentity[]): Promise<Map<ProcessIdentity, EditorUsage>> {
-    return new Map(handles.filter((h) => this.isAlive(h)).map((h) => [h, { cpuPercent: 1, memoryMb: 10, uptime: 1 }]));
-  }
-
-  isAlive(identity: ProcessIdentity): boolean {
-    return this.processes.get(identity.pid)?.identity.startTicks === identity.startTicks;
-  }
-
-  exitPending(identity: ProcessIdentity): boolean {
-    return this.unreaped.has(identity.pid);
-  }
-
-  watch(): void {}
-
-  /** Only the live editor launched for that very name, as /proc would show. */
-  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined {
-    const editor = this.processes.get(identity.pid);
-    return editor?.name === name && editor.identity.startTicks === identity.startTicks ? { endpoint: this.endpointOf(editor.spec.port) } : undefined;
-  }
-
-  /** Stops only what owns() says is that server's editor; records every stop asked for. */
-  async stop(name: string, identity: ProcessIdentity): Promise<boolean> {
-    if (!this.owns(name, identity)) return false;
-    this.stops.push(identity);
-    await this.exit(identity.pid, { code: null, signal: 'SIGTERM' });
+  /** Stops only the live editor started for that very name; records every stop done. */
+  async stop(name: string, ref: RuntimeRef): Promise<boolean> {
+    const editor = this.editorOf(ref);
+    if (editor?.name !== name) return false;
+    this.stops.push(editor.ref);
+    this.exit(editor, { code: null, signal: 'SIGTERM' });
     return true;
   }
 
-  discover(): DiscoveredEditor[] {
-    return [...this.processes.values()].map((p) => ({ name: p.name, port: p.spec.port, identity: p.identity }));
+  state(name: string, ref: RuntimeRef): EditorState {
+    const id = idOf(ref);
+    const editor = this.editorOf(ref) ?? (id === undefined ? undefined : this.unreaped.get(id));
+    if (editor && editor.name !== name) return { state: 'foreign' };
+    if (id !== undefined && this.editors.has(id)) return { state: 'running', endpoint: endpointOn(editor!.port) };
+    if (id !== undefined && this.unreaped.has(id)) return { state: 'exited', exit: undefined };
+    const exit = id === undefined ? undefined : this.exits.get(id);
+    return exit ? { state: 'exited', exit } : ref.kind === this.kind ? { state: 'gone' } : { state: 'foreign' };
   }
 
-  onExit(listener: ExitListener): void {
+  adopt(name: string, ref: RuntimeRef): { endpoint: EditorEndpoint | undefined } | undefined {
+    const editor = this.editorOf(ref);
+    return editor?.name === name ? { endpoint: endpointOn(editor.port) } : undefined;
+  }
+
+  async list(): Promise<RunningEditor[]> {
+    return [...this.editors.values()].map((e) => ({ name: e.name, port: e.port, ref: e.ref }));
+  }
+
+  async health(endpoint: EditorEndpoint): Promise<HealthResult> {
+    const editor = [...this.editors.values()].find((e) => e.port === endpoint.port);
+    return editor?.answers ? { ok: true, state: 'alive' } : { ok: false, error: 'ECONNREFUSED' };
+  }
+
+  /** Ready at once when the editor answers; else false once the deadline passes (or it is cancelled by then). */
+  async waitReady(endpoint: EditorEndpoint, deadline: number): Promise<boolean> {
+    if ((await this.health(endpoint)).ok) return true;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
+    return false;
+  }
+
+  /** A machine of 6 GB. */
+  memory(): { totalMb: number; source: string } {
+    return { totalMb: 6144, source: 'a fake runtime' };
+  }
+
+  /** Every live editor idles at 1 % CPU and 10 MB. */
+  async usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
+    return new Map(refs.filter((r) => this.isAlive(r)).map((r) => [r, { cpuPercent: 1, memoryMb: 10, uptime: 1 }]));
+  }
+
+  onChange(listener: (name: string) => void): void {
     this.listeners.push(listener);
   }
 
-  /** Identities of the editors of this server that are still alive. */
-  alive(name: string): ProcessIdentity[] {
-    return [...this.processes.values()].filter((p) => p.name === name).map((p) => p.identity);
+  isAlive(ref: RuntimeRef): boolean {
+    return this.editorOf(ref) !== undefined;
+  }
+
+  /** References of the editors of this server that are still alive. */
+  alive(name: string): RuntimeRef[] {
+    return [...this.editors.values()].filter((e) => e.name === name).map((e) => e.ref);
+  }
+
+  /** Whether the server's live editor answers /healthz on its port (what a browser would find). */
+  answers(port: number): boolean {
+    return [...this.editors.values()].some((e) => e.port === port && e.answers);
   }
 
   /** Makes the server's live editor die on its own, as a crash or an exit would. */
-  async crash(name: string, exit: ExitInfo = { code: 1, signal: null }): Promise<ProcessIdentity> {
-    const [identity] = this.alive(name);
-    if (!identity) throw new Error(`no live editor for ${name}`);
-    await this.exit(identity.pid, exit);
-    return identity;
+  async crash(name: string, exit: ExitInfo = { code: 1, signal: null }): Promise<RuntimeRef> {
+    const editor = this.liveEditor(name);
+    this.exit(editor, exit);
+    return editor.ref;
   }
 
   /** Makes the server's live editor die without reporting its exit yet; `reap` reports it. */
-  async die(name: string): Promise<ProcessIdentity> {
-    const [identity] = this.alive(name);
-    if (!identity) throw new Error(`no live editor for ${name}`);
-    const editor = this.processes.get(identity.pid)!;
-    this.processes.delete(identity.pid);
-    this.unreaped.set(identity.pid, editor);
-    await closeServer(editor.health);
-    return identity;
+  async die(name: string): Promise<RuntimeRef> {
+    const editor = this.liveEditor(name);
+    this.editors.delete(idOf(editor.ref)!);
+    this.unreaped.set(idOf(editor.ref)!, editor);
+    return editor.ref;
   }
 
   /** Reports the exit of an editor that `die` killed. */
-  reap(identity: ProcessIdentity, exit: ExitInfo): void {
-    const editor = this.unreaped.get(identity.pid);
-    if (!editor) throw new Error(`pid ${identity.pid} is not waiting to be reaped`);
-    this.unreaped.delete(identity.pid);
-    for (const listener of this.listeners) listener(editor.name, editor.identity, exit);
+  reap(ref: RuntimeRef, exit: ExitInfo): void {
+    const editor = this.unreaped.get(idOf(ref)!);
+    if (!editor) throw new Error(`editor ${JSON.stringify(ref)} is not waiting to be reaped`);
+    this.unreaped.delete(idOf(ref)!);
+    this.exits.set(idOf(ref)!, exit);
+    for (const listener of this.listeners) listener(editor.name);
   }
 
   dispose(): void {
-    void this.close();
-  }
-
-  /** Forgets every editor and waits until their /healthz listeners are closed. */
-  async close(): Promise<void> {
-    const editors = [...this.processes.values()];
-    this.processes.clear();
     this.listeners = [];
-    await Promise.all(editors.map((p) => closeServer(p.health)));
   }
 
-  private async exit(pid: number, exit: ExitInfo): Promise<void> {
-    const editor = this.processes.get(pid);
-    if (!editor) return;
-    this.processes.delete(pid);
-    await closeServer(editor.health);
-    for (const listener of this.listeners) listener(editor.name, editor.identity, exit);
+  /** Forgets every editor. */
+  async close(): Promise<void> {
+    this.editors.clear();
+    this.listeners = [];
+  }
+
+  private liveEditor(name: string): FakeEditor {
+    const editor = [...this.editors.values()].find((e) => e.name === name);
+    if (!editor) throw new Error(`no live editor for ${name}`);
+    return editor;
+  }
+
+  private editorOf(ref: RuntimeRef): FakeEditor | undefined {
+    const id = idOf(ref);
+    return id === undefined ? undefined : this.editors.get(id);
+  }
+
+  private exit(editor: FakeEditor, exit: ExitInfo): void {
+    const id = idOf(editor.ref)!;
+    if (!this.editors.delete(id)) return;
+    this.exits.set(id, exit);
+    for (const listener of this.listeners) listener(editor.name);
   }
 }
 
-function closeServer(server: Server | undefined): Promise<void> {
-  if (!server?.listening) return Promise.resolve();
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+function idOf(ref: RuntimeRef): number | undefined {
+  return ref.kind === 'fake' && typeof ref.id === 'number' ? ref.id : undefined;
+}
+
+function endpointOn(port: number): EditorEndpoint {
+  return { host: '127.0.0.1', port };
 }
 
 /** Records what the reconciler tells the log hub. */
@@ -201,11 +234,6 @@ export class FakeLogs implements ServerLogs {
 
   constructor(dir: string) {
     this.dir = dir;
-  }
-
-  rawPaths(name: string): { dir: string; stdout: string; stderr: string } {
-    const dir = join(this.dir, name);
-    return { dir, stdout: join(dir, 'stdout.log'), stderr: join(dir, 'stderr.log') };
   }
 
   track(): void {}

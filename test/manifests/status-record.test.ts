@@ -52,7 +52,7 @@ async function readServer() {
 describe('status records', () => {
   it('keeps status out of the manifest: the file stays byte for byte as the operator wrote it', async () => {
     expect(await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010 })).toBe('updated');
-    const second: EditorServerStatus = { phase: 'Running', port: 8010, pid: 4242, startTime: '2026-11-22T06:00:01Z' };
+    const second: EditorServerStatus = { phase: 'Running', port: 8010, runtimeRef: { kind: 'process', pid: 4242, startTicks: 7 }, startTime: '2026-11-22T06:00:01Z' };
     expect(await store.writeStatus('data-pipeline', second)).toBe('updated');
     expect(await store.writeStatus('data-pipeline', structuredClone(second))).toBe('unchanged');
 
@@ -110,13 +110,30 @@ describe('status records', () => {
   it('takes over an inline status once, and ignores it (and any pid in it) after that', async () => {
     const inline = `${HAND_WRITTEN}status:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n`;
     await writeFile(file(), inline);
-    expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010, pid: 4242, pidStartTicks: 99 });
+    // An older version's pid and start time become the runtime's reference.
+    expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010, runtimeRef: { kind: 'process', pid: 4242, startTicks: 99 } });
 
-    await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010, pid: null });
+    await store.writeStatus('data-pipeline', { phase: 'Stopped', port: 8010, runtimeRef: null });
     // A later edit of the stale block (or a copy of another file's) changes nothing.
     await writeFile(file(), inline.replace('pid: 4242', 'pid: 1'));
-    expect((await readServer()).status).toEqual({ phase: 'Stopped', port: 8010, pid: null });
+    expect((await readServer()).status).toEqual({ phase: 'Stopped', port: 8010, runtimeRef: null });
     expect(await readFile(file(), 'utf8')).toBe(inline.replace('pid: 4242', 'pid: 1'));
+  });
+
+  it('takes over a status record written with a pid by an older version: the next write has only the runtime reference', async () => {
+    await writeFile(file(), HAND_WRITTEN);
+    await readServer();
+    const record = join(statusDir, 'data-pipeline.yaml');
+    const old = (await readFile(record, 'utf8')) + 'status:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n';
+    await writeFile(record, old);
+    const ref = { kind: 'process', pid: 4242, startTicks: 99 };
+    expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010, runtimeRef: ref });
+    expect(await store.writeStatus('data-pipeline', { phase: 'Running', port: 8010, runtimeRef: ref, message: 'seen' })).toBe('updated');
+    const written = parse(await readFile(record, 'utf8')).status;
+    expect(written).toEqual({ phase: 'Running', port: 8010, runtimeRef: ref, message: 'seen' });
+    // A reference that is not plain data of a runtime is dropped, never passed on.
+    await writeFile(record, old.replace(/  pid: 4242\n  pidStartTicks: 99\n/, '  runtimeRef: { pid: [1, 2] }\n'));
+    expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010 });
   });
 
   it('records nothing for a manifest that is missing or invalid, and forgets the record on remove', async () => {

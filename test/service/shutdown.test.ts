@@ -50,8 +50,8 @@ describe('shutting the service down', () => {
       if (read.kind !== 'ok') throw new Error(`manifest is ${read.kind}`);
       expect(read.server.spec.running).toBe(true);
       expect(read.server.status).toMatchObject({ phase: 'Stopped', reason: 'ServiceShutdown' });
-      expect(read.server.status?.pid ?? null).toBeNull();
-      expect(read.server.status?.pidStartTicks).toBeUndefined();
+      expect(read.server.status?.runtimeRef ?? null).toBeNull();
+      expect(read.server.status).not.toHaveProperty('pid');
 
       const second = await startService(settings, () => undefined);
       services.push(second);

@@ -1,5 +1,6 @@
 // GET /servers/{id}/health, POST /servers/{id}/refresh-status and POST /servers/refresh-all:
 // the real process and /healthz compared with the recorded status.
+import { describeRef, pidOf, type RuntimeRef } from '../../runtime/interface.ts';
 import type { Router } from 'express';
 import type { ServerRecord } from '../../controller/reconciler.ts';
 import { displayNameOf } from '../../manifests/types.ts';
@@ -29,8 +30,7 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
   router.get('/servers/:id/health', async (req, res) => {
     const record = findServer(deps, req);
     const server = record.server!;
-    const pid = server.status?.pid ?? null;
-    const processExists = pid !== null && reconciler.isProcessAlive(record.name);
+    const processExists = Boolean(server.status?.runtimeRef) && reconciler.isEditorRunning(record.name);
     const endpoint = reconciler.endpointOf(record.name);
     const http = processExists && endpoint ? await checkHealth(endpoint) : { ok: false };
     const usage = processExists ? stats.get(record.name) : undefined;
@@ -56,8 +56,7 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
     const before = record.server!;
     const oldStatus = statusOf(before);
     const port = before.spec.port ?? before.status?.port;
-    const pid = before.status?.pid ?? null;
-    const alive = pid !== null && reconciler.isProcessAlive(record.name);
+    const alive = Boolean(before.status?.runtimeRef) && reconciler.isEditorRunning(record.name);
     const endpoint = reconciler.endpointOf(record.name);
     const health = alive && endpoint ? await checkHealth(endpoint) : { ok: false, error: 'no process' };
     if (alive) reconciler.recordHealth(record.name, health.ok);
@@ -71,11 +70,19 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
       port: port ?? null,
       old_status: oldStatus,
       new_status: newStatus,
-      pid_status: pid === null ? 'no process recorded' : alive ? `process ${pid} is running` : `process ${pid} no longer exists`,
+      pid_status: editorStatus(before.status?.runtimeRef, alive),
       healthz_status: health.ok
         ? `GET /healthz on port ${port} answered${'state' in health && health.state ? ` (${health.state})` : ''}`
         : `GET /healthz on port ${port ?? '-'} did not answer: ${health.error ?? 'no process'}`,
       updated: oldStatus !== newStatus,
     };
   }
+}
+
+/** What refresh-status says of the recorded editor: `process 123 is running` for a local process. */
+function editorStatus(ref: RuntimeRef | null | undefined, alive: boolean): string {
+  if (!ref) return 'no process recorded';
+  const pid = pidOf(ref);
+  const what = pid !== null ? `process ${pid}` : `editor ${describeRef(ref)}`;
+  return alive ? `${what} is running` : `${what} no longer exists`;
 }

@@ -42,7 +42,7 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
     }
     const list = [...reconciler.records.values()]
       .filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)))
-      .map((r) => serverView(r, r.server!.status?.pid ? stats.get(r.name) : undefined));
+      .map((r) => serverView(r, r.server!.status?.runtimeRef ? stats.get(r.name) : undefined));
     res.json(list);
   });
 
@@ -53,7 +53,7 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
       sendJson(res, ServerFeed.current(entry));
       return;
     }
-    res.json(serverView(record, record.server!.status?.pid ? stats.get(record.name) : undefined));
+    res.json(serverView(record, record.server!.status?.runtimeRef ? stats.get(record.name) : undefined));
   });
 
   router.post('/servers', async (req, res) => {
