@@ -1,20 +1,14 @@
 // Hands out editor ports from the configured range: never two names on one port, never a port
 // another process is listening on, never the service's own or one outside 1024-65535, and the
 // same port again for the same name.
-import { createServer } from 'node:net';
+import { portIsFree } from '../runtime/port-probe.ts';
+
+export { portIsFree };
 
 /** The ports an editor may have: not privileged, and real. */
 export const EDITOR_PORTS = { min: 1024, max: 65535 } as const;
 
 export type PortProbe = (port: number) => Promise<boolean>;
-
-/** True when nothing listens on 127.0.0.1:port (we can bind it ourselves). */
-export const portIsFree: PortProbe = (port) =>
-  new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
 
 export class PortAllocator {
   private min: number;

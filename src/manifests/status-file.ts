@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import type { EditorServerSpec, EditorServerStatus } from './types.ts';
+import type { EditorServerSpec, EditorServerStatus, RuntimeRef } from './types.ts';
 
 export interface StatusRecord {
   /** Moves by one whenever the spec's canonical hash changes, whoever changed it. */
@@ -29,6 +29,35 @@ function canonicalJSON(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
+}
+
+/**
+ * A status as this version keeps it. An older record's `pid` and `pidStartTicks` become
+ * `runtimeRef` ({kind: process}), taken over once: the next write has only the reference. A
+ * `runtimeRef` that is not an object of strings and numbers with a `kind` is dropped. Whatever
+ * it names is still used only after its runtime says it is this server's editor.
+ */
+export function currentStatus(value: unknown): EditorServerStatus | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const { pid, pidStartTicks, runtimeRef, ...rest } = value as Record<string, unknown>;
+  const status = rest as unknown as EditorServerStatus;
+  const ref = runtimeRefOf(runtimeRef) ?? legacyProcessRef(pid, pidStartTicks);
+  if (ref) status.runtimeRef = ref;
+  else if (runtimeRef === null || pid === null) status.runtimeRef = null;
+  return status;
+}
+
+function runtimeRefOf(value: unknown): RuntimeRef | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value as Record<string, unknown>);
+  const plain = entries.length <= 16 && entries.every(([, v]) => (typeof v === 'string' && v.length <= 512) || (typeof v === 'number' && Number.isFinite(v)));
+  return plain && typeof (value as RuntimeRef).kind === 'string' ? { ...(value as RuntimeRef) } : undefined;
+}
+
+function legacyProcessRef(pid: unknown, startTicks: unknown): RuntimeRef | undefined {
+  return Number.isSafeInteger(pid) && (pid as number) > 0 && Number.isSafeInteger(startTicks) && (startTicks as number) >= 0
+    ? { kind: 'process', pid: pid as number, startTicks: startTicks as number }
+    : undefined;
 }
 
 /** Status records, one file per server name; only this process writes them. */
@@ -58,6 +87,7 @@ export class StatusFiles {
     }
     const record = value as Partial<StatusRecord> | null;
     if (!record || typeof record !== 'object' || !Number.isInteger(record.generation) || typeof record.specHash !== 'string') return undefined;
+    if (record.status !== undefined) record.status = currentStatus(record.status);
     return record as StatusRecord;
   }
 

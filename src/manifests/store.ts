@@ -12,7 +12,7 @@ import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { linkUnlessTaken, renameIfThere } from './replace.ts';
 import { SCHEMA_MODELINE } from './schema.ts';
-import { specHash, StatusFiles, type StatusRecord } from './status-file.ts';
+import { currentStatus, specHash, StatusFiles, type StatusRecord } from './status-file.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
 export { MAX_MANIFEST_BYTES };
@@ -225,7 +225,8 @@ export class ManifestStore {
       if (!record) {
         // First sight, or a manifest from before status records: its inline status is taken
         // over once (a pid in it is still only adopted after /proc says it is this server's).
-        record = { generation: server.metadata.generation ?? 1, specHash: hash, ...(server.status ? { status: server.status } : {}) };
+        const inline = currentStatus(server.status);
+        record = { generation: server.metadata.generation ?? 1, specHash: hash, ...(inline ? { status: inline } : {}) };
         await statuses.write(name, record);
       } else if (record.specHash !== hash) {
         record = { ...record, generation: record.generation + 1, specHash: hash };

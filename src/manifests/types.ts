@@ -54,15 +54,24 @@ export interface ExtensionStatus {
   message?: string;
 }
 
+/** A runtime's reference to one editor it runs, kept in status: serialisable, opaque to all but its runtime. */
+export interface RuntimeRef {
+  readonly kind: string;
+  readonly [field: string]: string | number;
+}
+
 export interface EditorServerStatus {
   phase: Phase;
   reason?: string;
   message?: string;
   observedGeneration?: number;
   port?: number;
-  pid?: number | null;
-  /** Process start time in clock ticks since boot (from /proc/PID/stat): the pid's identity. */
-  pidStartTicks?: number;
+  /**
+   * The runtime's reference to the running editor (null or absent: none runs): plain JSON whose
+   * `kind` names the runtime (`process`: pid and start time; a Pod: namespace, name and uid). Only
+   * that runtime looks inside it, and only after checking it is this server's editor.
+   */
+  runtimeRef?: RuntimeRef | null;
   startTime?: string;
   workspacePath?: string;
   restarts?: number;

@@ -1,6 +1,7 @@
 // Asks an editor's GET /healthz, the way code-server reports it is up.
 import { request } from '../core/http.ts';
-import { EDITOR_HOST, type EditorEndpoint } from './processes.ts';
+import type { EditorEndpoint } from './interface.ts';
+import { EDITOR_HOST } from './port-probe.ts';
 
 /** An editor's endpoint, or a bare port for an editor this machine's process runtime runs (doctor, tests). */
 export type HealthTarget = EditorEndpoint | number;

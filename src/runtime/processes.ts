@@ -1,18 +1,30 @@
-// Launches, watches, finds and stops editor processes. Each editor runs detached in its own
-// process group with its output going to files, so it outlives a controller restart.
+// The process runtime: each editor is a code-server process on this machine, detached in its own
+// process group with its output going to files, so it outlives a controller restart. Its
+// reference is the process identity (pid and start time, never a pid alone); an editor counts
+// as a server's only when /proc says this service launched it for that very server.
 import { mkdirSync } from 'node:fs';
 import { editorEnvironment } from '../core/child-env.ts';
-import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
-import { discoverEditors, verifyEditor, type DiscoveredEditor } from './ownership.ts';
 import { isAlive, type ProcessIdentity } from '../core/procfs.ts';
+import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
+import type { ExtensionInstaller } from '../extensions/installer.ts';
+import type { DataLayout } from '../workspace/layout.ts';
+import { checkHealth, waitHealthy, type HealthResult } from './health.ts';
+import type { EditorEndpoint, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
+import { discoverEditors, verifyEditor } from './ownership.ts';
+import { LocalStorage, type OutputFiles } from './process-storage.ts';
+import { EDITOR_HOST, portIsFree } from './port-probe.ts';
+
+export { EDITOR_HOST };
 import { stopEditor } from './stopping.ts';
 import { processGroupUsage, type EditorUsage } from './usage.ts';
 
 export type { ProcessIdentity } from '../core/procfs.ts';
 export type { ExitInfo } from '../core/supervisor.ts';
+export type { EditorEndpoint } from './interface.ts';
 export { discoverEditors, type DiscoveredEditor } from './ownership.ts';
 export { stopAllEditors, stopEditor } from './stopping.ts';
 
+/** What a code-server process is started with. */
 export interface LaunchSpec {
   name: string;
   port: number;
@@ -20,56 +32,11 @@ export interface LaunchSpec {
   userDataDir: string;
   extensionsDir: string;
   configPath: string;
-  stdoutPath: string;
-  stderrPath: string;
 }
 
-/** Where an editor answers HTTP. The proxy, the health checks and refresh go there, never to an address of their own. */
-export interface EditorEndpoint {
-  host: string;
-  port: number;
-}
 
-/**
- * The runtime's handle of one editor. Only the runtime looks inside it; the controller keeps
- * it, compares it and records it in status. For this runtime it is a process: pid and start time.
- */
-export type EditorHandle = ProcessIdentity;
-
-export interface LaunchedEditor {
-  handle: EditorHandle;
-  endpoint: EditorEndpoint;
-}
-
-/** The address editors of this runtime bind: loopback only, the proxy is the way in. */
-export const EDITOR_HOST = '127.0.0.1';
-
-export interface EditorRuntime {
-  launch(spec: LaunchSpec): LaunchedEditor;
-  /** Where an editor of this runtime that listens on `port` answers (a port read from status or a command line). */
-  endpointOf(port: number): EditorEndpoint;
-  /** CPU and memory of the editors, by handle; an editor gone meanwhile is left out. */
-  usage(handles: EditorHandle[]): Promise<Map<EditorHandle, EditorUsage>>;
-  isAlive(identity: ProcessIdentity): boolean;
-  /**
-   * For an editor this runtime launched and isAlive() calls dead: true while its exit (code and
-   * signal) is not reported yet, as the kernel holds it as a zombie until Node.js reaps it.
-   */
-  exitPending(identity: ProcessIdentity): boolean;
-  /** Starts watching a process this runtime did not launch (adopted after a restart). */
-  watch(name: string, identity: ProcessIdentity): void;
-  /**
-   * The endpoint of the editor, when the handle is, right now, the editor this service launched
-   * for server `name` (its /proc command line and environment say so); else undefined. The one
-   * check behind every adoption, stop and refresh.
-   */
-  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined;
-  /** Stops server `name`'s editor; false, and nothing signalled, when the identity is not that editor. */
-  stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean>;
-  discover(): DiscoveredEditor[];
-  onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void;
-  dispose(): void;
-}
+/** The most exits remembered for state() after the editor is gone. */
+const EXITS_KEPT = 1024;
 
 export function editorArguments(spec: LaunchSpec): string[] {
   return [
@@ -85,96 +52,150 @@ export function editorArguments(spec: LaunchSpec): string[] {
   ];
 }
 
-export class ProcessRuntime implements EditorRuntime {
+/** The process identity a reference of this runtime names; undefined for any other reference. */
+export function processOf(ref: RuntimeRef): ProcessIdentity | undefined {
+  const { kind, pid, startTicks } = ref;
+  return kind === 'process' && Number.isSafeInteger(pid) && (pid as number) > 1 && Number.isSafeInteger(startTicks) && (startTicks as number) >= 0
+    ? { pid: pid as number, startTicks: startTicks as number }
+    : undefined;
+}
+
+export function processRef(identity: ProcessIdentity): RuntimeRef {
+  return { kind: 'process', pid: identity.pid, startTicks: identity.startTicks };
+}
+
+const keyOf = (identity: ProcessIdentity) => `${identity.pid}:${identity.startTicks}`;
+
+interface Tracked {
+  name: string;
+  identity: ProcessIdentity;
+  endpoint: EditorEndpoint | undefined;
+  /** Set for editors launched in this run (our own children, provably the server's even mid-exec). */
+  process?: DetachedProcess;
+}
+
+export interface ProcessRuntimeOptions {
+  bin: string;
+  layout: DataLayout;
+  installer: ExtensionInstaller;
+  /** Where each editor's output goes (the log hub's editor.out and editor.err). */
+  outputOf: OutputFiles;
+  env?: NodeJS.ProcessEnv;
+  /** How often adopted editors (not our children) are looked at in /proc. */
+  pollIntervalMs?: number;
+}
+
+export class ProcessRuntime extends LocalStorage implements EditorRuntime {
+  readonly kind = 'process';
   private readonly bin: string;
-  /** Editors are recognised by `--user-data-dir` under this folder. */
-  private readonly editorsDir: string;
   private readonly env: NodeJS.ProcessEnv;
-  private readonly listeners: Array<(name: string, identity: ProcessIdentity, exit: ExitInfo) => void> = [];
-  private readonly watched = new Map<number, { name: string; identity: ProcessIdentity }>();
-  /**
-   * Editors this runtime launched whose 'exit' event has not fired yet, by pid. They are its
-   * own children, so provably the server's even while /proc is mid-exec (the command line of a
-   * process that is exec'ing can read empty).
-   */
-  private readonly children = new Map<number, { name: string; identity: ProcessIdentity; port: number; process: DetachedProcess }>();
+  private readonly listeners: Array<(name: string) => void> = [];
+  /** Editors launched or adopted in this run that have not been seen to exit, by identity. */
+  private readonly tracked = new Map<string, Tracked>();
+  /** How tracked editors ended (code and signal, or nulls when an adopted one vanished), newest last. */
+  private readonly exits = new Map<string, ExitInfo>();
   private pollTimer: NodeJS.Timeout | undefined;
 
-  constructor(options: { bin: string; editorsDir: string; env?: NodeJS.ProcessEnv; pollIntervalMs?: number }) {
+  constructor(options: ProcessRuntimeOptions) {
+    super(options.layout, options.installer, options.outputOf);
     this.bin = options.bin;
-    this.editorsDir = options.editorsDir;
     this.env = options.env ?? process.env;
     this.pollTimer = setInterval(() => this.pollAdopted(), options.pollIntervalMs ?? 500);
     this.pollTimer.unref();
   }
 
-  launch(spec: LaunchSpec): LaunchedEditor {
-    mkdirSync(spec.userDataDir, { recursive: true });
-    mkdirSync(spec.extensionsDir, { recursive: true });
+  portIsFree(port: number): Promise<boolean> {
+    return portIsFree(port);
+  }
+
+  async start(spec: StartSpec): Promise<StartedEditor> {
+    const workspacePath = await this.prepare(spec.name);
+    const editor = this.layout.editor(spec.name);
+    const output = this.outputOf(spec.name);
+    mkdirSync(editor.userDataDir, { recursive: true });
+    mkdirSync(editor.extensionsDir, { recursive: true });
     // Files, not pipes, and not waited for: the editor keeps running and writing while the service restarts.
-    const editor = spawnDetached({
+    const child = spawnDetached({
       command: this.bin,
-      args: editorArguments(spec),
-      cwd: spec.workspacePath,
+      args: editorArguments({ name: spec.name, port: spec.port, workspacePath, ...editor }),
+      cwd: workspacePath,
       env: editorEnvironment(this.env, spec.name),
-      stdoutPath: spec.stdoutPath,
-      stderrPath: spec.stderrPath,
+      stdoutPath: output.stdout,
+      stderrPath: output.stderr,
       unref: true,
     });
-    if (!editor) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
-    const identity = editor.identity;
-    this.children.set(identity.pid, { name: spec.name, identity, port: spec.port, process: editor });
-    editor.onExit((exit) => {
-      this.children.delete(identity.pid);
-      this.emitExit(spec.name, identity, exit);
-    });
-    return { handle: identity, endpoint: this.endpointOf(spec.port) };
+    if (!child) throw new Error(`could not start ${this.bin}: check that it exists and is executable`);
+    const identity = child.identity;
+    const endpoint = this.endpointOf(spec.port);
+    this.tracked.set(keyOf(identity), { name: spec.name, identity, endpoint, process: child });
+    child.onExit((exit) => this.exited(identity, exit));
+    return { ref: processRef(identity), endpoint };
   }
 
-  isAlive(identity: ProcessIdentity): boolean {
-    return isAlive(identity);
-  }
-
-  exitPending(identity: ProcessIdentity): boolean {
-    return this.children.has(identity.pid);
-  }
-
-  watch(name: string, identity: ProcessIdentity): void {
-    this.watched.set(identity.pid, { name, identity });
-  }
-
-  endpointOf(port: number): EditorEndpoint {
-    return { host: EDITOR_HOST, port };
-  }
-
-  usage(handles: EditorHandle[]): Promise<Map<EditorHandle, EditorUsage>> {
-    return processGroupUsage(handles);
-  }
-
-  owns(name: string, identity: ProcessIdentity): { endpoint: EditorEndpoint | undefined } | undefined {
+  async stop(name: string, ref: RuntimeRef, graceMs: number): Promise<boolean> {
+    const identity = processOf(ref);
+    if (!identity) return false;
     const child = this.ownChild(name, identity);
-    if (child) return isAlive(identity) ? { endpoint: this.endpointOf(child.port) } : undefined;
-    const editor = verifyEditor(identity, name, this.editorsDir);
-    return editor && { endpoint: editor.port === undefined ? undefined : this.endpointOf(editor.port) };
-  }
-
-  async stop(name: string, identity: ProcessIdentity, graceMs: number): Promise<boolean> {
-    const child = this.ownChild(name, identity);
-    if (!child) return stopEditor(name, identity, graceMs, this.editorsDir);
-    await child.process.stop(graceMs);
+    if (!child) return stopEditor(name, identity, graceMs, this.layout.editorsDir);
+    await child.stop(graceMs);
     return true;
   }
 
-  private ownChild(name: string, identity: ProcessIdentity) {
-    const child = this.children.get(identity.pid);
-    return child?.name === name && child.identity.startTicks === identity.startTicks ? child : undefined;
+  state(name: string, ref: RuntimeRef): EditorState {
+    const identity = processOf(ref);
+    if (!identity) return { state: 'foreign' };
+    const key = keyOf(identity);
+    const tracked = this.tracked.get(key);
+    if (tracked && tracked.name !== name) return { state: 'foreign' };
+    const exit = this.exits.get(key);
+    if (exit) return { state: 'exited', exit };
+    if (isAlive(identity)) {
+      if (tracked) return { state: 'running', endpoint: tracked.endpoint };
+      const editor = verifyEditor(identity, name, this.layout.editorsDir);
+      return editor ? { state: 'running', endpoint: this.endpointFor(editor.port) } : { state: 'foreign' };
+    }
+    // Dead: our own child's exit (code and signal) is moments away, as the kernel holds it as a
+    // zombie until Node.js reaps it; anything else is gone.
+    return tracked?.process ? { state: 'exited', exit: undefined } : { state: 'gone' };
   }
 
-  discover(): DiscoveredEditor[] {
-    return discoverEditors(this.editorsDir);
+  adopt(name: string, ref: RuntimeRef): { endpoint: EditorEndpoint | undefined } | undefined {
+    const identity = processOf(ref);
+    if (!identity) return undefined;
+    const key = keyOf(identity);
+    const tracked = this.tracked.get(key);
+    if (tracked) return tracked.name === name && isAlive(identity) ? { endpoint: tracked.endpoint } : undefined;
+    const editor = verifyEditor(identity, name, this.layout.editorsDir);
+    if (!editor) return undefined;
+    const endpoint = this.endpointFor(editor.port);
+    this.exits.delete(key);
+    this.tracked.set(key, { name, identity, endpoint });
+    return { endpoint };
   }
 
-  onExit(listener: (name: string, identity: ProcessIdentity, exit: ExitInfo) => void): void {
+  async list(): Promise<RunningEditor[]> {
+    return discoverEditors(this.layout.editorsDir).map((e) => ({ name: e.name, port: e.port, ref: processRef(e.identity) }));
+  }
+
+  health(endpoint: EditorEndpoint): Promise<HealthResult> {
+    return checkHealth(endpoint);
+  }
+
+  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> {
+    return waitHealthy(endpoint, deadline, cancelled);
+  }
+
+  async usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
+    const byIdentity = new Map<ProcessIdentity, RuntimeRef>();
+    for (const ref of refs) {
+      const identity = processOf(ref);
+      if (identity) byIdentity.set(identity, ref);
+    }
+    const usage = await processGroupUsage([...byIdentity.keys()]);
+    return new Map([...usage].map(([identity, sample]) => [byIdentity.get(identity)!, sample]));
+  }
+
+  onChange(listener: (name: string) => void): void {
     this.listeners.push(listener);
   }
 
@@ -182,18 +203,36 @@ export class ProcessRuntime implements EditorRuntime {
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     this.listeners.length = 0;
-    this.watched.clear();
-    this.children.clear();
+    this.tracked.clear();
   }
 
-  private emitExit(name: string, identity: ProcessIdentity, exit: ExitInfo): void {
-    this.watched.delete(identity.pid);
-    for (const listener of this.listeners) listener(name, identity, exit);
+  /** Where an editor of this runtime listening on `port` answers. */
+  endpointOf(port: number): EditorEndpoint {
+    return { host: EDITOR_HOST, port };
+  }
+
+  private endpointFor(port: number | undefined): EditorEndpoint | undefined {
+    return port === undefined ? undefined : this.endpointOf(port);
+  }
+
+  private ownChild(name: string, identity: ProcessIdentity): DetachedProcess | undefined {
+    const tracked = this.tracked.get(keyOf(identity));
+    return tracked?.name === name ? tracked.process : undefined;
+  }
+
+  private exited(identity: ProcessIdentity, exit: ExitInfo): void {
+    const key = keyOf(identity);
+    const tracked = this.tracked.get(key);
+    if (!tracked) return;
+    this.tracked.delete(key);
+    this.exits.set(key, exit);
+    if (this.exits.size > EXITS_KEPT) this.exits.delete(this.exits.keys().next().value!);
+    for (const listener of this.listeners) listener(tracked.name);
   }
 
   private pollAdopted(): void {
-    for (const { name, identity } of [...this.watched.values()]) {
-      if (!isAlive(identity)) this.emitExit(name, identity, { code: null, signal: null });
+    for (const { identity, process } of [...this.tracked.values()]) {
+      if (!process && !isAlive(identity)) this.exited(identity, { code: null, signal: null });
     }
   }
 }

@@ -1,13 +1,13 @@
 // CPU, memory and uptime of running editors, sampled in the background by asking the runtime
 // for the usage of every editor's handle at once, so listing servers never waits on it.
-import type { EditorHandle } from './processes.ts';
+import type { RuntimeRef } from './interface.ts';
 import { clearUsageHistory, type EditorUsage } from './usage.ts';
 
 export type ProcessStats = EditorUsage;
 
 export class StatsSampler {
-  private readonly editors: () => Map<string, EditorHandle>;
-  private readonly usage: (handles: EditorHandle[]) => Promise<Map<EditorHandle, EditorUsage>>;
+  private readonly editors: () => Map<string, RuntimeRef>;
+  private readonly usage: (handles: RuntimeRef[]) => Promise<Map<RuntimeRef, EditorUsage>>;
   private readonly intervalMs: number;
   private latest = new Map<string, ProcessStats>();
   private timer: NodeJS.Timeout | undefined;
@@ -16,8 +16,8 @@ export class StatsSampler {
 
   /** editors(): the handle of each server's running editor, by server name; usage: the runtime's. */
   constructor(
-    editors: () => Map<string, EditorHandle>,
-    usage: (handles: EditorHandle[]) => Promise<Map<EditorHandle, EditorUsage>>,
+    editors: () => Map<string, RuntimeRef>,
+    usage: (handles: RuntimeRef[]) => Promise<Map<RuntimeRef, EditorUsage>>,
     intervalMs = 2000,
   ) {
     this.editors = editors;
