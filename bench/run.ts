@@ -1,9 +1,10 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchDashboard } from './dashboard.ts';
+import { benchManifestRead } from './manifests.ts';
 import { benchObservability } from './observability.ts';
 import { benchPersistence, fakeFilesApi, throughStore } from './persistence.ts';
 import { benchProxyThroughService } from './service-proxy.ts';
@@ -56,6 +57,9 @@ if (wanted('observability')) {
 }
 if (wanted('workbench')) {
   report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor, quick ? 6 : 20, 14));
+}
+if (wanted('manifests')) {
+  report('reading a 255 KiB manifest of 19,000 settings keys', benchManifestRead(quick ? 1 : 3));
 }
 if (wanted('persistence')) {
   report('persistence: snapshot and restore of 2,000 files, 50 MB, vs tar', await benchPersistence(quick ? 3 : 7));

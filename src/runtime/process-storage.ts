@@ -75,8 +75,10 @@ export class LocalStorage {
     return this.#installer.uninstall(this.#target(name), id, signal);
   }
 
-  remove(name: string): Promise<void> {
-    return removeServerFiles(this.layout, name);
+  async remove(name: string): Promise<void> {
+    // A clone or extraction a killed service left beside the workspace is the server's too.
+    await removeLeftovers(this.layout.workspace(name));
+    await removeServerFiles(this.layout, name);
   }
 
   /** Follows the editor's output files: what is in them (since 'start') or only what comes next. */
