@@ -47,9 +47,12 @@ async function serviceStart(service: BenchService, id: string): Promise<number> 
   return elapsed;
 }
 
-/** Start latency through the service against a direct spawn, interleaved so noise hits both. */
-export async function benchStartLatency(bin: string, label: string, rounds: number, offset: number) {
-  const service = await startBenchService(bin, benchPorts(offset));
+/**
+ * Start latency through the service against a direct spawn, interleaved so noise hits both.
+ * `checkout`: the checkout whose service runs (default this one); likewise below.
+ */
+export async function benchStartLatency(bin: string, label: string, rounds: number, offset: number, checkout?: string) {
+  const service = await startBenchService(bin, benchPorts(offset), { checkout });
   try {
     const { id } = await service.call('POST', '/servers', { name: `latency ${label}` });
     await serviceStart(service, id); // warm-up: folders, extensions, first spawn
@@ -85,8 +88,8 @@ export async function startEditors(service: BenchService, count: number, label: 
  * GET /servers (and GET /servers/{id}) latency with `count` running editors among `total`
  * servers (the rest created and left stopped), keep-alive, sequential requests.
  */
-export async function benchList(bin: string, count: number, requests: number, offset: number, total = count) {
-  const service = await startBenchService(bin, benchPorts(offset, Math.max(200, total + 20)));
+export async function benchList(bin: string, count: number, requests: number, offset: number, total = count, checkout?: string) {
+  const service = await startBenchService(bin, benchPorts(offset, Math.max(200, total + 20)), { checkout });
   try {
     const ids = await startEditors(service, count, 'list');
     for (let i = count; i < total; i++) await service.call('POST', '/servers', { name: `list stopped ${i}` });
@@ -113,8 +116,8 @@ export async function benchList(bin: string, count: number, requests: number, of
  * Service memory with `count` running editors, then over `minutes` of repeated list, start and
  * stop calls: RSS sampled each minute.
  */
-export async function benchMemorySoak(bin: string, count: number, minutes: number, offset: number) {
-  const service = await startBenchService(bin, benchPorts(offset));
+export async function benchMemorySoak(bin: string, count: number, minutes: number, offset: number, checkout?: string) {
+  const service = await startBenchService(bin, benchPorts(offset), { checkout });
   try {
     const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();

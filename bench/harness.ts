@@ -8,20 +8,30 @@ import { stopAllEditors } from '../src/runtime/processes.ts';
 import { DataLayout } from '../src/workspace/layout.ts';
 
 
-// Benchmarks measure what `npm start` runs: the compiled service.
-const ROOT = new URL('..', import.meta.url).pathname;
-// The exact environment and node arguments of `npm start` (heap and malloc limits included),
-// so the figures are its figures: `VAR=value … exec node ARGS…`.
-const START_WORDS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
-const NODE_AT = START_WORDS.indexOf('node');
-const START_ENV = Object.fromEntries(START_WORDS.slice(0, NODE_AT).filter((w) => w.includes('=')).map((w) => w.split('=') as [string, string]));
-// BENCH_NODE_ARGS: extra node or V8 flags ahead of the script, to compare a flag side by side.
-const START_ARGS = [...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), ...START_WORDS.slice(NODE_AT + 1).map((w) => (w === 'dist/main.js' && process.env.BENCH_MAIN) || w)];
-let built = false;
-function build(): void {
-  if (built) return;
-  execFileSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
-  built = true;
+// Benchmarks measure what `npm start` runs: the compiled service, by default of this checkout.
+export const ROOT = new URL('..', import.meta.url).pathname;
+
+/**
+ * The exact environment and node arguments of `npm start` in the checkout at `root` (heap and
+ * malloc limits included), so the figures are its figures: `VAR=value … exec node ARGS…`.
+ */
+function startCommand(root: string): { env: Record<string, string>; args: string[] } {
+  const words = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
+  const nodeAt = words.indexOf('node');
+  return {
+    env: Object.fromEntries(words.slice(0, nodeAt).filter((w) => w.includes('=')).map((w) => w.split('=') as [string, string])),
+    // BENCH_NODE_ARGS: extra node or V8 flags ahead of the script, to compare a flag side by side.
+    args: [...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), ...words.slice(nodeAt + 1).map((w) => (w === 'dist/main.js' && process.env.BENCH_MAIN) || w)],
+  };
+}
+const START = startCommand(ROOT);
+const built = new Set<string>();
+
+/** Compiles the service of the checkout at `root` into its dist/ (once a run per checkout). */
+export function buildService(root = ROOT): void {
+  if (built.has(root)) return;
+  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  built.add(root);
 }
 export const STUB_EDITOR = new URL('../test/fixtures/stub-editor.mjs', import.meta.url).pathname;
 
@@ -36,20 +46,26 @@ export interface BenchService {
   close(): Promise<void>;
 }
 
-/** `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor` beside its own. */
+/**
+ * `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor`
+ * beside its own; `checkout`: the checkout whose service runs (default this one), built first.
+ */
 export async function startBenchService(
-  editorBin: string, ports: { min: number; max: number }, extra: { env?: Record<string, string>; editor?: Record<string, unknown> } = {},
+  editorBin: string, ports: { min: number; max: number },
+  extra: { env?: Record<string, string>; editor?: Record<string, unknown>; checkout?: string } = {},
 ): Promise<BenchService> {
-  build();
+  const checkout = extra.checkout ?? ROOT;
+  buildService(checkout);
+  const start = startCommand(checkout);
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
   await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
   const dataDir = join(root, 'data');
-  const child = spawn(process.execPath, START_ARGS, {
-    cwd: ROOT,
+  const child = spawn(process.execPath, start.args, {
+    cwd: checkout,
     env: {
       ...process.env,
-      ...START_ENV,
+      ...start.env,
       DEVBOX_HOST: '127.0.0.1',
       DEVBOX_PORT: '0',
       DEVBOX_MANIFESTS_DIR: join(root, 'manifests'),
@@ -68,20 +84,36 @@ export async function startBenchService(
       if (match) resolve(match[1]);
     });
     child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${out}`)));
+  }).catch(async (err) => {
+    await fs.rm(root, { recursive: true, force: true });
+    throw err;
   });
   child.stdout!.resume();
-  return {
+  let closing: Promise<void> | undefined;
+  const service: BenchService = {
     url, root, dataDir, child,
     pid: child.pid!,
     rssMb: () => rssMb(child.pid!),
     call: (method, path, body) => call(url, method, path, body),
-    async close() {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+    close: () => (closing ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
       await stopAllEditors(new DataLayout(dataDir).editorsDir, 2000);
       await fs.rm(root, { recursive: true, force: true });
-    },
+      running.delete(service);
+    })()),
   };
+  running.add(service);
+  return service;
+}
+
+const running = new Set<BenchService>();
+/** Closes every service still running, with its editors: for a run that is interrupted. */
+export async function closeBenchServices(): Promise<void> {
+  await Promise.allSettled([...running].map((service) => service.close()));
 }
 
 export async function call(base: string, method: string, path: string, body?: unknown): Promise<any> {
@@ -100,9 +132,9 @@ export async function call(base: string, method: string, path: string, body?: un
  * environment, serving an empty HTTP server on loopback (read once it has idled for a second).
  */
 export async function bareNodeRssMb(): Promise<number> {
-  const flags = START_ARGS.filter((arg) => arg.startsWith('-'));
+  const flags = START.args.filter((arg) => arg.startsWith('-'));
   const script = "require('node:http').createServer((q, s) => s.end()).listen(0, '127.0.0.1', () => console.log('listening'))";
-  const child = spawn(process.execPath, [...flags, '-e', script], { env: { ...process.env, ...START_ENV }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, '-e', script], { env: { ...process.env, ...START.env }, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await new Promise((resolve, reject) => {
       child.stdout!.once('data', resolve);

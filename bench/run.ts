@@ -1,7 +1,10 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
 // baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
+// `npm run bench -- compare <base-ref> …` measures another commit's service against this one's
+// instead, alternating in one run (bench/compare.ts).
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
+import { compareBuilds } from './compare.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchManifestRead } from './manifests.ts';
@@ -13,6 +16,11 @@ import { STUB_EDITOR } from './harness.ts';
 import { benchClone, benchExtract } from './workspace.ts';
 import { benchWorkbench } from './workbench.ts';
 import { targetRows, targetTable } from './targets.ts';
+
+if (process.argv[2] === 'compare') {
+  await compareBuilds(process.argv.slice(3));
+  process.exit();
+}
 
 const quick = process.env.BENCH_QUICK === '1';
 const sections = process.argv.slice(2);

@@ -28,44 +28,52 @@ export function connectionsTo(pid: number, port: number): number {
 }
 
 /**
+ * Proxy figures through the service with one running editor: the real code-server's workbench
+ * page (label 'code-server') or the stub's 1 KB page. `echoes`: WebSocket round trips (0: none);
+ * `floors`: byte relays to the same editor measured beside it; `checkout`: whose service runs.
+ */
+export async function benchProxyOnEditor(
+  bin: string, label: 'code-server' | 'stub', durationSec: number, portOffset: number,
+  options: { echoes?: number; floors?: boolean; checkout?: string } = {},
+) {
+  const service = await startBenchService(bin, benchPorts(portOffset), { checkout: options.checkout });
+  try {
+    const { id, port, workspace_path } = await service.call('POST', '/servers', { name: `proxy ${label}` });
+    await service.call('POST', `/servers/${id}/start`);
+    const rssBefore = service.rssMb();
+    const floors = options.floors ? await startFloorRelays(port) : undefined;
+    const figures = await benchProxy({
+      proxyBase: `${service.url}/vscode/${port}`,
+      directBase: `http://127.0.0.1:${port}`,
+      path: label === 'code-server' ? `/?folder=${encodeURIComponent(workspace_path)}` : '/',
+      durationSec,
+      connections: 32,
+      echoes: options.echoes ?? 0,
+      servicePid: service.pid,
+      relays: floors?.relays,
+    }).finally(() => floors?.stop());
+    return {
+      ...(floors?.missing && { floor_relay_missing: floors.missing }),
+      page: label === 'code-server' ? 'code-server workbench page' : 'stub editor 1 KB page',
+      ...figures,
+      service_connections_to_editor_after: connectionsTo(service.pid, port),
+      service_rss_before_mb: round(rssBefore, 1),
+      service_rss_after_mb: round(service.rssMb(), 1),
+    };
+  } finally {
+    await service.close();
+  }
+}
+
+/**
  * Two setups through the real service: the real code-server's workbench page (what a browser
  * loads first), and the stub editor's trivial page plus a WebSocket echo (code-server has no
  * echo endpoint). The trivial page shows the proxy's own cost at its most visible; beside it,
  * bare byte relays to the same stub editor show what any proxy process costs on this machine.
  */
 export async function benchProxyThroughService(realBin: string, stubBin: string, durationSec: number, offset: number) {
-  const run = async (bin: string, label: string, portOffset: number, echoes: number) => {
-    const service = await startBenchService(bin, benchPorts(portOffset));
-    try {
-      const { id, port, workspace_path } = await service.call('POST', '/servers', { name: `proxy ${label}` });
-      await service.call('POST', `/servers/${id}/start`);
-      const rssBefore = service.rssMb();
-      // The floor beside the stub: byte relays to the same editor, in Node.js and in C.
-      const floors = label === 'stub' ? await startFloorRelays(port) : undefined;
-      const figures = await benchProxy({
-        proxyBase: `${service.url}/vscode/${port}`,
-        directBase: `http://127.0.0.1:${port}`,
-        path: label === 'code-server' ? `/?folder=${encodeURIComponent(workspace_path)}` : '/',
-        durationSec,
-        connections: 32,
-        echoes,
-        servicePid: service.pid,
-        relays: floors?.relays,
-      }).finally(() => floors?.stop());
-      return {
-        ...(floors?.missing && { floor_relay_missing: floors.missing }),
-        page: label === 'code-server' ? 'code-server workbench page' : 'stub editor 1 KB page',
-        ...figures,
-        service_connections_to_editor_after: connectionsTo(service.pid, port),
-        service_rss_before_mb: round(rssBefore, 1),
-        service_rss_after_mb: round(service.rssMb(), 1),
-      };
-    } finally {
-      await service.close();
-    }
-  };
   return {
-    code_server: await run(realBin, 'code-server', offset, 0),
-    stub: await run(stubBin, 'stub', offset + 1, 2000),
+    code_server: await benchProxyOnEditor(realBin, 'code-server', durationSec, offset),
+    stub: await benchProxyOnEditor(stubBin, 'stub', durationSec, offset + 1, { echoes: 2000, floors: true }),
   };
 }
