@@ -1,16 +1,15 @@
 // The server records as GET /servers shows them, kept up to date and serialised once per change,
-// so every watch stream shares the same bytes. Woken by the reconciler (a status written, a
+// so every watch stream shares the same bytes. Woken by the index's events (a status written, a
 // manifest read or gone) and by each stats sample (CPU and memory), it compares the record
 // without `uptime` (which clients compute from start_time) and tells its listeners what changed.
 // GET /servers and GET /servers/{id} answer from it too (list, entryOf): each record's JSON is kept
 // split around its `uptime` value, so an answer is the cached text with a fresh uptime spliced in.
 // A record is looked at again before it is served when what it was built from is no longer the
 // record's (another manifest object, status, spec, metadata or problems, another stats sample):
-// a change the reconciler made without an event yet is never served stale.
-import type { EventEmitter } from 'node:events';
-import type { Reconciler } from '../controller/reconciler.ts';
+// a change the controller made without an event yet is never served stale.
+import type { ServerRecord } from '../index/records.ts';
+import type { ServerIndex } from '../index/server-index.ts';
 import type { EditorServer } from '../manifests/types.ts';
-import type { ServerRecord } from '../controller/cache.ts';
 import type { ProcessStats, StatsSampler } from '../runtime/stats.ts';
 import { serverView } from './views.ts';
 
@@ -124,30 +123,35 @@ export interface FeedChange {
   readonly after?: FeedEntry;
 }
 
-/** What the feed reads of the reconciler: its records and its events. */
-export type FeedSource = Pick<Reconciler, 'records'> & Pick<EventEmitter, 'on' | 'off'>;
+/** What the feed reads of the index: its records and its events. */
+export type FeedSource = Pick<ServerIndex, 'records' | 'on'>;
 
 export class ServerFeed {
-  readonly #reconciler: FeedSource;
+  readonly #index: FeedSource;
   readonly #stats: StatsSampler;
   readonly #entries = new Map<string, FeedEntry>();
   /** What each entry was last checked against, compared by identity before it is served. */
   readonly #sources = new Map<string, Sources>();
   readonly #listeners = new Set<(change: FeedChange) => void>();
   readonly #onName = (name: string) => this.refresh(name);
+  readonly #offIndex: Array<() => void>;
   readonly #offSample: () => void;
   readonly #persistence: PersistenceSource | undefined;
   readonly #offPersistence: () => void;
 
-  constructor(reconciler: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
-    this.#reconciler = reconciler;
+  constructor(index: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
+    this.#index = index;
     this.#stats = stats;
     this.#persistence = persistence;
     // A snapshot or restore changes the record's `persistence` without a status write.
     this.#offPersistence = persistence?.onChange(this.#onName) ?? (() => undefined);
     // 'changed' and 'deleted' come with each status write and removal; 'reconciled' after every
     // reconcile, which may have read a hand-edited spec without writing status.
-    for (const event of ['changed', 'deleted', 'reconciled']) reconciler.on(event, this.#onName);
+    this.#offIndex = [
+      index.on('changed', this.#onName),
+      index.on('deleted', this.#onName),
+      index.on('reconciled', ({ name }) => this.refresh(name)),
+    ];
     this.#offSample = stats.onSample(() => this.refreshAll());
   }
 
@@ -163,7 +167,7 @@ export class ServerFeed {
    */
   snapshot(): FeedEntry[] {
     const entries: FeedEntry[] = [];
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (entry) entries.push(entry);
     }
@@ -174,12 +178,12 @@ export class ServerFeed {
 
   /**
    * GET /servers: the JSON array of every record `sees` lets through (all without it), in the
-   * reconciler's order, each with a fresh uptime.
+   * index's order, each with a fresh uptime.
    */
   list(sees?: (server: EditorServer) => boolean): string {
     let out = '[';
     const now = Date.now();
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (!entry || (sees && !sees(record.server!))) continue;
       if (out.length > 1) out += ',';
@@ -194,7 +198,7 @@ export class ServerFeed {
    */
   listed(sees?: (server: EditorServer) => boolean): FeedEntry[] {
     const entries: FeedEntry[] = [];
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (entry && (!sees || sees(record.server!))) entries.push(entry);
     }
@@ -211,7 +215,7 @@ export class ServerFeed {
 
   /** The server's entry as it is now (undefined when it is not listed). */
   entryOf(name: string): FeedEntry | undefined {
-    const record = this.#reconciler.records.get(name);
+    const record = this.#index.records.get(name);
     return record ? this.#fresh(record) : undefined;
   }
 
@@ -248,7 +252,7 @@ export class ServerFeed {
 
   /** Looks at one server again and tells the listeners if its record changed. */
   refresh(name: string): void {
-    const record = this.#reconciler.records.get(name);
+    const record = this.#index.records.get(name);
     const before = this.#entries.get(name);
     // Listed as GET /servers lists: only records with a manifest that was once valid and a uid.
     if (!record?.server?.metadata.uid) {
@@ -280,11 +284,11 @@ export class ServerFeed {
   }
 
   refreshAll(): void {
-    for (const name of new Set([...this.#reconciler.records.keys(), ...this.#entries.keys()])) this.refresh(name);
+    for (const name of new Set([...this.#index.records.keys(), ...this.#entries.keys()])) this.refresh(name);
   }
 
   dispose(): void {
-    for (const event of ['changed', 'deleted', 'reconciled']) this.#reconciler.off(event, this.#onName);
+    for (const off of this.#offIndex.splice(0)) off();
     this.#offSample();
     this.#offPersistence();
     this.#listeners.clear();

@@ -1,23 +1,22 @@
-// The ServerFeed behind the watch stream, with a stand-in reconciler and a real StatsSampler fed
+// The ServerFeed behind the watch stream, with a stand-in index and a real StatsSampler fed
 // fake usage: a record is serialised once per change, a stats sample that moves CPU or memory is
 // a change, one that moves only uptime is not, and a record gone is reported with its last state;
 // its list (GET /servers) is the bytes of JSON.stringify over serverView, also for a record changed
 // without an event yet.
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ServerFeed, type FeedChange } from '../../src/api/server-feed.ts';
-import type { ServerRecord } from '../../src/controller/reconciler.ts';
 import { API_VERSION, KIND, type EditorServer } from '../../src/manifests/types.ts';
 import { serverView } from '../../src/api/views.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import type { EditorUsage } from '../../src/runtime/usage.ts';
+import { fakeIndex, reconciled } from '../helpers/fake-index.ts';
 
 function setUp() {
-  const reconciler = Object.assign(new EventEmitter(), { records: new Map<string, ServerRecord>() });
+  const index = fakeIndex();
   const handle = { pid: 4242, startTicks: 1 };
   let usage: EditorUsage = { cpuPercent: 1, memoryMb: 100, uptime: 1 };
   const stats = new StatsSampler(() => new Map([['alpha', handle]]), async () => new Map([[handle, usage]]), 60_000);
-  const feed = new ServerFeed(reconciler, stats);
+  const feed = new ServerFeed(index, stats);
   const changes: FeedChange[] = [];
   feed.subscribe((change) => changes.push(change));
   const server: EditorServer = {
@@ -26,21 +25,21 @@ function setUp() {
     spec: { displayName: 'Alpha', running: true },
     status: { phase: 'Running', pid: 4242, port: 8010, startTime: new Date(Date.now() - 5000).toISOString() },
   };
-  reconciler.records.set('alpha', { name: 'alpha', server });
-  return { reconciler, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
+  index.records.set('alpha', { name: 'alpha', server });
+  return { index, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
 }
 
 describe('ServerFeed', () => {
   it('sends a record once per change, and a stats sample that moves memory or CPU as a change', async () => {
-    const { reconciler, stats, changes, server, setUsage } = setUp();
-    reconciler.emit('changed', 'alpha');
+    const { index, stats, changes, server, setUsage } = setUp();
+    index.emit('changed', 'alpha');
     expect(changes).toHaveLength(1);
     expect(changes[0].before).toBeUndefined();
     expect(JSON.parse(changes[0].after!.json)).toMatchObject({ id: server.metadata.uid, status: 'running', pid: 4242, memory_mb: 0 });
 
     // The same facts again (a resync, a status rewritten unchanged): nothing is sent.
-    reconciler.emit('reconciled', 'alpha', 2, false);
-    reconciler.emit('changed', 'alpha');
+    index.emit('reconciled', reconciled('alpha', 2));
+    index.emit('changed', 'alpha');
     expect(changes).toHaveLength(1);
 
     await stats.sample();
@@ -60,41 +59,41 @@ describe('ServerFeed', () => {
   });
 
   it('reports a record that went with its last state, and lists only records with a uid', () => {
-    const { reconciler, feed, changes } = setUp();
-    reconciler.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
+    const { index, feed, changes } = setUp();
+    index.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
     expect(feed.snapshot().map((e) => e.name)).toEqual(['alpha']);
     const last = changes.at(-1)!.after!;
-    reconciler.records.delete('alpha');
-    reconciler.emit('deleted', 'alpha');
+    index.records.delete('alpha');
+    index.emit('deleted', 'alpha');
     expect(changes.at(-1)).toEqual({ name: 'alpha', before: last });
     expect(feed.snapshot()).toEqual([]);
   });
 
   it('stops listening once disposed', async () => {
-    const { reconciler, stats, feed, changes } = setUp();
+    const { index, stats, feed, changes } = setUp();
     feed.dispose();
-    reconciler.emit('changed', 'alpha');
+    index.emit('changed', 'alpha');
     await stats.sample();
     expect(changes).toEqual([]);
-    expect(reconciler.listenerCount('changed')).toBe(0);
+    expect(index.listenerCount('changed')).toBe(0);
   });
 
   it('lists the bytes JSON.stringify of serverView gives, uptime spliced in, and serves a record changed without an event fresh', async () => {
-    const { reconciler, stats, feed, server } = setUp();
+    const { index, stats, feed, server } = setUp();
     const uptimeless = (json: string) => json.replace(/"uptime":[0-9.e+-]+/g, '"uptime":_');
     const viewOf = (name: string) => {
-      const record = reconciler.records.get(name)!;
+      const record = index.records.get(name)!;
       return serverView(record, record.server!.status?.pid ? stats.get(name) : undefined);
     };
-    const listed = () => [...reconciler.records.keys()].filter((n) => reconciler.records.get(n)!.server?.metadata.uid).map(viewOf);
+    const listed = () => [...index.records.keys()].filter((n) => index.records.get(n)!.server?.metadata.uid).map(viewOf);
     const stopped: EditorServer = {
       apiVersion: API_VERSION, kind: KIND,
       metadata: { name: 'beta', uid: '5f0c0000-0000-4000-8000-000000000002', annotations: { 'devbox.dev/owner': 'bob@example.com' } },
       spec: { displayName: 'Bêta "quoted" \u2028 \\ box', running: false, extensions: ['a.b'] },
       status: { phase: 'Stopped', port: 8011 },
     };
-    reconciler.records.set('beta', { name: 'beta', server: stopped });
-    reconciler.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
+    index.records.set('beta', { name: 'beta', server: stopped });
+    index.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
     await stats.sample();
     expect(uptimeless(feed.list())).toBe(uptimeless(JSON.stringify(listed())));
     const uptime = JSON.parse(feed.list())[0].uptime;
@@ -106,14 +105,14 @@ describe('ServerFeed', () => {
     expect(feed.entryOf('stray')).toBeUndefined();
 
     // Changed with no event yet: a new manifest read, a status replaced, problems, a stats sample.
-    reconciler.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
+    index.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
     expect(JSON.parse(feed.list())[1].name).toBe('Beta renamed');
     server.status = { ...server.status!, phase: 'Failed', pid: null, reason: 'Crashed' };
     expect(feed.list()).toBe(JSON.stringify(listed()));
-    reconciler.records.get('beta')!.problems = ['spec.port: must be a number'];
+    index.records.get('beta')!.problems = ['spec.port: must be a number'];
     expect(JSON.parse(ServerFeed.current(feed.entryOf('beta')!)).manifest_errors).toEqual(['spec.port: must be a number']);
     expect(feed.list()).toBe(JSON.stringify(listed()));
-    reconciler.records.delete('alpha');
+    index.records.delete('alpha');
     expect(feed.list()).toBe(JSON.stringify(listed()));
     expect(feed.snapshot().map((e) => e.name)).toEqual(['beta']);
   });
