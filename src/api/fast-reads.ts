@@ -39,19 +39,28 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
   const { feed, index, access } = deps;
   const send = (req: IncomingMessage, res: ServerResponse, route: string, body: string | Buffer) => {
     deps.answered?.(req, res, route);
-    res.writeHead(200, [...deps.cors.headersFor(req), 'Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    const cors = deps.cors.headersFor(req);
+    res.writeHead(200, cors.length === 0 ? ['Content-Type', JSON_TYPE, 'Content-Length', String(length)] : [...cors, 'Content-Type', JSON_TYPE, 'Content-Length', String(length)]);
     res.end(body);
     return true;
   };
-  // One buffer reused by list answers one after another (src/api/lent-buffer.ts).
+  // One buffer reused by list answers one after another (src/api/lent-buffer.ts), taken by one
+  // allocation function made once (the list is assembled synchronously: `loan` is that answer's).
   const lent = new LentBuffer();
+  type Loan = ReturnType<LentBuffer['take']>;
+  let loan: Loan | undefined;
+  const alloc = (length: number) => (loan = lent.take(length)).bytes;
   return (req, res) => {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     if (url === '/servers') {
-      const { bytes, release } = lent.assemble((alloc) => feed.listBytes(access.filterFor(req), alloc));
+      loan = undefined;
+      const bytes = feed.listBytes(access.filterFor(req), alloc);
+      const taken = loan as Loan | undefined;
+      loan = undefined;
       // Written once the response is done, or never once its connection is gone.
-      res.once('close', release);
+      if (taken) res.once('close', taken.release);
       return send(req, res, '/servers', bytes);
     }
     if (url === WATCH && deps.watch?.accepting) {

@@ -3,7 +3,7 @@
 // a change, one that moves only uptime is not, and a record gone is reported with its last state;
 // its list (GET /servers) is the bytes of JSON.stringify over serverView, also for a record changed
 // without an event yet.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServerFeed, type FeedChange } from '../../src/api/server-feed.ts';
 import { API_VERSION, KIND, type EditorServer } from '../../src/manifests/types.ts';
 import { serverView } from '../../src/api/views.ts';
@@ -31,7 +31,7 @@ function setUp() {
 
 describe('ServerFeed', () => {
   it('sends a record once per change, and a stats sample that moves memory or CPU as a change', async () => {
-    const { index, stats, changes, server, setUsage } = setUp();
+    const { index, stats, feed, changes, server, setUsage } = setUp();
     index.emit('changed', 'alpha');
     expect(changes).toHaveLength(1);
     expect(changes[0].before).toBeUndefined();
@@ -51,6 +51,12 @@ describe('ServerFeed', () => {
     setUsage({ cpuPercent: 1, memoryMb: 100, uptime: 99 });
     await stats.sample();
     expect(changes).toHaveLength(2);
+
+    // Nor is the record built again for it: the entry listed is the very one.
+    const kept = feed.entryOf('alpha');
+    setUsage({ cpuPercent: 1, memoryMb: 100, uptime: 101 });
+    await stats.sample();
+    expect(feed.entryOf('alpha')).toBe(kept);
 
     setUsage({ cpuPercent: 7.5, memoryMb: 100, uptime: 100 });
     await stats.sample();
@@ -115,5 +121,88 @@ describe('ServerFeed', () => {
     index.records.delete('alpha');
     expect(feed.list()).toBe(JSON.stringify(listed()));
     expect(feed.snapshot().map((e) => e.name)).toEqual(['beta']);
+  });
+
+  it('lists as bytes what list() gives, at each moment, kept between answers and never stale', async () => {
+    const { index, stats, feed, server, setUsage } = setUp();
+    const stopped: EditorServer = {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'beta', uid: '5f0c0000-0000-4000-8000-000000000002' },
+      spec: { displayName: 'Bêta \u2028', running: false },
+      status: { phase: 'Stopped', port: 8011 },
+    };
+    index.records.set('beta', { name: 'beta', server: stopped });
+    await stats.sample();
+    const bytes = () => feed.listBytes(undefined, (n) => Buffer.alloc(n)).toString();
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now');
+    try {
+      for (const at of [now, now + 1, now + 1000, now + 61_234]) {
+        clock.mockReturnValue(at);
+        expect(bytes()).toBe(feed.list());
+        expect(bytes()).toBe(feed.list());
+      }
+      // Changed with no event yet: a status replaced, a manifest read anew, a sample, a record gone.
+      server.status = { ...server.status!, startTime: new Date(now - 99_999).toISOString() };
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes())[0].uptime).toBe(161.233);
+      index.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
+      expect(JSON.parse(bytes())[1].name).toBe('Beta renamed');
+      setUsage({ cpuPercent: 42, memoryMb: 100, uptime: 3 });
+      await stats.sample();
+      expect(JSON.parse(bytes())[0].cpu_percent).toBe(42);
+      index.records.get('beta')!.problems = ['spec.port: must be a number'];
+      expect(JSON.parse(bytes())[1].manifest_errors).toEqual(['spec.port: must be a number']);
+      // A record that is not listed (no uid) comes and goes; a listed one loses its uid; a record object is replaced.
+      index.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
+      expect(bytes()).toBe(feed.list());
+      expect(bytes()).toBe(feed.list());
+      const beta = index.records.get('beta')!;
+      beta.server = { ...beta.server!, metadata: { name: 'beta' } };
+      expect(JSON.parse(bytes())).toHaveLength(1);
+      beta.server = { ...beta.server!, metadata: stopped.metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      // The same manifest object, its uid taken out of it.
+      const metadata = { ...stopped.metadata };
+      beta.server = { ...beta.server!, metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      delete metadata.uid;
+      expect(JSON.parse(bytes())).toHaveLength(1);
+      beta.server = { ...beta.server!, metadata: stopped.metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      index.records.set('beta', { ...beta, problems: undefined });
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes())[1].manifest_errors).toBeUndefined();
+      index.records.delete('stray');
+      index.records.delete('alpha');
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes()).map((r: { id: string }) => r.id)).toEqual([stopped.metadata.uid]);
+      // Filtered: the same bytes as list() with the same filter.
+      const onlyBeta = (s: EditorServer) => s.metadata.name === 'beta';
+      expect(feed.listBytes(onlyBeta, (n) => Buffer.alloc(n)).toString()).toBe(feed.list(onlyBeta));
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('lists a persistence state that changed, with or without its news', async () => {
+    const index = fakeIndex();
+    const stats = new StatsSampler(() => new Map(), async () => new Map(), 60_000);
+    let state: object = { last_snapshot_at: null };
+    const persistence = { stateOf: () => state, onChange: () => () => undefined };
+    const feed = new ServerFeed(index, stats, persistence);
+    const server: EditorServer = {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'alpha', uid: '5f0c0000-0000-4000-8000-000000000001' },
+      spec: { displayName: 'Alpha', running: false },
+    };
+    index.records.set('alpha', { name: 'alpha', server });
+    const listed = () => JSON.parse(feed.listBytes(undefined, (n) => Buffer.alloc(n)).toString());
+    expect(listed()[0].persistence).toEqual({ last_snapshot_at: null });
+    expect(listed()[0].persistence).toEqual({ last_snapshot_at: null });
+    state = { last_snapshot_at: '2026-01-01T00:00:00.000Z' };
+    expect(listed()[0].persistence).toEqual(state);
+    await stats.sample();
+    expect(listed()[0].persistence).toEqual(state);
   });
 });
