@@ -6,9 +6,14 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { identityOf } from '../../src/core/procfs.ts';
 import { clearUsageHistory, processGroupUsage } from '../../src/runtime/usage.ts';
+import { eventually } from '../helpers/wait.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rssBytes = (pid: number) => Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096;
+/** The process's CPU time (user and system) in clock ticks, from /proc. */
+const cpuTicks = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+};
 
 let leader: ChildProcess | undefined;
 afterEach(() => {
@@ -33,7 +38,8 @@ async function startGroup(): Promise<{ pid: number; child: number }> {
   `;
   leader = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   const child = await new Promise<number>((resolve) => leader!.stdout!.once('data', (chunk) => resolve(Number(String(chunk).trim()))));
-  await sleep(200);
+  // Both run once the child's pid is printed: its memory is there to count.
+  await eventually(() => rssBytes(child) > 0);
   return { pid: leader.pid!, child };
 }
 
@@ -51,7 +57,9 @@ describe.runIf(process.platform === 'linux')('process group usage', () => {
     expect(first.uptime).toBeLessThan(30);
     expect(first.cpuSeconds!).toBeGreaterThan(0);
 
-    await sleep(1000);
+    // Measured over an interval in which the leader has used at least half a second of CPU.
+    const ticks = cpuTicks(pid);
+    await eventually(() => cpuTicks(pid) >= ticks + 60, 20_000);
     const second = (await processGroupUsage([identity])).get(identity)!;
     // The leader spins 40 ms of every 50.
     expect(second.cpuPercent).toBeGreaterThan(30);
@@ -61,8 +69,8 @@ describe.runIf(process.platform === 'linux')('process group usage', () => {
 
     process.kill(-pid, 'SIGKILL');
     await new Promise((r) => leader!.once('exit', r));
-    await sleep(100);
-    expect((await processGroupUsage([identity])).size).toBe(0);
+    // The child, killed with its group, may linger a moment as a zombie, which counts for nothing.
+    expect(await eventually(async () => (await processGroupUsage([identity])).size === 0)).toBe(true);
   });
 
   it('lets the event loop run between slices of the scan', async () => {
