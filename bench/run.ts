@@ -1,11 +1,12 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 // `npm run bench -- compare <base-ref> …` measures another commit's service against this one's
 // instead, alternating in one run (bench/compare.ts).
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { compareBuilds } from './compare.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
+import { benchBusyList } from './busy-list.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchManifestRead } from './manifests.ts';
 import { benchObservability } from './observability.ts';
@@ -42,6 +43,10 @@ if (wanted('list')) {
   report('GET /servers with 30 running editors', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 2));
   // 300 servers, 30 of them running (300 running stub editors would weigh on this machine more than the listing does).
   report('GET /servers with 300 servers, 30 running', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 11, 300));
+}
+if (wanted('list-busy')) {
+  // One client process drives 30 creates and starts, then times GET /servers; a fresh one beside it, and bare Node.js as the floor.
+  report('GET /servers from a busy client, 30 running editors', await benchBusyList(STUB_EDITOR, 30, quick ? 500 : 5000, 12));
 }
 if (wanted('memory')) {
   const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? (quick ? 1 : 10));

@@ -20,7 +20,7 @@ try {
     // Editors keep running on purpose (a restart of the service leaves people's sessions alone):
     // said in one line, with how to stop them instead.
     const stopEditors = process.env.DEVBOX_STOP_EDITORS_ON_EXIT === '1';
-    const running = service.controller.reconciler.refs().size;
+    const running = service.index.running().length;
     log(`${signal}: shutting down; ${keptEditors(running, stopEditors)}`);
     // Every running server's last changes are kept before anything closes (only what changed is uploaded).
     if (service.persistence) {

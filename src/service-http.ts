@@ -32,7 +32,7 @@ export interface ServiceHttp {
 }
 
 export function serviceHttp(parts: Parts, log: (message: string) => void): ServiceHttp {
-  const { settings, cors, proxy, feed, reconciler, access, watch, logStreams, apiTimer, app } = parts;
+  const { settings, cors, proxy, feed, index, access, watch, logStreams, apiTimer, app } = parts;
   let ready = false;
   let markReady!: () => void;
   let markFailed!: (error: unknown) => void;
@@ -53,7 +53,7 @@ export function serviceHttp(parts: Parts, log: (message: string) => void): Servi
   // Only express adds CORS headers: the API's, never an editor's.
   const toProxy = proxy.middleware();
   const reads = fastReads({
-    feed, reconciler, access, watch, cors,
+    feed, index, access, watch, cors,
     answered: apiTimer && ((req, res, route) => {
       markRoute(req, route);
       apiTimer(req as never, res as never, () => undefined);

@@ -23,6 +23,7 @@ import { LiveConfig } from './config/live-config.ts';
 import type { Settings } from './config/settings.ts';
 import { ActivityTracker } from './controller/activity.ts';
 import { Capacity } from './controller/capacity.ts';
+import { controllerCommands } from './controller/commands.ts';
 import { Controller } from './controller/controller.ts';
 import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
 import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
@@ -98,12 +99,14 @@ export async function buildParts(
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
     config: () => live.current.capacity,
-    running: () => reconcilerRef.get().refs().keys(),
+    running: () => reconcilerRef.get().index.running(),
     memoryOf: (name) => statsRef.peek()?.get(name)?.memoryMb,
-    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconcilerRef.get().records.get(name)?.server?.status?.startTime ?? '') || undefined),
+    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconcilerRef.get().index.serverNamed(name)?.status?.startTime ?? '') || undefined),
     enqueue,
     machine: () => runtime.memory(),
   });
+  // Git URL schemes a workspace source may use now: the controller's and the API's rule alike.
+  const gitSchemes = () => allowedGitSchemes(live.current.workspace, localMode);
   const reconciler = reconcilerRef.set(new Reconciler({
     store, runtime, ports, layout, logs, capacity, activity,
     get config() {
@@ -112,7 +115,7 @@ export async function buildParts(
     get persistence() {
       return persistenceRef.peek();
     },
-    gitSchemes: () => allowedGitSchemes(live.current.workspace, localMode),
+    gitSchemes,
     enqueue,
     log,
   }));
@@ -125,30 +128,33 @@ export async function buildParts(
     },
     log,
   }));
-  const stats = statsRef.set(new StatsSampler(() => reconciler.refs(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000));
+  // Everything past this point reads the servers through the index and acts through the commands.
+  const index = reconciler.index;
+  const commands = controllerCommands(controller, reconciler);
+  const stats = statsRef.set(new StatsSampler(() => index.editorsToSample(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000));
   // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
   stats.onSample(() => capacity.noticeSample());
-  reconciler.on('changed', () => capacity.noticeChange());
-  reconciler.on('deleted', (name: string) => {
+  index.on('changed', () => capacity.noticeChange());
+  index.on('deleted', (name) => {
     capacity.forget(name);
     capacity.noticeChange();
     activity.forget(name);
   });
   // code-server's heartbeat of each running editor, read in the background as activity.
   const heartbeats = new HeartbeatReader({
-    running: () => [...reconciler.records.keys()].flatMap((name) => {
-      const endpoint = reconciler.records.get(name)?.server?.status?.phase === 'Running' ? reconciler.endpointOf(name) : undefined;
+    running: () => [...index.records.keys()].flatMap((name) => {
+      const endpoint = index.serverNamed(name)?.status?.phase === 'Running' ? index.endpointOf(name) : undefined;
       return endpoint ? [[name, endpoint] as [string, EditorEndpoint]] : [];
     }),
-    stillRunning: (name) => reconciler.endpointOf(name) !== undefined,
+    stillRunning: (name) => index.endpointOf(name) !== undefined,
     activity,
-    intervalMs: () => heartbeatIntervalMs([...reconciler.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
+    intervalMs: () => heartbeatIntervalMs([...index.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
   });
 
   // --- Metrics and persistence ---
   // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.
   const metrics = settings.metrics === false ? undefined : new ServiceMetrics({
-    reconciler, stats, activity, logs,
+    index, stats, activity, logs,
     queueDepth: () => controller.queue.length,
     portOwner: (port) => ports.owner(port),
     streams: () => {
@@ -163,8 +169,8 @@ export async function buildParts(
   let controllerStarted = false;
   const persistence = persistenceRef.set(await openPersistence?.({
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
-    store, layout, installer, records: reconciler.records, logs, log,
-    running: () => reconciler.refs().keys(),
+    store, layout, installer, records: index.records, logs, log,
+    running: () => index.running(),
     // Only once the controller has its uids: a name queued before would get a new one.
     enqueue: (name) => {
       if (controllerStarted) controller.enqueue(name);
@@ -176,7 +182,7 @@ export async function buildParts(
   // --- What serves people: access, the proxy, the streams ---
   // Who may see and drive which server: the config's `access` policy, read at every check.
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
-  const serverNamed = (name: string | undefined) => (name === undefined ? undefined : reconciler.records.get(name)?.server);
+  const serverNamed = (name: string | undefined) => (name === undefined ? undefined : index.serverNamed(name));
   const touchPort = (port: number) => {
     const name = ports.owner(port);
     if (name !== undefined) activity.touch(name);
@@ -186,7 +192,7 @@ export async function buildParts(
     observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
     // Only a running editor this service manages, and the requester may reach; never the service itself.
     route: (port, req) => {
-      const endpoint = port === address.port ? undefined : reconciler.routeTo(port);
+      const endpoint = port === address.port ? undefined : index.routeTo(port);
       return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
     },
     // A server stopped for idleness starts when its editor is opened, by whoever may reach it.
@@ -195,17 +201,17 @@ export async function buildParts(
         const name = port === address.port ? undefined : ports.owner(port);
         const server = serverNamed(name);
         if (name === undefined || !server || !access.sees(req, server)) return undefined;
-        return { name, displayName: distinctLabel(server, reconciler.records.values()) };
+        return { name, displayName: distinctLabel(server, index.records.values()) };
       },
-      wakeState: (name) => reconciler.wakeState(name),
-      wake: (name, why) => reconciler.wake(name, why),
+      wakeState: (name) => index.wakeState(name),
+      wake: (name, why) => commands.wake(name, why),
     }),
     log,
   });
   // The API's cross-origin policy, from the config in use (api.allowedOrigins), for every answer the API makes.
   const cors = new ApiCors({ allowedOrigins: () => live.current.api.allowedOrigins });
   const logStreams = new LogStreamServer(logs, (id, req) => {
-    const name = reconciler.nameOfUid(id);
+    const name = index.nameOfUid(id);
     return name !== undefined && access.sees(req, serverNamed(name)) ? { name } : undefined;
   }, {
     visibleTo: (req) => {
@@ -215,7 +221,7 @@ export async function buildParts(
     responseHeaders: (req) => cors.headersFor(req),
   });
   // GET /servers?watch=1: records serialised once per change, shared by every stream.
-  const feed = new ServerFeed(reconciler, stats, persistence);
+  const feed = new ServerFeed(index, stats, persistence);
   const watch = new WatchStreams({ feed, access, log });
   streamsRef.set({ logs: logStreams, watch });
 
@@ -245,7 +251,7 @@ export async function buildParts(
   // GitOps takes the schemes of the start-up config (its checkout's git is set up once).
   const gitops = new GitOps({
     settings, store, schemes: allowedGitSchemes(config.workspace, localMode), timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
-    enqueue, requestDeletion: (name) => reconciler.requestDeletion(name), log,
+    enqueue, requestDeletion: (name) => commands.requestDeletion(name), log,
   });
   healthSections.set('git_sync', gitops.healthSection());
   // The model-serving access token for the router: created in the background once the service
@@ -265,14 +271,17 @@ export async function buildParts(
     cors: cors.middleware(),
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
-      serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => reconciler.records.size, sections: healthSections }),
+      serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => index.records.size, sections: healthSections }),
       // GET /openapi.json: this API described for machines.
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
       configRouter(live, localMode),
       syncRouter(gitops),
       serversRouter({
-        store, controller, stats, logs, layout,
+        store, index, commands, ports, stats, logs, layout, gitSchemes,
+        get workspace() {
+          return live.current.workspace;
+        },
         get extensionGroups() {
           return live.current.extensionGroups;
         },
@@ -297,7 +306,7 @@ export async function buildParts(
   });
 
   return {
-    settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, reconciler, controller, stats, heartbeats,
+    settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, controller, index, commands, stats, heartbeats,
     metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
     /** The controller has its uids: persistence may queue servers from now on. */
     controllerStarted: () => void (controllerStarted = true),

@@ -7,6 +7,7 @@ import type { Settings } from './config/settings.ts';
 import type { Controller } from './controller/controller.ts';
 import type { ActivityTracker } from './controller/activity.ts';
 import { gitOpsProblem } from './gitops/gitops.ts';
+import type { ServerIndex } from './index/server-index.ts';
 import type { LogHub } from './logs/index.ts';
 import { FolderLock, FolderLockedError } from './manifests/lock.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
@@ -24,6 +25,8 @@ export interface Service {
   port: number;
   server: Server;
   controller: Controller;
+  /** What the controller knows of every server, read-only (what the API, the proxy and metrics read). */
+  index: ServerIndex;
   logs: LogHub;
   proxy: EditorProxy;
   /** When each server was last used (proxy traffic, heartbeats). */
@@ -85,10 +88,10 @@ async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () 
     http.fail(error);
     throw error;
   }
-  const { controller, logs, proxy, activity, assistant, stats, persistence, address } = parts;
+  const { controller, index, logs, proxy, activity, assistant, stats, persistence, address } = parts;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
   return {
-    url, port: address.port, server: http.server, controller, logs, proxy, activity, assistant, stats, persistence,
+    url, port: address.port, server: http.server, controller, index, logs, proxy, activity, assistant, stats, persistence,
     close: (options = {}) => lifecycle.stop({ stopEditors: options.stopEditors === true }),
   };
 }

@@ -8,7 +8,7 @@
 // on to express, which answers it as before, errors included. The bytes and headers are the ones
 // express sends for the same request (test/api/fast-reads.test.ts and the watch tests compare them).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Reconciler } from '../controller/reconciler.ts';
+import type { ServerIndex } from '../index/server-index.ts';
 import type { ServerAccess } from './access.ts';
 import type { ApiCors } from './cors.ts';
 import type { WatchStreams } from './routes/watch.ts';
@@ -24,7 +24,7 @@ const ID = /^[A-Za-z0-9._~-]{1,128}$/;
 
 export interface FastReadsDeps {
   feed: ServerFeed;
-  reconciler: Pick<Reconciler, 'nameOfUid' | 'records'>;
+  index: Pick<ServerIndex, 'nameOfUid' | 'records'>;
   access: Pick<ServerAccess, 'filterFor' | 'sees'>;
   /** GET /servers?watch=1 exactly is opened here too while the streams take one (else express answers the 503). */
   watch?: Pick<WatchStreams, 'accepting' | 'open'>;
@@ -36,22 +36,31 @@ export interface FastReadsDeps {
 
 /** Returns a handler that answers the plain reads and returns true, or returns false without touching the request. */
 export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { feed, reconciler, access } = deps;
+  const { feed, index, access } = deps;
   const send = (req: IncomingMessage, res: ServerResponse, route: string, body: string | Buffer) => {
     deps.answered?.(req, res, route);
-    res.writeHead(200, [...deps.cors.headersFor(req), 'Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    const cors = deps.cors.headersFor(req);
+    res.writeHead(200, cors.length === 0 ? ['Content-Type', JSON_TYPE, 'Content-Length', String(length)] : [...cors, 'Content-Type', JSON_TYPE, 'Content-Length', String(length)]);
     res.end(body);
     return true;
   };
-  // One buffer reused by list answers one after another (src/api/lent-buffer.ts).
+  // One buffer reused by list answers one after another (src/api/lent-buffer.ts), taken by one
+  // allocation function made once (the list is assembled synchronously: `loan` is that answer's).
   const lent = new LentBuffer();
+  type Loan = ReturnType<LentBuffer['take']>;
+  let loan: Loan | undefined;
+  const alloc = (length: number) => (loan = lent.take(length)).bytes;
   return (req, res) => {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     if (url === '/servers') {
-      const { bytes, release } = lent.assemble((alloc) => feed.listBytes(access.filterFor(req), alloc));
+      loan = undefined;
+      const bytes = feed.listBytes(access.filterFor(req), alloc);
+      const taken = loan as Loan | undefined;
+      loan = undefined;
       // Written once the response is done, or never once its connection is gone.
-      res.once('close', release);
+      if (taken) res.once('close', taken.release);
       return send(req, res, '/servers', bytes);
     }
     if (url === WATCH && deps.watch?.accepting) {
@@ -63,8 +72,8 @@ export function fastReads(deps: FastReadsDeps): (req: IncomingMessage, res: Serv
     if (!url.startsWith(PREFIX)) return false;
     const id = url.slice(PREFIX.length);
     if (!ID.test(id)) return false;
-    const name = reconciler.nameOfUid(id);
-    const record = name === undefined ? undefined : reconciler.records.get(name);
+    const name = index.nameOfUid(id);
+    const record = name === undefined ? undefined : index.records.get(name);
     if (!record?.server || !access.sees(req, record.server)) return false;
     const entry = feed.entryOf(record.name);
     if (!entry) return false;

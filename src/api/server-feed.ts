@@ -1,17 +1,20 @@
 // The server records as GET /servers shows them, kept up to date and serialised once per change,
-// so every watch stream shares the same bytes. Woken by the reconciler (a status written, a
+// so every watch stream shares the same bytes. Woken by the index's events (a status written, a
 // manifest read or gone) and by each stats sample (CPU and memory), it compares the record
 // without `uptime` (which clients compute from start_time) and tells its listeners what changed.
 // GET /servers and GET /servers/{id} answer from it too (list, entryOf): each record's JSON is kept
 // split around its `uptime` value, so an answer is the cached text with a fresh uptime spliced in.
 // A record is looked at again before it is served when what it was built from is no longer the
 // record's (another manifest object, status, spec, metadata or problems, another stats sample):
-// a change the reconciler made without an event yet is never served stale.
-import type { EventEmitter } from 'node:events';
-import type { Reconciler } from '../controller/reconciler.ts';
+// a change the controller made without an event yet is never served stale. The unfiltered list
+// keeps its assembled parts (list-bytes.ts) and what each record was checked against, so while
+// nothing moved an answer is a copy with the uptimes written in; a stats sample that leaves a
+// record's figures as they were (an idle editor's) does not build it again.
+import type { ServerRecord } from '../index/records.ts';
+import type { ServerIndex } from '../index/server-index.ts';
 import type { EditorServer } from '../manifests/types.ts';
-import type { ServerRecord } from '../controller/cache.ts';
 import type { ProcessStats, StatsSampler } from '../runtime/stats.ts';
+import { ListLayout, uptimeLength, wholeMs, writeUptime } from './list-bytes.ts';
 import { serverView } from './views.ts';
 
 export type ServerView = ReturnType<typeof serverView>;
@@ -97,25 +100,32 @@ export interface RecordsFrame {
  */
 export function recordsAsBytes(entries: FeedEntry[], frame: RecordsFrame, alloc: (length: number) => Buffer): Buffer {
   const now = Date.now();
-  // Digits, a point, e, + or -: one byte each, like all the frame's text.
-  const uptimes = entries.map((e) => (e.startMs === undefined ? '' : uptimeJson(now, e.startMs)));
-  const befores = entries.map((_, i) => frame.before(i));
+  // Digits, a point, e, + or -: one byte each, like all the frame's text. Whole-millisecond start
+  // times (all of them, but for a start_time Date.parse cannot read) are written as digits straight
+  // into the answer (list-bytes.ts); any other goes through its JSON text.
+  const texts = entries.map((e) => (e.startMs === undefined || wholeMs(e.startMs) ? undefined : uptimeJson(now, e.startMs)));
   let length = frame.open.length + frame.close.length + entries.length * frame.after.length;
   entries.forEach((e, i) => {
-    length += befores[i].length + e.bytes.prefix.length + uptimes[i].length + e.bytes.suffix.length;
+    const uptime = e.startMs === undefined ? 0 : texts[i]?.length ?? uptimeLength(now, e.startMs);
+    length += frame.before(i).length + e.bytes.prefix.length + uptime + e.bytes.suffix.length;
   });
   const out = alloc(length);
   let at = out.write(frame.open, 0, 'latin1');
   entries.forEach((e, i) => {
-    at += out.write(befores[i], at, 'latin1');
-    at += e.bytes.prefix.copy(out, at);
-    at += out.write(uptimes[i], at, 'latin1');
-    at += e.bytes.suffix.copy(out, at);
+    at += out.write(frame.before(i), at, 'latin1');
+    out.set(e.bytes.prefix, at);
+    at += e.bytes.prefix.length;
+    if (e.startMs !== undefined) at += texts[i] === undefined ? writeUptime(out, at, now, e.startMs) : out.write(texts[i]!, at, 'latin1');
+    out.set(e.bytes.suffix, at);
+    at += e.bytes.suffix.length;
     at += out.write(frame.after, at, 'latin1');
   });
   out.write(frame.close, at, 'latin1');
   return out;
 }
+
+/** GET /servers' frame: `[a,b,…]`. */
+const LIST_FRAME: RecordsFrame = { open: '[', before: (i) => (i === 0 ? '' : ','), after: '', close: ']' };
 
 /** A record appeared (no before), changed (both), or went (no after). */
 export interface FeedChange {
@@ -124,30 +134,47 @@ export interface FeedChange {
   readonly after?: FeedEntry;
 }
 
-/** What the feed reads of the reconciler: its records and its events. */
-export type FeedSource = Pick<Reconciler, 'records'> & Pick<EventEmitter, 'on' | 'off'>;
+/** Whether two samples show the same figures in a record (serverView reads these two of a sample). */
+function sameFigures(a: ProcessStats | undefined, b: ProcessStats | undefined): boolean {
+  return (a?.cpuPercent ?? 0) === (b?.cpuPercent ?? 0) && (a?.memoryMb ?? 0) === (b?.memoryMb ?? 0);
+}
+
+/** What the feed reads of the index: its records and its events. */
+export type FeedSource = Pick<ServerIndex, 'records' | 'on'>;
 
 export class ServerFeed {
-  readonly #reconciler: FeedSource;
+  readonly #index: FeedSource;
   readonly #stats: StatsSampler;
   readonly #entries = new Map<string, FeedEntry>();
   /** What each entry was last checked against, compared by identity before it is served. */
   readonly #sources = new Map<string, Sources>();
   readonly #listeners = new Set<(change: FeedChange) => void>();
   readonly #onName = (name: string) => this.refresh(name);
+  readonly #offIndex: Array<() => void>;
   readonly #offSample: () => void;
   readonly #persistence: PersistenceSource | undefined;
   readonly #offPersistence: () => void;
+  /** Counts refresh() calls: while it stays the same, #entries and #sources hold the same objects. */
+  #version = 0;
+  /**
+   * The unfiltered list as last assembled (listBytes): its layout, and each listed record with
+   * what its entry was built from, as of the version and the stats sample they were checked at.
+   */
+  #kept: { layout: ListLayout<FeedEntry>; records: ServerRecord[]; sources: Sources[]; version: number; sample: number } | undefined;
 
-  constructor(reconciler: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
-    this.#reconciler = reconciler;
+  constructor(index: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
+    this.#index = index;
     this.#stats = stats;
     this.#persistence = persistence;
     // A snapshot or restore changes the record's `persistence` without a status write.
     this.#offPersistence = persistence?.onChange(this.#onName) ?? (() => undefined);
     // 'changed' and 'deleted' come with each status write and removal; 'reconciled' after every
     // reconcile, which may have read a hand-edited spec without writing status.
-    for (const event of ['changed', 'deleted', 'reconciled']) reconciler.on(event, this.#onName);
+    this.#offIndex = [
+      index.on('changed', this.#onName),
+      index.on('deleted', this.#onName),
+      index.on('reconciled', ({ name }) => this.refresh(name)),
+    ];
     this.#offSample = stats.onSample(() => this.refreshAll());
   }
 
@@ -163,7 +190,7 @@ export class ServerFeed {
    */
   snapshot(): FeedEntry[] {
     const entries: FeedEntry[] = [];
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (entry) entries.push(entry);
     }
@@ -174,12 +201,12 @@ export class ServerFeed {
 
   /**
    * GET /servers: the JSON array of every record `sees` lets through (all without it), in the
-   * reconciler's order, each with a fresh uptime.
+   * index's order, each with a fresh uptime.
    */
   list(sees?: (server: EditorServer) => boolean): string {
     let out = '[';
     const now = Date.now();
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (!entry || (sees && !sees(record.server!))) continue;
       if (out.length > 1) out += ',';
@@ -194,7 +221,7 @@ export class ServerFeed {
    */
   listed(sees?: (server: EditorServer) => boolean): FeedEntry[] {
     const entries: FeedEntry[] = [];
-    for (const record of this.#reconciler.records.values()) {
+    for (const record of this.#index.records.values()) {
       const entry = this.#fresh(record);
       if (entry && (!sees || sees(record.server!))) entries.push(entry);
     }
@@ -206,12 +233,65 @@ export class ServerFeed {
    * no JSON text is built or encoded per request (GET /servers' fast path; 139 KB at 300 servers).
    */
   listBytes(sees: ((server: EditorServer) => boolean) | undefined, alloc: (length: number) => Buffer): Buffer {
-    return recordsAsBytes(this.listed(sees), { open: '[', before: (i) => (i === 0 ? '' : ','), after: '', close: ']' }, alloc);
+    if (sees) return recordsAsBytes(this.listed(sees), LIST_FRAME, alloc);
+    // Unfiltered (locally, and for whoever may see every server): while the records are the ones
+    // listed last time and nothing their entries were built from has moved, the text between the
+    // uptimes is copied as kept (list-bytes.ts), with no array or string made.
+    const kept = this.#kept;
+    const sample = this.#stats.generation;
+    if (kept && kept.version === this.#version && typeof sample === 'number' && kept.sample === sample && this.#unchanged(kept)) {
+      return kept.layout.assemble(Date.now(), alloc);
+    }
+    // Else every record is looked at as listed() does, and what is kept is made anew.
+    const entries: FeedEntry[] = [];
+    const records: ServerRecord[] = [];
+    const sources: Sources[] = [];
+    for (const record of this.#index.records.values()) {
+      const entry = this.#fresh(record);
+      if (!entry) continue;
+      entries.push(entry);
+      records.push(record);
+      sources.push(this.#sources.get(record.name)!);
+    }
+    if (!ListLayout.usable(entries)) {
+      this.#kept = undefined;
+      return recordsAsBytes(entries, LIST_FRAME, alloc);
+    }
+    const same = kept && kept.layout.records.length === entries.length && entries.every((e, i) => kept.layout.matchesAt(i, e));
+    const layout = same ? kept.layout : new ListLayout(entries);
+    this.#kept = { layout, records, sources, version: this.#version, sample };
+    return layout.assemble(Date.now(), alloc);
+  }
+
+  /**
+   * Whether every record is still what `kept` was checked against: the same record objects in
+   * the same order, each with the same manifest, status, spec, metadata, problems and persistence
+   * (stats: the caller checks that no sample came since), and no other record listed. #fresh would
+   * then return each kept entry unchanged: this is its check, without a map lookup per record.
+   */
+  #unchanged(kept: { records: ServerRecord[]; sources: Sources[] }): boolean {
+    const { records, sources } = kept;
+    const persistence = this.#persistence;
+    let i = 0;
+    for (const record of this.#index.records.values()) {
+      const server = record.server;
+      if (records[i] !== record) {
+        // Not listed then (records keep their order): still not to be listed, or something changed.
+        if (!server?.metadata.uid) continue;
+        return false;
+      }
+      const from = sources[i];
+      if (server !== from.server || !server.metadata.uid || server.status !== from.status || server.spec !== from.spec
+        || server.metadata !== from.metadata || record.problems !== from.problems) return false;
+      if (persistence && (persistence.stateOf(record.name) ?? null) !== from.persistence) return false;
+      i++;
+    }
+    return i === records.length;
   }
 
   /** The server's entry as it is now (undefined when it is not listed). */
   entryOf(name: string): FeedEntry | undefined {
-    const record = this.#reconciler.records.get(name);
+    const record = this.#index.records.get(name);
     return record ? this.#fresh(record) : undefined;
   }
 
@@ -248,7 +328,8 @@ export class ServerFeed {
 
   /** Looks at one server again and tells the listeners if its record changed. */
   refresh(name: string): void {
-    const record = this.#reconciler.records.get(name);
+    this.#version++;
+    const record = this.#index.records.get(name);
     const before = this.#entries.get(name);
     // Listed as GET /servers lists: only records with a manifest that was once valid and a uid.
     if (!record?.server?.metadata.uid) {
@@ -262,6 +343,14 @@ export class ServerFeed {
     const server = record.server;
     const stats = this.#statsOf(name, server);
     const persistence = this.#persistenceOf(name);
+    const last = this.#sources.get(name);
+    // A new stats sample with the same figures (an idle editor's, most of them): the record is
+    // what it was, so it is not built again. Everything else it is built from is the same object.
+    if (before && last && last.stats !== stats && sameFigures(last.stats, stats) && last.server === server && last.status === server.status
+      && last.spec === server.spec && last.metadata === server.metadata && last.problems === record.problems && last.persistence === persistence) {
+      this.#sources.set(name, { ...last, stats });
+      return;
+    }
     const from: Sources = { server, status: server.status, spec: server.spec, metadata: server.metadata, problems: record.problems, stats, persistence };
     const view = serverView(record, stats, persistence);
     const { prefix, suffix } = splitJson(view);
@@ -280,11 +369,11 @@ export class ServerFeed {
   }
 
   refreshAll(): void {
-    for (const name of new Set([...this.#reconciler.records.keys(), ...this.#entries.keys()])) this.refresh(name);
+    for (const name of new Set([...this.#index.records.keys(), ...this.#entries.keys()])) this.refresh(name);
   }
 
   dispose(): void {
-    for (const event of ['changed', 'deleted', 'reconciled']) this.#reconciler.off(event, this.#onName);
+    for (const off of this.#offIndex.splice(0)) off();
     this.#offSample();
     this.#offPersistence();
     this.#listeners.clear();

@@ -1,6 +1,6 @@
 // Turns controller records into the JSON shapes clients read: server records, envelopes, views.
 import { pidOf as pidOfRef } from '../runtime/interface.ts';
-import type { ServerRecord } from '../controller/reconciler.ts';
+import type { ServerRecord } from '../index/records.ts';
 import { displayNameOf, type EditorServer, type Phase } from '../manifests/types.ts';
 import type { ProcessStats } from '../runtime/stats.ts';
 import { ownerOf } from './access.ts';

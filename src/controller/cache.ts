@@ -1,18 +1,10 @@
 // The controller's memory of each server: the last manifest read (the record, which the API and
 // the proxy read) and the facts that live only in memory (the live editor, probes, crashes).
-import type { EditorServer } from '../manifests/types.ts';
+import type { ServerRecord } from '../index/records.ts';
 import type { EditorEndpoint, ExitInfo, RuntimeRef } from '../runtime/interface.ts';
 
-/** The controller's view of one manifest: the last valid object, and the file's problems if any. */
-export interface ServerRecord {
-  name: string;
-  server?: EditorServer;
-  problems?: string[];
-  /** What the controller noticed and did about the file (a copied uid or status), newest last. */
-  warnings?: string[];
-  /** Set while the file (or the whole folder) is missing: what happens next. */
-  absence?: string;
-}
+// The record is what the index serves (src/index/), so it is defined there.
+export type { ServerRecord };
 
 /** Facts about a server that live only in memory. */
 export interface Live {

@@ -7,21 +7,15 @@ import type { Config } from '../config/settings.ts';
 import type { MachineMemory } from '../runtime/interface.ts';
 
 export type { MachineMemory };
+import type { Admission, CapacityGate, CapacityLimit } from '../index/commands.ts';
+
+// The decision's answer is what the API reads through the index's CapacityGate, so it is defined there.
+export type { Admission, CapacityLimit };
 
 /** What a code-server takes when idle (the issue's figure): the least a new editor is counted at. */
 export const MIN_EDITOR_MB = 200;
 /** A slot held for a start that neither ran nor gave up is freed after this long (a lost start). */
 const RESERVATION_MS = 120_000;
-
-export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb';
-
-export type Admission =
-  /** Room: the slot is held for the name until its editor runs or release(name). */
-  | { kind: 'admitted' }
-  /** No room, but an idle editor is being stopped for this start; the slot is held meanwhile. */
-  | { kind: 'makingRoom'; victim: string; limit: CapacityLimit; message: string }
-  /** No room: nothing was reserved. */
-  | { kind: 'refused'; limit: CapacityLimit; message: string };
 
 export interface CapacityDeps {
   /** The config's `capacity` in use now. */
@@ -49,7 +43,7 @@ export function autoMemoryLimit(machine: MachineMemory): { limitMb: number; sour
   };
 }
 
-export class Capacity {
+export class Capacity implements CapacityGate {
   readonly #deps: CapacityDeps;
   readonly #now: () => number;
   #machine: MachineMemory | undefined | null;

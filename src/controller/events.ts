@@ -2,15 +2,11 @@
 // phase, a reason, a condition) and when, kept in memory, the last few per server, for the
 // dashboard's GET /servers/{id}/events. Fed where status is committed (status-commit.ts) and
 // where a manifest is found invalid (absence.ts); nothing here reads files or processes.
+import type { ServerEvent } from '../index/records.ts';
 import type { Condition, EditorServerStatus, Phase } from '../manifests/types.ts';
 import { describeRef } from '../runtime/interface.ts';
 
-export interface ServerEvent {
-  time: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
+export type { ServerEvent };
 
 /** Events kept per server: the oldest go first. */
 export const MAX_EVENTS_PER_SERVER = 100;

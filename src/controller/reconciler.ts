@@ -4,6 +4,8 @@
 // queries the API and the proxy make. Once the editor's state is known, what to do is decided by
 // decide() in decide.ts, a pure function of what was observed, and carried out here (#act).
 import { EventEmitter } from 'node:events';
+import { LiveServerIndex } from '../index/live-index.ts';
+import type { ServerIndex } from '../index/server-index.ts';
 import type { LogLevel } from '../logs/entry.ts';
 import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
 import { describeRef, isRunning, type EditorEndpoint, type RuntimeRef } from '../runtime/interface.ts';
@@ -44,6 +46,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   readonly operations: Operations;
   /** What changed in each server's status, recently (GET /servers/{id}/events). */
   readonly events = new ServerEvents();
+  /** What the API, the proxy and metrics read; this reconciler is its only writer. */
+  readonly index: ServerIndex = new LiveServerIndex(this);
 
   constructor(deps: ReconcilerDeps) {
     super();

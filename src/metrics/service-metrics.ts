@@ -1,6 +1,6 @@
 // GET /metrics: the fleet and the service in the Prometheus text format, in a registry of this
 // service's own (several services may run in one process). Per-server series are labelled by
-// name and uid, exist only for servers that exist, and are read from the controller's records,
+// name and uid, exist only for servers that exist, and are read from the index's records,
 // the stats sampler, the activity tracker and plain counters at scrape time: nothing on the
 // request path calls prom-client. prom-client itself (with @opentelemetry/api, https and zlib) is
 // loaded at the first scrape, not at start (to keep memory at rest low): until then the two
@@ -8,8 +8,7 @@
 // the service's state at scrape time anyway.
 import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import type { ActivityTracker } from '../controller/activity.ts';
-import type { Reconciler } from '../controller/reconciler.ts';
+import type { ServerIndex } from '../index/server-index.ts';
 import type { LogHub } from '../logs/index.ts';
 import type { Phase } from '../manifests/types.ts';
 import type { ProxyObserver } from '../proxy/editor-proxy.ts';
@@ -25,9 +24,10 @@ const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const PHASES: Phase[] = ['Pending', 'Provisioning', 'Stopped', 'Starting', 'Running', 'Stopping', 'Failed', 'Terminating'];
 
 export interface MetricsSources {
-  reconciler: Reconciler;
+  index: ServerIndex;
   stats: StatsSampler;
-  activity: ActivityTracker;
+  /** When each server was last used (the controller's activity tracker). */
+  activity: { lastActivity(name: string): number | undefined };
   logs: LogHub;
   /** Names waiting in the work queue or being reconciled. */
   queueDepth: () => number;
@@ -50,7 +50,7 @@ export interface PersistenceMetrics {
 
 /** CPU seconds of a server's editors, kept rising across restarts of the editor. */
 interface CpuCount {
-  /** The editor process the last sample was of (pid and start time). */
+  /** The editor process the last sample was of (its runtime handle, as JSON). */
   process: string;
   /** Its CPU seconds at that sample. */
   last: number;
@@ -80,29 +80,25 @@ export class ServiceMetrics {
   constructor(sources: MetricsSources) {
     this.#sources = sources;
     this.#traffic = new ProxyTraffic(sources.portOwner);
-    const { reconciler, logs, stats } = sources;
+    const { index, logs, stats } = sources;
     const traffic = this.#traffic;
     const cpu = this.#cpu;
     const logLines = this.#logLines;
-    const onReconciled = (_name: string, _run: number, _waiting: boolean, seconds: number, error: unknown) => {
+    this.#disposers.push(index.on('reconciled', ({ seconds, error }) => {
       this.#reconcileSeconds.observe({}, seconds);
       if (error !== undefined) this.#reconcileErrors++;
-    };
-    reconciler.on('reconciled', onReconciled);
-    this.#disposers.push(() => reconciler.off('reconciled', onReconciled));
+    }));
     this.#disposers.push(logs.subscribe(null, (entry) => {
       let counts = logLines.get(entry.name);
       if (!counts) logLines.set(entry.name, (counts = [0, 0]));
       counts[entry.source === 'server' ? 0 : 1]++;
     }));
     this.#disposers.push(stats.onSample(() => this.#countCpu()));
-    const onDeleted = (name: string) => {
+    this.#disposers.push(index.on('deleted', (name) => {
       traffic.forget(name);
       cpu.delete(name);
       logLines.delete(name);
-    };
-    reconciler.on('deleted', onDeleted);
-    this.#disposers.push(() => reconciler.off('deleted', onDeleted));
+    }));
   }
 
   /** The registry of this service's families, in their order; prom-client is loaded here. */
@@ -112,7 +108,7 @@ export class ServiceMetrics {
     const registers = [registry];
     const servers = () => this.#servers();
     const traffic = this.#traffic;
-    const { reconciler, stats, activity } = this.#sources;
+    const { index, stats, activity } = this.#sources;
     const sources = this.#sources;
 
     // Per server, read from the controller's records at scrape time.
@@ -167,7 +163,7 @@ export class ServiceMetrics {
       name: 'devbox_server_proxy_requests_total', help: 'HTTP requests proxied to the server\'s editor, by status class', labelNames: ['name', 'uid', 'code'], registers,
       collect() {
         this.reset();
-        traffic.keepOnly((name) => reconciler.records.has(name));
+        traffic.keepOnly((name) => index.records.has(name));
         for (const { labels } of servers()) {
           const counts = traffic.get(labels.name);
           if (counts) STATUS_CLASSES.forEach((code, i) => this.inc({ ...labels, code }, counts.requests[i]));
@@ -199,7 +195,7 @@ export class ServiceMetrics {
       name: 'devbox_server_log_lines_total', help: 'Log entries of the server since the service started: lines its editor printed (source="server") and controller events (source="controller")', labelNames: ['name', 'uid', 'source'], registers,
       collect() {
         this.reset();
-        for (const name of logLines.keys()) if (!reconciler.records.has(name)) logLines.delete(name);
+        for (const name of logLines.keys()) if (!index.records.has(name)) logLines.delete(name);
         for (const { labels } of servers()) {
           const [server, controller] = logLines.get(labels.name) ?? [0, 0];
           this.inc({ ...labels, source: 'server' }, server);
@@ -311,7 +307,7 @@ export class ServiceMetrics {
   /** Every server that has a uid (as GET /servers lists them), with what its series need. */
   #servers(): Array<{ labels: ServerLabels; phase: Phase; restarts: number }> {
     const out: Array<{ labels: ServerLabels; phase: Phase; restarts: number }> = [];
-    for (const record of this.#sources.reconciler.records.values()) {
+    for (const record of this.#sources.index.records.values()) {
       const server = record.server;
       const uid = server?.metadata.uid;
       if (!server || !uid) continue;
@@ -322,9 +318,10 @@ export class ServiceMetrics {
 
   /** After each stats sample: adds what each editor used since the last one; a new editor process starts from zero. */
   #countCpu(): void {
-    for (const [name, ref] of this.#sources.reconciler.refs()) {
+    for (const [name, ref] of this.#sources.index.editorsToSample()) {
       const seconds = this.#sources.stats.get(name)?.cpuSeconds;
       if (seconds === undefined) continue;
+      // The runtime's reference says which editor process it is (for a local one: pid and start time).
       const process = JSON.stringify(ref);
       const count = this.#cpu.get(name) ?? { process, last: 0, total: 0 };
       if (count.process !== process) {

@@ -10,6 +10,7 @@ export class StatsSampler {
   private readonly usage: (handles: RuntimeRef[]) => Promise<Map<RuntimeRef, EditorUsage>>;
   private readonly intervalMs: number;
   private latest = new Map<string, ProcessStats>();
+  private samples = 0;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private readonly listeners = new Set<() => void>();
@@ -37,6 +38,11 @@ export class StatsSampler {
     return this.latest.get(name);
   }
 
+  /** Counts the samples taken: while it stays the same, get() answers with the same objects. */
+  get generation(): number {
+    return this.samples;
+  }
+
   /** Calls `listener` after each sample (the watch stream sends what changed); returns its removal. */
   onSample(listener: () => void): () => void {
     this.listeners.add(listener);
@@ -55,6 +61,7 @@ export class StatsSampler {
         if (sample) next.set(name, sample);
       }
       this.latest = next;
+      this.samples++;
     } finally {
       this.running = false;
     }

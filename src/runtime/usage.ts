@@ -1,5 +1,17 @@
-// CPU and memory of editor processes: one batched pidusage call for every process of every
-// editor's group (code-server runs its server in a child), summed per group leader.
+// CPU and memory of editor processes: every process of every editor's group (code-server runs its
+// server in a child), summed per group leader.
+//
+// On Linux each process's /proc/<pid>/stat is read once per sample: the read that tells which
+// group a process is in also gives its CPU time, start time and resident pages, so a member is not
+// read a second time. The reads are done a slice at a time with the event loop let go between
+// slices, so a sample never holds up requests for the whole scan (at 30 editors it read every
+// process on the machine in one go: 4–60 ms of a blocked event loop every 2 s). CPU percent is
+// the CPU time used since the previous sample over the time between them, as pidusage measured
+// it; elsewhere pidusage does the sampling, as before.
+import { execFile } from 'node:child_process';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import pidusage from 'pidusage';
 import { listPids, readStat, type ProcessIdentity } from '../core/procfs.ts';
 
@@ -14,31 +26,130 @@ export interface EditorUsage {
   memoryBytes?: number;
 }
 
+/** One process's figures, as pidusage gives them: CPU percent since the last sample, bytes, ms. */
+interface ProcessSample {
+  cpu: number;
+  memory: number;
+  ctime: number;
+  elapsed: number;
+}
+
 /** Usage per editor (group leader); one that vanished meanwhile is left out. */
 export async function processGroupUsage(leaders: ProcessIdentity[]): Promise<Map<ProcessIdentity, EditorUsage>> {
   const byPid = new Map(leaders.map((l) => [l.pid, l]));
   const next = new Map<ProcessIdentity, Required<EditorUsage>>();
   if (byPid.size === 0) return next;
-  const members = groupMembers(new Set(byPid.keys()));
-  const usage = await pidusage([...members.keys()]).catch(() => sampleOneByOne([...members.keys()]));
-  for (const [pid, stat] of Object.entries(usage)) {
-    const leader = members.get(Number(pid));
-    if (!stat || leader === undefined) continue;
+  const samples = process.platform === 'linux' ? await sampleGroups(new Set(byPid.keys())) : await sampleWithPidusage(new Set(byPid.keys()));
+  for (const [pid, [leader, stat]] of samples) {
     const handle = byPid.get(leader)!;
     const total = next.get(handle) ?? { cpuPercent: 0, memoryMb: 0, uptime: 0, cpuSeconds: 0, memoryBytes: 0 };
     total.cpuPercent = round(total.cpuPercent + stat.cpu);
     total.memoryMb = round(total.memoryMb + stat.memory / (1024 * 1024));
     total.cpuSeconds += stat.ctime / 1000;
     total.memoryBytes += stat.memory;
-    if (Number(pid) === leader) total.uptime = stat.elapsed / 1000;
+    if (pid === leader) total.uptime = stat.elapsed / 1000;
     next.set(handle, total);
   }
   return next;
 }
 
-/** Forgets pidusage's per-process history (the service stops). */
+/** Forgets each process's last sample (the service stops). */
 export function clearUsageHistory(): void {
+  history.clear();
   pidusage.clear();
+}
+
+// --- Linux: /proc read once per process ---
+
+/** Processes read between two turns of the event loop (about 20–40 µs each). */
+const SLICE = 16;
+
+/** Each process's CPU ticks at the last sample, by pid, with its start time (a reused pid starts anew). */
+const history = new Map<number, { startTicks: number; ticks: number; uptimeMs: number }>();
+
+let constants: Promise<{ clockTick: number; pageSize: number }> | undefined;
+/** Clock ticks per second and the page size, asked of getconf once (as pidusage did), else Linux's usual 100 and 4096. */
+function systemConstants(): Promise<{ clockTick: number; pageSize: number }> {
+  const ask = (name: string, fallback: number) => new Promise<number>((resolve) => {
+    execFile('getconf', [name], (error, stdout) => {
+      const value = Number.parseInt(String(stdout), 10);
+      resolve(!error && value > 0 ? value : fallback);
+    });
+  });
+  return constants ??= Promise.all([ask('CLK_TCK', 100), ask('PAGESIZE', 4096)]).then(([clockTick, pageSize]) => ({ clockTick, pageSize }));
+}
+
+const statBuffer = Buffer.alloc(4096);
+
+/** /proc/<pid>/stat's fields after the command name (which may hold spaces and parentheses), or undefined when it is gone. */
+function statFields(pid: number): string[] | undefined {
+  let fd: number;
+  try {
+    fd = openSync(`/proc/${pid}/stat`, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const length = readSync(fd, statBuffer, 0, statBuffer.length, 0);
+    const text = statBuffer.toString('latin1', 0, length);
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Every process whose group leader is one of `leaders`, with its leader and figures. */
+async function sampleGroups(leaders: Set<number>): Promise<Map<number, [number, ProcessSample]>> {
+  const { clockTick, pageSize } = await systemConstants();
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+  }
+  const samples = new Map<number, [number, ProcessSample]>();
+  const seen = new Set<number>();
+  for (let from = 0; from < pids.length; from += SLICE) {
+    if (from > 0) await yieldToEventLoop();
+    // The machine's uptime, read with each slice as pidusage read it with each process.
+    const uptimeMs = Number.parseFloat(readFileSync('/proc/uptime', 'latin1')) * 1000;
+    for (const pid of pids.slice(from, from + SLICE)) {
+      const fields = statFields(pid);
+      const leader = fields && Number(fields[2]);
+      // A zombie uses nothing and is no longer running (as procfs's isAlive and groupExists have it).
+      if (!fields || leader === undefined || !leaders.has(leader) || fields[0] === 'Z' || fields[0] === 'X') continue;
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      const startTicks = Number(fields[19]);
+      const last = history.get(pid);
+      const seconds = last && last.startTicks === startTicks ? uptimeMs - last.uptimeMs : 0;
+      // First seen: no interval yet, 0 % (pidusage's first figure came from two reads a moment apart: 0 as a rule).
+      const cpu = seconds > 0 ? ((ticks - last!.ticks) * 1000 / clockTick / seconds) * 100 : 0;
+      history.set(pid, { startTicks, ticks, uptimeMs });
+      seen.add(pid);
+      samples.set(pid, [leader, {
+        cpu,
+        memory: Number(fields[21]) * pageSize,
+        ctime: (ticks * 1000) / clockTick,
+        elapsed: uptimeMs - (startTicks * 1000) / clockTick,
+      }]);
+    }
+  }
+  for (const pid of history.keys()) if (!seen.has(pid)) history.delete(pid);
+  return samples;
+}
+
+// --- Elsewhere: pidusage ---
+
+async function sampleWithPidusage(leaders: Set<number>): Promise<Map<number, [number, ProcessSample]>> {
+  const members = groupMembers(leaders);
+  const usage = await pidusage([...members.keys()]).catch(() => sampleOneByOne([...members.keys()]));
+  const samples = new Map<number, [number, ProcessSample]>();
+  for (const [pid, stat] of Object.entries(usage)) {
+    const leader = members.get(Number(pid));
+    if (stat && leader !== undefined) samples.set(Number(pid), [leader, stat]);
+  }
+  return samples;
 }
 
 /** pidusage rejects a whole batch when one pid is gone; then ask for each separately. */

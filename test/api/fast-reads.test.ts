@@ -51,15 +51,13 @@ const withoutUptime = (answer: Raw) => ({ ...answer, body: answer.body.replace(U
 
 /**
  * Listens to what may change an answer between two reads: a stats sample, and a record the
- * reconciler changed, deleted or looked at again (the events the feed refreshes on).
+ * controller changed, deleted or looked at again (the events the feed refreshes on).
  */
 function onChange(listener: () => void): () => void {
-  const { reconciler } = service.controller;
-  const offSample = service.stats.onSample(listener);
-  for (const event of ['changed', 'deleted', 'reconciled']) reconciler.on(event, listener);
+  const { index } = service;
+  const offs = [service.stats.onSample(listener), index.on('changed', listener), index.on('deleted', listener), index.on('reconciled', listener)];
   return () => {
-    offSample();
-    for (const event of ['changed', 'deleted', 'reconciled']) reconciler.off(event, listener);
+    for (const off of offs) off();
   };
 }
 
@@ -213,7 +211,7 @@ describe('the list buffer lent to an answer', () => {
   const reads = fastReads({
     // Each list fills what it is given with the next letter: a reused buffer shows as overwritten bytes.
     feed: { listBytes: (_sees: unknown, alloc: (n: number) => Buffer) => alloc(64 * 1024).fill(next) } as never,
-    reconciler: { nameOfUid: () => undefined, records: new Map() },
+    index: { nameOfUid: () => undefined, records: new Map() },
     access: { filterFor: () => undefined, sees: () => true },
     cors: { headersFor: () => [] },
   });

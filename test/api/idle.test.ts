@@ -3,6 +3,7 @@
 import { promises as fs } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import type { Reconciled } from '../../src/index/server-index.ts';
 import { opened } from '../helpers/net.ts';
 import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 import { nextCall } from '../helpers/wait.ts';
@@ -56,12 +57,8 @@ const idleStopped = (s: TestService, name: string) =>
  * since the epoch) or later: one that ran its idle check (ensureIdle) with the clock past `at`.
  */
 function checkedAfter(s: TestService, name: string, at: number, timeoutMs = 30_000): Promise<unknown> {
-  const { reconciler } = s.controller;
-  const onReconciled = (listener: (done: string, run: number, waiting: boolean, seconds: number) => void) => {
-    reconciler.on('reconciled', listener);
-    return () => void reconciler.off('reconciled', listener);
-  };
-  return nextCall(onReconciled, (done, _run, _waiting, seconds) => done === name && Date.now() - seconds * 1000 >= at, timeoutMs);
+  const onReconciled = (listener: (done: Reconciled) => void) => s.index.on('reconciled', listener);
+  return nextCall(onReconciled, ({ name: done, seconds }) => done === name && Date.now() - seconds * 1000 >= at, timeoutMs);
 }
 
 /**

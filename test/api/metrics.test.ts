@@ -162,13 +162,12 @@ describe('GET /metrics', () => {
     const errorsBefore = (await metric('devbox_reconcile_errors_total'))!;
     // Every reconcile that ends in an error is counted: as many as the controller reports.
     let failures = 0;
-    const onDone = (...args: unknown[]) => void (args[4] !== undefined && failures++);
-    service.controller.reconciler.on('reconciled', onDone);
+    const offDone = service.index.on('reconciled', ({ error }) => void (error !== undefined && failures++));
     expect(before).toBeGreaterThan(0);
     expect(await metric('devbox_server_restarts_total', server)).toBe(0);
     expect((await service.request('POST', `/servers/${id}/restart`)).status).toBe(200);
     expect(await reconciles()).toBeGreaterThan(before);
-    service.controller.reconciler.off('reconciled', onDone);
+    offDone();
     expect(await metric('devbox_reconcile_errors_total')).toBe(errorsBefore + failures);
     expect(await metric('devbox_server_restarts_total', server)).toBe(1);
     expect(await metric('devbox_server_phase', { ...server, phase: 'Running' })).toBe(1);

@@ -1,23 +1,22 @@
-// The ServerFeed behind the watch stream, with a stand-in reconciler and a real StatsSampler fed
+// The ServerFeed behind the watch stream, with a stand-in index and a real StatsSampler fed
 // fake usage: a record is serialised once per change, a stats sample that moves CPU or memory is
 // a change, one that moves only uptime is not, and a record gone is reported with its last state;
 // its list (GET /servers) is the bytes of JSON.stringify over serverView, also for a record changed
 // without an event yet.
-import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServerFeed, type FeedChange } from '../../src/api/server-feed.ts';
-import type { ServerRecord } from '../../src/controller/reconciler.ts';
 import { API_VERSION, KIND, type EditorServer } from '../../src/manifests/types.ts';
 import { serverView } from '../../src/api/views.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import type { EditorUsage } from '../../src/runtime/usage.ts';
+import { fakeIndex, reconciled } from '../helpers/fake-index.ts';
 
 function setUp() {
-  const reconciler = Object.assign(new EventEmitter(), { records: new Map<string, ServerRecord>() });
+  const index = fakeIndex();
   const handle = { kind: 'process', pid: 4242, startTicks: 1 };
   let usage: EditorUsage = { cpuPercent: 1, memoryMb: 100, uptime: 1 };
   const stats = new StatsSampler(() => new Map([['alpha', handle]]), async () => new Map([[handle, usage]]), 60_000);
-  const feed = new ServerFeed(reconciler, stats);
+  const feed = new ServerFeed(index, stats);
   const changes: FeedChange[] = [];
   feed.subscribe((change) => changes.push(change));
   const server: EditorServer = {
@@ -26,21 +25,21 @@ function setUp() {
     spec: { displayName: 'Alpha', running: true },
     status: { phase: 'Running', runtimeRef: handle, port: 8010, startTime: new Date(Date.now() - 5000).toISOString() },
   };
-  reconciler.records.set('alpha', { name: 'alpha', server });
-  return { reconciler, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
+  index.records.set('alpha', { name: 'alpha', server });
+  return { index, stats, feed, changes, server, setUsage: (next: EditorUsage) => (usage = next) };
 }
 
 describe('ServerFeed', () => {
   it('sends a record once per change, and a stats sample that moves memory or CPU as a change', async () => {
-    const { reconciler, stats, changes, server, setUsage } = setUp();
-    reconciler.emit('changed', 'alpha');
+    const { index, stats, feed, changes, server, setUsage } = setUp();
+    index.emit('changed', 'alpha');
     expect(changes).toHaveLength(1);
     expect(changes[0].before).toBeUndefined();
     expect(JSON.parse(changes[0].after!.json)).toMatchObject({ id: server.metadata.uid, status: 'running', pid: 4242, memory_mb: 0 });
 
     // The same facts again (a resync, a status rewritten unchanged): nothing is sent.
-    reconciler.emit('reconciled', 'alpha', 2, false);
-    reconciler.emit('changed', 'alpha');
+    index.emit('reconciled', reconciled('alpha', 2));
+    index.emit('changed', 'alpha');
     expect(changes).toHaveLength(1);
 
     await stats.sample();
@@ -53,6 +52,12 @@ describe('ServerFeed', () => {
     await stats.sample();
     expect(changes).toHaveLength(2);
 
+    // Nor is the record built again for it: the entry listed is the very one.
+    const kept = feed.entryOf('alpha');
+    setUsage({ cpuPercent: 1, memoryMb: 100, uptime: 101 });
+    await stats.sample();
+    expect(feed.entryOf('alpha')).toBe(kept);
+
     setUsage({ cpuPercent: 7.5, memoryMb: 100, uptime: 100 });
     await stats.sample();
     expect(changes).toHaveLength(3);
@@ -60,41 +65,41 @@ describe('ServerFeed', () => {
   });
 
   it('reports a record that went with its last state, and lists only records with a uid', () => {
-    const { reconciler, feed, changes } = setUp();
-    reconciler.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
+    const { index, feed, changes } = setUp();
+    index.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
     expect(feed.snapshot().map((e) => e.name)).toEqual(['alpha']);
     const last = changes.at(-1)!.after!;
-    reconciler.records.delete('alpha');
-    reconciler.emit('deleted', 'alpha');
+    index.records.delete('alpha');
+    index.emit('deleted', 'alpha');
     expect(changes.at(-1)).toEqual({ name: 'alpha', before: last });
     expect(feed.snapshot()).toEqual([]);
   });
 
   it('stops listening once disposed', async () => {
-    const { reconciler, stats, feed, changes } = setUp();
+    const { index, stats, feed, changes } = setUp();
     feed.dispose();
-    reconciler.emit('changed', 'alpha');
+    index.emit('changed', 'alpha');
     await stats.sample();
     expect(changes).toEqual([]);
-    expect(reconciler.listenerCount('changed')).toBe(0);
+    expect(index.listenerCount('changed')).toBe(0);
   });
 
   it('lists the bytes JSON.stringify of serverView gives, uptime spliced in, and serves a record changed without an event fresh', async () => {
-    const { reconciler, stats, feed, server } = setUp();
+    const { index, stats, feed, server } = setUp();
     const uptimeless = (json: string) => json.replace(/"uptime":[0-9.e+-]+/g, '"uptime":_');
     const viewOf = (name: string) => {
-      const record = reconciler.records.get(name)!;
+      const record = index.records.get(name)!;
       return serverView(record, record.server!.status?.runtimeRef ? stats.get(name) : undefined);
     };
-    const listed = () => [...reconciler.records.keys()].filter((n) => reconciler.records.get(n)!.server?.metadata.uid).map(viewOf);
+    const listed = () => [...index.records.keys()].filter((n) => index.records.get(n)!.server?.metadata.uid).map(viewOf);
     const stopped: EditorServer = {
       apiVersion: API_VERSION, kind: KIND,
       metadata: { name: 'beta', uid: '5f0c0000-0000-4000-8000-000000000002', annotations: { 'devbox.dev/owner': 'bob@example.com' } },
       spec: { displayName: 'Bêta "quoted" \u2028 \\ box', running: false, extensions: ['a.b'] },
       status: { phase: 'Stopped', port: 8011 },
     };
-    reconciler.records.set('beta', { name: 'beta', server: stopped });
-    reconciler.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
+    index.records.set('beta', { name: 'beta', server: stopped });
+    index.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
     await stats.sample();
     expect(uptimeless(feed.list())).toBe(uptimeless(JSON.stringify(listed())));
     const uptime = JSON.parse(feed.list())[0].uptime;
@@ -106,15 +111,98 @@ describe('ServerFeed', () => {
     expect(feed.entryOf('stray')).toBeUndefined();
 
     // Changed with no event yet: a new manifest read, a status replaced, problems, a stats sample.
-    reconciler.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
+    index.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
     expect(JSON.parse(feed.list())[1].name).toBe('Beta renamed');
     server.status = { ...server.status!, phase: 'Failed', runtimeRef: null, reason: 'Crashed' };
     expect(feed.list()).toBe(JSON.stringify(listed()));
-    reconciler.records.get('beta')!.problems = ['spec.port: must be a number'];
+    index.records.get('beta')!.problems = ['spec.port: must be a number'];
     expect(JSON.parse(ServerFeed.current(feed.entryOf('beta')!)).manifest_errors).toEqual(['spec.port: must be a number']);
     expect(feed.list()).toBe(JSON.stringify(listed()));
-    reconciler.records.delete('alpha');
+    index.records.delete('alpha');
     expect(feed.list()).toBe(JSON.stringify(listed()));
     expect(feed.snapshot().map((e) => e.name)).toEqual(['beta']);
+  });
+
+  it('lists as bytes what list() gives, at each moment, kept between answers and never stale', async () => {
+    const { index, stats, feed, server, setUsage } = setUp();
+    const stopped: EditorServer = {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'beta', uid: '5f0c0000-0000-4000-8000-000000000002' },
+      spec: { displayName: 'Bêta \u2028', running: false },
+      status: { phase: 'Stopped', port: 8011 },
+    };
+    index.records.set('beta', { name: 'beta', server: stopped });
+    await stats.sample();
+    const bytes = () => feed.listBytes(undefined, (n) => Buffer.alloc(n)).toString();
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now');
+    try {
+      for (const at of [now, now + 1, now + 1000, now + 61_234]) {
+        clock.mockReturnValue(at);
+        expect(bytes()).toBe(feed.list());
+        expect(bytes()).toBe(feed.list());
+      }
+      // Changed with no event yet: a status replaced, a manifest read anew, a sample, a record gone.
+      server.status = { ...server.status!, startTime: new Date(now - 99_999).toISOString() };
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes())[0].uptime).toBe(161.233);
+      index.records.get('beta')!.server = { ...stopped, spec: { ...stopped.spec, displayName: 'Beta renamed' } };
+      expect(JSON.parse(bytes())[1].name).toBe('Beta renamed');
+      setUsage({ cpuPercent: 42, memoryMb: 100, uptime: 3 });
+      await stats.sample();
+      expect(JSON.parse(bytes())[0].cpu_percent).toBe(42);
+      index.records.get('beta')!.problems = ['spec.port: must be a number'];
+      expect(JSON.parse(bytes())[1].manifest_errors).toEqual(['spec.port: must be a number']);
+      // A record that is not listed (no uid) comes and goes; a listed one loses its uid; a record object is replaced.
+      index.records.set('stray', { name: 'stray', problems: ['kind: wrong'] });
+      expect(bytes()).toBe(feed.list());
+      expect(bytes()).toBe(feed.list());
+      const beta = index.records.get('beta')!;
+      beta.server = { ...beta.server!, metadata: { name: 'beta' } };
+      expect(JSON.parse(bytes())).toHaveLength(1);
+      beta.server = { ...beta.server!, metadata: stopped.metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      // The same manifest object, its uid taken out of it.
+      const metadata = { ...stopped.metadata };
+      beta.server = { ...beta.server!, metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      delete metadata.uid;
+      expect(JSON.parse(bytes())).toHaveLength(1);
+      beta.server = { ...beta.server!, metadata: stopped.metadata };
+      expect(JSON.parse(bytes())).toHaveLength(2);
+      index.records.set('beta', { ...beta, problems: undefined });
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes())[1].manifest_errors).toBeUndefined();
+      index.records.delete('stray');
+      index.records.delete('alpha');
+      expect(bytes()).toBe(feed.list());
+      expect(JSON.parse(bytes()).map((r: { id: string }) => r.id)).toEqual([stopped.metadata.uid]);
+      // Filtered: the same bytes as list() with the same filter.
+      const onlyBeta = (s: EditorServer) => s.metadata.name === 'beta';
+      expect(feed.listBytes(onlyBeta, (n) => Buffer.alloc(n)).toString()).toBe(feed.list(onlyBeta));
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('lists a persistence state that changed, with or without its news', async () => {
+    const index = fakeIndex();
+    const stats = new StatsSampler(() => new Map(), async () => new Map(), 60_000);
+    let state: object = { last_snapshot_at: null };
+    const persistence = { stateOf: () => state, onChange: () => () => undefined };
+    const feed = new ServerFeed(index, stats, persistence);
+    const server: EditorServer = {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'alpha', uid: '5f0c0000-0000-4000-8000-000000000001' },
+      spec: { displayName: 'Alpha', running: false },
+    };
+    index.records.set('alpha', { name: 'alpha', server });
+    const listed = () => JSON.parse(feed.listBytes(undefined, (n) => Buffer.alloc(n)).toString());
+    expect(listed()[0].persistence).toEqual({ last_snapshot_at: null });
+    expect(listed()[0].persistence).toEqual({ last_snapshot_at: null });
+    state = { last_snapshot_at: '2026-01-01T00:00:00.000Z' };
+    expect(listed()[0].persistence).toEqual(state);
+    await stats.sample();
+    expect(listed()[0].persistence).toEqual(state);
   });
 });

@@ -48,15 +48,13 @@ function same(answer: string, want: string): boolean {
 
 /**
  * Listens to what may change an answer while a request is under way: a stats sample, and a
- * record the reconciler changed, deleted or looked at again (the events the feed refreshes on).
+ * record the controller changed, deleted or looked at again (the events the feed refreshes on).
  */
 function onChange(listener: () => void): () => void {
-  const { reconciler } = service.controller;
-  const offSample = service.stats.onSample(listener);
-  for (const event of ['changed', 'deleted', 'reconciled']) reconciler.on(event, listener);
+  const { index } = service;
+  const offs = [service.stats.onSample(listener), index.on('changed', listener), index.on('deleted', listener), index.on('reconciled', listener)];
   return () => {
-    offSample();
-    for (const event of ['changed', 'deleted', 'reconciled']) reconciler.off(event, listener);
+    for (const off of offs) off();
   };
 }
 

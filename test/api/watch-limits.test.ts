@@ -1,7 +1,6 @@
 // The watch streams' bounds over real HTTP, with limits small enough to reach: the cap on open
 // streams (503 in the envelope, room again once one closes), the `: ping` comments, and close()
 // ending every stream and refusing new ones.
-import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Router } from 'express';
@@ -12,6 +11,7 @@ import { watchRoutes, WatchStreams } from '../../src/api/routes/watch.ts';
 import { ServerFeed } from '../../src/api/server-feed.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import { eventually, request } from '../helpers/service.ts';
+import { fakeIndex } from '../helpers/fake-index.ts';
 import { openWatch, type WatchStream } from '../helpers/watch-stream.ts';
 
 let server: Server;
@@ -20,10 +20,10 @@ let streams: WatchStreams;
 const opened: WatchStream[] = [];
 
 beforeAll(async () => {
-  const reconciler = Object.assign(new EventEmitter(), { records: new Map() });
+  const index = fakeIndex();
   const stats = new StatsSampler(() => new Map(), async () => new Map(), 60_000);
   const access = new ServerAccess({ config: () => ({ access: 'shared', admins: [] }), deployed: false });
-  streams = new WatchStreams({ feed: new ServerFeed(reconciler, stats), access, limits: { maxWatchers: 2, pingMs: 50 }, log: () => undefined });
+  streams = new WatchStreams({ feed: new ServerFeed(index, stats), access, limits: { maxWatchers: 2, pingMs: 50 }, log: () => undefined });
   const router = Router();
   watchRoutes(streams, router);
   server = createApp({ routers: [router], log: () => undefined }).listen(0, '127.0.0.1');

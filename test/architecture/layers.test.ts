@@ -12,6 +12,8 @@ const SRC = projectFile('src');
 const DOC = 'docs/architecture.md';
 /** The layer of the files directly in src/ (main.ts, service.ts, doctor.ts). */
 const ROOT = 'root';
+/** Layers that read the servers through the index (src/index/) and act through its commands, never through the controller. */
+const INDEX_READERS = ['api', 'proxy', 'metrics'];
 
 /** The order, lowest first: each entry one layer, its folders siblings of each other. */
 function readLayerOrder(markdown: string): string[][] {
@@ -105,6 +107,16 @@ describe('layers', () => {
   it('has every import in src/ point down the order, never up and never to a sibling', () => {
     expect(files.length).toBeGreaterThan(100);
     expect(violations(order, files), `imports against the layer order of ${DOC}`).toEqual([]);
+  });
+
+  it(`has ${INDEX_READERS.join(', ')} import nothing of controller/: they read the index, and only the composition root wires the controller`, () => {
+    const shown = (path: string) => relative(dirname(SRC), path);
+    const reaching = files.filter((file) => INDEX_READERS.includes(layerOf(file.path)!)).flatMap((file) =>
+      relativeImports(file.text)
+        .filter(({ specifier }) => layerOf(resolve(dirname(file.path), specifier)) === 'controller')
+        .map(({ line, specifier }) => `${shown(file.path)}:${line} → ${shown(resolve(dirname(file.path), specifier))}`));
+    expect(files.some((file) => INDEX_READERS.includes(layerOf(file.path)!))).toBe(true);
+    expect(reaching, 'imports of controller/ by a reader of the index').toEqual([]);
   });
 
   it('reads every kind of relative import, and the check catches each kind of wrong one', () => {

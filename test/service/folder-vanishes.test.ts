@@ -3,6 +3,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Reconciled } from '../../src/index/server-index.ts';
 import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
 import { nextCall } from '../helpers/wait.ts';
 
@@ -37,14 +38,10 @@ async function runningWithWork(name: string) {
  * when it began and when it ended (the controller's 'reconciled' event says how long it took).
  */
 async function reconciledFrom(name: string, at: number, timeoutMs = 20_000): Promise<{ began: number; ended: number }> {
-  const { reconciler } = service.controller;
   let ended = 0;
-  const [, , , seconds] = await nextCall(
-    (listener: (done: string, run: number, waiting: boolean, seconds: number) => void) => {
-      reconciler.on('reconciled', listener);
-      return () => void reconciler.off('reconciled', listener);
-    },
-    (done, _run, _waiting, took) => {
+  const [{ seconds }] = await nextCall(
+    (listener: (done: Reconciled) => void) => service.index.on('reconciled', listener),
+    ({ name: done, seconds: took }) => {
       ended = Date.now();
       return done === name && ended - took * 1000 >= at;
     },

@@ -69,9 +69,9 @@ describe('hostile requests', () => {
   });
 
   it('logs a fault that slips through to the last-resort guard, answers 500 and keeps serving', async () => {
-    const reconciler = service.controller.reconciler;
-    const routeTo = reconciler.routeTo;
-    reconciler.routeTo = () => {
+    const { index } = service;
+    const routeTo = index.routeTo;
+    index.routeTo = () => {
       throw new Error('injected fault');
     };
     try {
@@ -82,7 +82,7 @@ describe('hostile requests', () => {
       const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));
       expect(status).toBe(500);
     } finally {
-      reconciler.routeTo = routeTo;
+      index.routeTo = routeTo;
     }
     expect(service.lines.filter((line) => line.includes('injected fault'))).toHaveLength(2);
     await expectStillServing();

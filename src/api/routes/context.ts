@@ -2,12 +2,12 @@
 // its spec through the manifest, answer in the lifecycle envelope.
 import { existsSync } from 'node:fs';
 import type { Request } from 'express';
-import type { ExtensionGroup } from '../../config/settings.ts';
-import type { Capacity } from '../../controller/capacity.ts';
-import type { Controller } from '../../controller/controller.ts';
-import type { ServerRecord } from '../../controller/reconciler.ts';
+import type { Config, ExtensionGroup } from '../../config/settings.ts';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
 import type { HttpError } from '../../core/errors.ts';
+import type { CapacityGate, PortClaims, ServerCommands } from '../../index/commands.ts';
+import type { ServerRecord } from '../../index/records.ts';
+import type { ServerIndex } from '../../index/server-index.ts';
 import type { LogHub } from '../../logs/index.ts';
 import type { ManifestStore } from '../../manifests/store.ts';
 import { displayNameOf, type EditorServer, type Phase } from '../../manifests/types.ts';
@@ -21,7 +21,16 @@ import type { WatchStreams } from './watch.ts';
 
 export interface ServersDeps {
   store: ManifestStore;
-  controller: Controller;
+  /** What the controller knows of every server, read-only. */
+  index: ServerIndex;
+  /** What the routes may ask of the controller: queue, wait, wake, mark for deletion. */
+  commands: ServerCommands;
+  /** The ports a create claims before its manifest exists (the controller's allocator). */
+  ports: PortClaims;
+  /** The config's workspace settings in use now (they follow the config file). */
+  readonly workspace: Config['workspace'];
+  /** Git URL schemes a workspace source may use now. */
+  gitSchemes: () => readonly string[];
   stats: StatsSampler;
   logs: LogHub;
   layout: DataLayout;
@@ -37,7 +46,7 @@ export interface ServersDeps {
   /** Who may see and drive which server (the config's `access` policy). */
   access: ServerAccess;
   /** The capacity limits a start passes (409 CAPACITY_EXCEEDED before anything is written); without it, none. */
-  capacity?: Capacity;
+  capacity?: CapacityGate;
   /** The watch streams of GET /servers?watch=1; without them the route answers only the list. */
   watch?: WatchStreams;
   /** The records serialised once per change: GET /servers and GET /servers/{id} answer from it; without it, each is built per request. */
@@ -55,10 +64,10 @@ export function folderMissing(store: ManifestStore): HttpError {
 
 /** The record behind an :id, or 404: also when the requester may not see it, which answers as an unknown id does. */
 export function findServer(deps: ServersDeps, req: Request): ServerRecord {
-  const reconciler = deps.controller.reconciler;
+  const { index } = deps;
   const id = String(req.params.id);
-  const name = reconciler.nameOfUid(id);
-  const record = name === undefined ? undefined : reconciler.records.get(name);
+  const name = index.nameOfUid(id);
+  const record = name === undefined ? undefined : index.records.get(name);
   if (!record?.server || !deps.access.sees(req, record.server)) throw notFound(id);
   return record;
 }
@@ -67,7 +76,7 @@ export function findServer(deps: ServersDeps, req: Request): ServerRecord {
 export async function updateSpec(
   deps: ServersDeps, record: ServerRecord, change: (server: EditorServer, set: (path: string[], value: unknown) => void) => void,
 ): Promise<void> {
-  const { store, controller } = deps;
+  const { store, commands } = deps;
   // Read-modify-write that starts over when the file changed under it (a ConflictError, 409,
   // when it keeps changing). metadata.generation is counted by the store, not written here.
   // A repository-owned server's file follows the repository: a change that would alter it is refused.
@@ -85,7 +94,7 @@ export async function updateSpec(
   if (result === 'invalid') {
     throw apiError('MANIFEST_INVALID', { file: store.fileOf(record.name), problems: record.problems ?? [] });
   }
-  controller.enqueue(record.name);
+  commands.enqueue(record.name);
 }
 
 /**

@@ -6,6 +6,6 @@ import { findServer, type ServersDeps } from './context.ts';
 export function eventRoutes(deps: ServersDeps, router: Router): void {
   router.get('/servers/:id/events', (req, res) => {
     const record = findServer(deps, req);
-    res.json({ status: 'success', data: { events: deps.controller.reconciler.events.list(record.name) } });
+    res.json({ status: 'success', data: { events: deps.index.eventsOf(record.name) } });
   });
 }

@@ -4,7 +4,7 @@
 // what happened to each extension the request named.
 import type { Response, Router } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
-import type { ServerRecord } from '../../controller/reconciler.ts';
+import type { ServerRecord } from '../../index/records.ts';
 import { apiError } from '../../core/error-catalogue.ts';
 import { checkBody, compileBodySchema } from '../validation.ts';
 import { envelope, findServer, phaseIs, updateSpec, type ServersDeps } from './context.ts';
@@ -69,7 +69,7 @@ async function answerWhenInstalled(deps: ServersDeps, record: ServerRecord, ids:
     const known = outcomes(r);
     return ids.every((id) => known.has(id)) && !phaseIs('Pending', 'Provisioning')(r);
   };
-  const done = (await deps.controller.waitFor(record.name, (r) => !r?.server || settled(r), INSTALL_WAIT_MS)) ?? record;
+  const done = (await deps.commands.waitFor(record.name, (r) => !r?.server || settled(r), INSTALL_WAIT_MS)) ?? record;
   const known = outcomes(done);
   const results = ids.map((id) => known.get(id) ?? { id, state: 'Pending' });
   const failed = results.filter((r) => r.state === 'Failed').map((r) => r.id);

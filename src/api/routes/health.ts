@@ -2,20 +2,19 @@
 // the real process and /healthz compared with the recorded status.
 import { describeRef, pidOf, type RuntimeRef } from '../../runtime/interface.ts';
 import type { Router } from 'express';
-import type { ServerRecord } from '../../controller/reconciler.ts';
+import type { ServerRecord } from '../../index/records.ts';
 import { displayNameOf } from '../../manifests/types.ts';
 import { checkHealth } from '../../runtime/health.ts';
 import { statusOf } from '../views.ts';
 import { findServer, type ServersDeps } from './context.ts';
 
 export function healthRoutes(deps: ServersDeps, router: Router): void {
-  const { controller, stats } = deps;
-  const reconciler = controller.reconciler;
+  const { index, commands, stats } = deps;
 
   router.post('/servers/refresh-all', async (req, res) => {
     // Only the servers the requester may see: another user's are neither refreshed nor counted.
     const sees = deps.access.filterFor(req);
-    const records = [...reconciler.records.values()].filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)));
+    const records = [...index.records.values()].filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)));
     const servers = await Promise.all(records.map((r) => refresh(r)));
     const updated = servers.filter((s) => s.updated).length;
     res.json({
@@ -30,8 +29,8 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
   router.get('/servers/:id/health', async (req, res) => {
     const record = findServer(deps, req);
     const server = record.server!;
-    const processExists = Boolean(server.status?.runtimeRef) && reconciler.isEditorRunning(record.name);
-    const endpoint = reconciler.endpointOf(record.name);
+    const processExists = Boolean(server.status?.runtimeRef) && index.editorRuns(record.name);
+    const endpoint = index.endpointOf(record.name);
     const http = processExists && endpoint ? await checkHealth(endpoint) : { ok: false };
     const usage = processExists ? stats.get(record.name) : undefined;
     res.json({
@@ -56,13 +55,13 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
     const before = record.server!;
     const oldStatus = statusOf(before);
     const port = before.spec.port ?? before.status?.port;
-    const alive = Boolean(before.status?.runtimeRef) && reconciler.isEditorRunning(record.name);
-    const endpoint = reconciler.endpointOf(record.name);
+    const alive = Boolean(before.status?.runtimeRef) && index.editorRuns(record.name);
+    const endpoint = index.endpointOf(record.name);
     const health = alive && endpoint ? await checkHealth(endpoint) : { ok: false, error: 'no process' };
-    if (alive) reconciler.recordHealth(record.name, health.ok);
-    await controller.reconcileNow(record.name);
-    const after = reconciler.records.get(record.name)?.server ?? before;
-    const newStatus = reconciler.records.has(record.name) ? statusOf(after) : 'deleted';
+    if (alive) commands.recordHealth(record.name, health.ok);
+    await commands.reconcileNow(record.name);
+    const after = index.records.get(record.name)?.server ?? before;
+    const newStatus = index.records.has(record.name) ? statusOf(after) : 'deleted';
     return {
       status: 'success',
       id: before.metadata.uid,

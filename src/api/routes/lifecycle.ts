@@ -2,17 +2,16 @@
 // into the manifest, then waits (bounded) for the controller to report the outcome, like `kubectl wait`.
 import { existsSync } from 'node:fs';
 import type { Response, Router } from 'express';
-import type { Admission } from '../../controller/capacity.ts';
-import type { ServerRecord } from '../../controller/reconciler.ts';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
+import type { Admission } from '../../index/commands.ts';
+import type { ServerRecord } from '../../index/records.ts';
 import { displayNameOf, heldForCapacity, RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
 import { lifecycleView } from '../views.ts';
 import { envelope, findServer, folderMissing, ownedByRepository, phaseIs, updateSpec, type ServersDeps } from './context.ts';
 
 export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
-  const { store, controller } = deps;
-  const reconciler = controller.reconciler;
+  const { store, commands } = deps;
 
   router.post('/servers/:id/start', async (req, res) => {
     const record = findServer(deps, req);
@@ -28,14 +27,14 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
       if (stamp) set(['metadata', 'annotations', RESTARTED_AT], stamp);
     }));
     // Stopped for idleness: the spec says running already, so the controller is told to lift the stop.
-    reconciler.wake(record.name, 'POST /servers/{id}/start');
+    commands.wake(record.name, 'POST /servers/{id}/start');
     await respondWhenStarted(record, res, 'started', stamp, admission?.kind === 'makingRoom');
   });
 
   router.post('/servers/:id/stop', async (req, res) => {
     const record = findServer(deps, req);
     await updateSpec(deps, record, (_s, set) => set(['spec', 'running'], false));
-    const done = await controller.waitFor(record.name, (r) => !r?.server || phaseIs('Stopped', 'Failed')(r), deps.stopTimeoutMs);
+    const done = await commands.waitFor(record.name, (r) => !r?.server || phaseIs('Stopped', 'Failed')(r), deps.stopTimeoutMs);
     if (!done?.server) throw notFound(String(req.params.id));
     const settled = done.server.status?.phase === 'Stopped';
     res.status(settled ? 200 : 202).json(envelope(done, settled
@@ -66,9 +65,9 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     // A whole folder away pauses its servers: the file comes back with them, so nothing is deleted now.
     if (result === 'missing' && !existsSync(store.dir)) throw folderMissing(store);
     // A file that is missing or invalid cannot carry the mark: the controller is told instead.
-    if (result === 'invalid' || result === 'missing') reconciler.requestDeletion(record.name);
-    controller.enqueue(record.name);
-    const done = await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
+    if (result === 'invalid' || result === 'missing') commands.requestDeletion(record.name);
+    commands.enqueue(record.name);
+    const done = await commands.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
     res.status(done === undefined ? 200 : 202).json({
       status: 'success',
       message: done === undefined ? `server "${displayName}" deleted` : `server "${displayName}" is being deleted`,
@@ -101,7 +100,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
    * A restart, or a start that first stops an idle editor to make room, waits for that stop too.
    */
   async function respondWhenStarted(record: ServerRecord, res: Response, verb: string, stamp?: string, makingRoom = false) {
-    const done = await controller.waitFor(
+    const done = await commands.waitFor(
       record.name,
       (r) => !r?.server || (phaseIs('Running', 'Failed')(r) && (!stamp || r.server.status?.observedRestartedAt === stamp)),
       // A restart first stops the editor, which has its own bound.

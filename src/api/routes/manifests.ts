@@ -7,11 +7,11 @@ import { readManifestEntry, UnreadableEntryError } from '../../manifests/read-en
 import { findServer, type ServersDeps } from './context.ts';
 
 export function manifestRoutes(deps: ServersDeps, router: Router): void {
-  const { store, controller } = deps;
+  const { store, index } = deps;
   router.get('/manifests', (req, res) => {
     // Only the files of servers the requester may see (a file never valid has no owner: admins only).
     const sees = deps.access.filterFor(req);
-    const records = [...controller.reconciler.records.values()].filter((r) => !sees || sees(r.server));
+    const records = [...index.records.values()].filter((r) => !sees || sees(r.server));
     res.json(records.map((r) => ({
       name: r.name,
       file: store.fileOf(r.name),

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Router, type Request, type Response } from 'express';
 import { unknownExtensionGroups } from '../../config/settings.ts';
-import type { ServerRecord } from '../../controller/reconciler.ts';
+import type { ServerRecord } from '../../index/records.ts';
 import { apiError } from '../../core/error-catalogue.ts';
 import { API_VERSION, displayNameOf, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
@@ -29,8 +29,7 @@ const INSTALL_GRACE_MS = 2_000;
 const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json');
 
 export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
-  const { controller, stats } = deps;
-  const reconciler = controller.reconciler;
+  const { index, stats } = deps;
 
   router.get('/servers', (req, res) => {
     // Undefined while the requester may see every server: the listing costs nothing more then.
@@ -40,7 +39,7 @@ export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
       sendJson(res, deps.feed.list(sees));
       return;
     }
-    const list = [...reconciler.records.values()]
+    const list = [...index.records.values()]
       .filter((r) => r.server?.metadata.uid && (!sees || sees(r.server)))
       .map((r) => serverView(r, r.server!.status?.runtimeRef ? stats.get(r.name) : undefined));
     res.json(list);
@@ -91,8 +90,7 @@ export function unknownGroupsProblem(deps: ServersDeps, names: string[] | undefi
  * the user `req` comes from.
  */
 export async function createServer(deps: ServersDeps, req: Request, body: CreateBody, more: Partial<EditorServerSpec> = {}, annotations: Record<string, string> = {}) {
-  const { store, controller } = deps;
-  const reconciler = controller.reconciler;
+  const { store, index, commands } = deps;
   const owned = { ...annotations, ...deps.access.ownerAnnotations(req) };
   const displayName = body.name.trim();
   const uid = randomUUID();
@@ -116,17 +114,17 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
   // The port is held before the manifest exists, so two creates never both get one, and a
   // full range is refused at once. It is held under a key no server name can be, and handed
   // to the name the moment its file exists.
-  const ports = reconciler.ports;
+  const ports = deps.ports;
   const claim = `create:${uid}`;
   if (body.port !== undefined) {
     const excluded = deps.excludedPort(body.port);
     if (excluded !== undefined) throw apiError('PORT_TAKEN', `port ${body.port} is ${excluded}: choose another port or leave it out`);
     // A server the requester may not see is not named.
     const holder = (name: string) => {
-      const held = reconciler.records.get(name)?.server;
+      const held = index.records.get(name)?.server;
       return deps.access.sees(req, held) ? `belongs to server "${held ? displayNameOf(held) : name}"` : 'is taken by another server';
     };
-    const holding = [...reconciler.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
+    const holding = [...index.records.values()].find((r) => r.server && (r.server.spec.port ?? r.server.status?.port) === body.port);
     if (holding) throw apiError('PORT_TAKEN', `port ${body.port} ${holder(holding.name)}: choose another port or leave it out`);
     if (!ports.reserve(claim, body.port)) {
       const held = ports.owner(body.port);
@@ -155,16 +153,16 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
   } finally {
     ports.release(claim);
   }
-  controller.enqueue(name);
+  commands.enqueue(name);
   const settled = (r: ServerRecord | undefined) =>
     Boolean(r?.server?.status?.port && r.server.status.workspacePath) && !phaseIs('Pending', 'Provisioning')(r);
   // Quick installs are waited for; long ones are not: once they have run for INSTALL_GRACE_MS the
   // server is answered (status `stopped`, phase Provisioning), and status and the log show how far.
   const started = Date.now();
-  let record = await controller.waitFor(name, settled, INSTALL_GRACE_MS);
+  let record = await commands.waitFor(name, settled, INSTALL_GRACE_MS);
   if (!settled(record)) {
     const installing = (r: ServerRecord | undefined) => r?.server?.status?.reason === 'InstallingExtensions';
-    record = await controller.waitFor(name, (r) => settled(r) || installing(r), Math.max(deps.startTimeoutMs, CREATE_WAIT_MS) - (Date.now() - started));
+    record = await commands.waitFor(name, (r) => settled(r) || installing(r), Math.max(deps.startTimeoutMs, CREATE_WAIT_MS) - (Date.now() - started));
   }
   // Created either way: the manifest is written and the controller will provision it. A busy
   // machine only means the answer comes before the controller has assigned a port.

@@ -81,12 +81,12 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
   router.post('/snapshots/deleted/:name/restore', async (req, res) => {
     const name = String(req.params.name);
     if (!MANIFEST_NAME.test(name)) throw apiError('INVALID_NAME', { name });
-    if (deps.controller.reconciler.records.has(name)) throw apiError('NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
+    if (deps.index.records.has(name)) throw apiError('NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
     // A name not deleted (or no longer kept) is the service's 404 NOT_DELETED.
     await storeCall(() => persistence().undelete(name));
-    deps.controller.enqueue(name);
+    deps.commands.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
-    const record = await deps.controller.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
+    const record = await deps.commands.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
     if (!record?.server) throw apiError('RESTORE_FAILED', { name });
     res.status(201).json(createdView(record));
   });

@@ -3,7 +3,6 @@
 // spec, checked and made the way POST /servers makes one, annotated with the template's id and version.
 import { join } from 'node:path';
 import type { Router } from 'express';
-import { gitSchemesOf } from '../../controller/context.ts';
 import { apiError } from '../../core/error-catalogue.ts';
 import { formatProblem, type FileProblem } from '../../core/yaml-problems.ts';
 import type { WorkspaceSource } from '../../manifests/types.ts';
@@ -25,9 +24,8 @@ interface FromTemplateBody {
 const validateFromTemplate = compileBodySchema<FromTemplateBody>('create-from-template.schema.json');
 
 export function templateRoutes(deps: ServersDeps, catalog: TemplateCatalog, router: Router): void {
-  const reconciler = deps.controller.reconciler;
   // Read per request: the config file can change while the service runs.
-  const gitSchemes = () => gitSchemesOf(reconciler.deps);
+  const gitSchemes = deps.gitSchemes;
 
   router.get('/templates', (_req, res) => {
     const tabs = new Map<string, ReturnType<typeof itemView>[]>();

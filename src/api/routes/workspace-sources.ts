@@ -6,8 +6,7 @@ import { promises as fs } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Request, RequestHandler, Router } from 'express';
 import type multer from 'multer';
-import { gitSchemesOf } from '../../controller/context.ts';
-import type { ServerRecord } from '../../controller/reconciler.ts';
+import type { ServerRecord } from '../../index/records.ts';
 import { sameData } from '../../core/equal.ts';
 import { apiError } from '../../core/error-catalogue.ts';
 import { displayNameOf, type WorkspaceSource } from '../../manifests/types.ts';
@@ -50,10 +49,9 @@ function jsonField(req: Request, key: string, what: string, example: string): un
 const GIT_REF = /^[A-Za-z0-9._/][A-Za-z0-9._/-]{0,199}$/;
 
 export function workspaceSourceRoutes(deps: ServersDeps, router: Router): void {
-  const reconciler = deps.controller.reconciler;
   // Read per request: the config file can change while the service runs.
-  const workspace = () => reconciler.deps.config.workspace;
-  const schemes = () => gitSchemesOf(reconciler.deps);
+  const workspace = () => deps.workspace;
+  const schemes = deps.gitSchemes;
   const timeoutMs = () => ((workspace()?.cloneTimeoutSeconds ?? 600) + 10) * 1000;
   const form = formParser(uploadsDir(deps.layout), () => workspace()?.maxUploadMb ?? 100);
 
@@ -148,9 +146,9 @@ function answer(record: ServerRecord | undefined, created: ReturnType<typeof cre
 
 /** Waits until the workspace is populated or the source failed (bounded by the clone timeout). */
 async function populated(deps: ServersDeps, id: string, timeoutMs: number): Promise<ServerRecord | undefined> {
-  const name = deps.controller.reconciler.nameOfUid(id);
+  const name = deps.index.nameOfUid(id);
   if (name === undefined) return undefined;
-  return deps.controller.waitFor(name, (r) => {
+  return deps.commands.waitFor(name, (r) => {
     const status = r?.server?.status;
     if (!status) return r === undefined;
     if (problemOf(r) !== undefined) return true;
@@ -162,14 +160,14 @@ async function populated(deps: ServersDeps, id: string, timeoutMs: number): Prom
 
 /** Marks the server deleted and waits for the controller to remove it and its files. */
 async function deleteServer(deps: ServersDeps, record: ServerRecord): Promise<void> {
-  const { store, controller } = deps;
+  const { store, commands } = deps;
   const result = await store.update(record.name, (doc, server) => {
     if (server.metadata.deletionTimestamp) return false;
     doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
   });
-  if (result === 'invalid' || result === 'missing') controller.reconciler.requestDeletion(record.name);
-  controller.enqueue(record.name);
-  await controller.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
+  if (result === 'invalid' || result === 'missing') commands.requestDeletion(record.name);
+  commands.enqueue(record.name);
+  await commands.waitFor(record.name, (r) => r === undefined, deps.stopTimeoutMs + 10_000);
 }
 
 /** Room for the text fields (10 of at most 64 KiB) and the multipart framing, besides the file. */
