@@ -181,9 +181,10 @@ describe('claude-code-router run by the service', () => {
   }, 90_000);
 
   it('forwards with the new token after each rotation and keeps working', async () => {
-    // A token of 6 s replaced at half its lifetime; the old one revoked 1 s later.
+    // A token of 10 s replaced at half its lifetime; the old one revoked 1 s later. Each token
+    // serves for about 5 s, long enough for a router restart on a loaded machine.
     const { service, routerPort } = await deployedService({
-      CLAUDE_CODE_TOKEN_EXPIRY_SECONDS: '6', DEVBOX_TOKEN_ROTATION: '0.5', DEVBOX_TOKEN_REVOKE_GRACE_SECONDS: '1',
+      CLAUDE_CODE_TOKEN_EXPIRY_SECONDS: '10', DEVBOX_TOKEN_ROTATION: '0.5', DEVBOX_TOKEN_REVOKE_GRACE_SECONDS: '1',
     });
     const issuedBefore = fake.tokens.length;
     await eventually(async () => (await routerHealth(service)).listening, 30_000);
@@ -193,8 +194,9 @@ describe('claude-code-router run by the service', () => {
       const answer = await ask(routerPort).catch(() => ({ status: 0, text: undefined }));
       if (answer.status === 200) seen.add(fake.servingCalls.at(-1)!.authorization!);
       const mine = fake.tokens.slice(issuedBefore);
-      return seen.size >= 3 && mine.length >= 3 && mine.slice(0, 2).every((token) => token.deleted) ? true : undefined;
-    }, 40_000, 250);
+      const served = mine.slice(0, 3).filter((token) => seen.has(`Bearer ${token.value}`));
+      return served.length === 3 && mine.slice(0, 2).every((token) => token.deleted) ? true : undefined;
+    }, 70_000, 250);
     const mine = fake.tokens.slice(issuedBefore);
     for (const token of mine.slice(0, 3)) expect(seen.has(`Bearer ${token.value}`)).toBe(true);
     const state = await routerHealth(service);
@@ -206,7 +208,7 @@ describe('claude-code-router run by the service', () => {
       expect(service.lines.join('\n')).not.toContain(token.value);
       expect(routerOutput).not.toContain(token.value);
     }
-  }, 90_000);
+  }, 120_000);
 });
 
 /** Runs a command to its end; its output (stdout and stderr together) and exit code. */
