@@ -36,16 +36,16 @@ export interface BenchService {
   close(): Promise<void>;
 }
 
-/** `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor` beside its own. */
+/** `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor` beside its own; `main`: another build's main.js (built by the caller). */
 export async function startBenchService(
-  editorBin: string, ports: { min: number; max: number }, extra: { env?: Record<string, string>; editor?: Record<string, unknown> } = {},
+  editorBin: string, ports: { min: number; max: number }, extra: { env?: Record<string, string>; editor?: Record<string, unknown>; main?: string } = {},
 ): Promise<BenchService> {
-  build();
+  if (!extra.main) build();
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
   await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
   const dataDir = join(root, 'data');
-  const child = spawn(process.execPath, START_ARGS, {
+  const child = spawn(process.execPath, START_ARGS.map((word, i) => (i === START_ARGS.length - 1 && extra.main) || word), {
     cwd: ROOT,
     env: {
       ...process.env,
