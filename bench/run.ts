@@ -13,6 +13,7 @@ import { benchObservability } from './observability.ts';
 import { benchPersistence, fakeFilesApi, throughStore } from './persistence.ts';
 import { benchProxyThroughService } from './service-proxy.ts';
 import { benchLogsThroughService } from './service-logs.ts';
+import { benchLogCostPipeline, benchLogCostThroughService } from './log-cost.ts';
 import { STUB_EDITOR } from './harness.ts';
 import { benchClone, benchExtract } from './workspace.ts';
 import { benchWorkbench } from './workbench.ts';
@@ -57,6 +58,10 @@ if (wanted('proxy')) {
 }
 if (wanted('logs')) {
   report('log fan-out', await benchLogsThroughService(STUB_EDITOR, quick ? 5 : 30, 6));
+}
+if (wanted('log-cost')) {
+  report('log cost: noisy editor at 20,000 lines/s, before ÷ after, log pipeline alone', await benchLogCostPipeline({ phaseSec: quick ? 2 : 4, rounds: quick ? 1 : 2 }));
+  report('log cost: noisy editor at 20,000 lines/s, before ÷ after, through the service', await benchLogCostThroughService(STUB_EDITOR, 16, { phaseSec: quick ? 2 : 4, rounds: quick ? 1 : 2, proxyRounds: quick ? 1 : 2 }));
 }
 if (wanted('workspace')) {
   report('ZIP through create-with-workspace vs unzip', await benchExtract(STUB_EDITOR, quick ? 1 : 5, 7));

@@ -229,6 +229,7 @@ export async function buildParts(
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
   healthSections.set('watch', { read: () => watch.state });
+  healthSections.set('logs', { read: () => logs.state });
   // A full fleet is not a problem: the section has figures only.
   healthSections.set('capacity', { read: () => capacity.read() });
   // The templates folder, read and watched; invalid files show in GET /templates and GET /health.

@@ -1,11 +1,14 @@
-// The log hub: follows each editor's output files, records controller events, keeps a bounded
-// history per server in memory and on disk, and tells subscribers about every new entry.
+// The log hub: follows each editor's output files (capture.ts, at a bounded cost per editor),
+// records controller events, keeps a bounded history per server in memory and on disk, and
+// tells subscribers about every new entry.
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatLogLine, parseLogLine, type LogEntry, type LogLevel, type TrackedServer } from './entry.ts';
-import { RawLogFollower } from './follower.ts';
+import { formatLogLine, parseLogLine, type LogEntry, type LogLevel, type LogSource, type TrackedServer } from './entry.ts';
+import { OutputCapture } from './capture.ts';
+import { EntryRing, entryBytes } from './entry-ring.ts';
 import { RotatingLogFile, readTailLines } from './log-file.ts';
+import { LineRateLimit } from './rate-limit.ts';
 
 export interface LogHubOptions {
   logsDir: string;
@@ -17,6 +20,18 @@ export interface LogHubOptions {
   maxFiles?: number;
   /** Fallback poll of the output files, for changes fs.watch misses. Default 1000 ms. */
   pollIntervalMs?: number;
+  /**
+   * Lines a second of one server's output (editor.out and editor.err together) that become
+   * entries: kept in memory, sent to subscribers and streams. A token bucket: `burst` lines at
+   * once after a quiet spell, then `linesPerSec`. Lines beyond it are counted (state), reported
+   * by a marker entry ("… 12,345 lines dropped (rate limit 5,000 lines/s)") and still written
+   * to server.log. linesPerSec 0: no limit. Default 5,000 lines/s, burst twice that.
+   */
+  rateLimit?: { linesPerSec?: number; burst?: number };
+  /** Output arriving faster than this is read every this many ms, in batches. Default 50 ms. */
+  batchIntervalMs?: number;
+  /** Milliseconds since the epoch, for entry times and the rate limit. Default Date.now (tests inject one). */
+  clock?: () => number;
   /** Where failures to read or write log files are reported. Default console.error. */
   log?: (message: string) => void;
 }
@@ -25,57 +40,16 @@ export interface LogHubOptions {
 export type { TrackedServer };
 
 type Listener = (entry: LogEntry) => void;
+/** Entries of one server, in order: one batch read from its output, or one event. */
+type BatchListener = (entries: readonly LogEntry[]) => void;
 
-// An entry's message is counted in UTF-8 bytes; this stands for the rest of the object
-// (timestamp string, fields, array slot). The ids and names are shared strings.
-const ENTRY_OVERHEAD_BYTES = 100;
-
-const entryBytes = (entry: LogEntry): number => Buffer.byteLength(entry.message) + ENTRY_OVERHEAD_BYTES;
-
-/** A server's recent entries, oldest first, dropping the oldest once over maxBytes. */
-class EntryRing {
-  readonly #maxBytes: number;
-  #entries: LogEntry[] = [];
-  /** entryBytes of each entry, at the same index: counted once on push, subtracted on eviction. */
-  #sizes: number[] = [];
-  #start = 0;
-  #bytes = 0;
-
-  constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
-  }
-
-  push(entry: LogEntry): void {
-    const size = entryBytes(entry);
-    this.#entries.push(entry);
-    this.#sizes.push(size);
-    this.#bytes += size;
-    while (this.#bytes > this.#maxBytes && this.#entries.length - this.#start > 1) {
-      this.#bytes -= this.#sizes[this.#start];
-      this.#start++;
-    }
-    // Drop the consumed head now and then instead of shifting on every push.
-    if (this.#start > 1024 && this.#start * 2 > this.#entries.length) {
-      this.#entries = this.#entries.slice(this.#start);
-      this.#sizes = this.#sizes.slice(this.#start);
-      this.#start = 0;
-    }
-  }
-
-  last(count: number): LogEntry[] {
-    if (count <= 0) return [];
-    return this.#entries.slice(Math.max(this.#start, this.#entries.length - count));
-  }
-}
+const DEFAULT_LINES_PER_SEC = 5000;
 
 interface Tracked {
   server: TrackedServer;
   file: RotatingLogFile;
-  streams: { follower: RawLogFollower; level: LogLevel }[];
+  capture: OutputCapture;
   ring: EntryRing;
-  watcher: fs.FSWatcher | undefined;
-  pumping: Promise<void> | undefined;
-  dirty: boolean;
   stopped: boolean;
 }
 
@@ -98,19 +72,30 @@ export class LogHub {
   readonly #maxBufferBytes: number;
   readonly #maxFileBytes: number;
   readonly #maxFiles: number;
+  readonly #linesPerSec: number;
+  readonly #burst: number;
+  readonly #batchIntervalMs: number;
+  readonly #clock: () => number;
   readonly #log: (message: string) => void;
   readonly #servers = new Map<string, Tracked>();
   readonly #listeners = new Map<string | null, Set<Listener>>();
+  readonly #batchListeners = new Map<string | null, Set<BatchListener>>();
   readonly #pollTimer: NodeJS.Timeout;
+  /** Lines the rate limit dropped since the start, servers no longer tracked included. */
+  #dropped = 0;
 
   constructor(options: LogHubOptions) {
     this.#logsDir = options.logsDir;
     this.#maxBufferBytes = options.maxBufferBytes ?? 1024 * 1024;
     this.#maxFileBytes = options.maxFileBytes ?? 5 * 1024 * 1024;
     this.#maxFiles = options.maxFiles ?? 3;
+    this.#linesPerSec = Math.max(0, options.rateLimit?.linesPerSec ?? DEFAULT_LINES_PER_SEC);
+    this.#burst = Math.max(1, options.rateLimit?.burst ?? 2 * this.#linesPerSec);
+    this.#batchIntervalMs = options.batchIntervalMs ?? 50;
+    this.#clock = options.clock ?? (() => Date.now());
     this.#log = options.log ?? ((message) => console.error(message));
     this.#pollTimer = setInterval(() => {
-      for (const tracked of this.#servers.values()) this.#pump(tracked);
+      for (const tracked of this.#servers.values()) tracked.capture.pump();
     }, options.pollIntervalMs ?? 1000);
     // The hub alone must not keep the process alive.
     this.#pollTimer.unref();
@@ -145,17 +130,22 @@ export class LogHub {
     // Create the output files so they can be watched before the editor first starts.
     for (const file of [stdout, stderr]) fs.closeSync(fs.openSync(file, 'a'));
 
+    const file = new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
     const tracked: Tracked = {
       server: ownStrings(server),
-      file: new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles),
-      streams: [
-        { follower: new RawLogFollower(stdout, `${stdout}.offset`), level: 'INFO' },
-        { follower: new RawLogFollower(stderr, `${stderr}.offset`), level: 'WARN' },
-      ],
+      file,
+      capture: new OutputCapture({
+        stdout, stderr, file,
+        maxFileBytes: this.#maxFileBytes,
+        batchIntervalMs: this.#batchIntervalMs,
+        clock: this.#clock,
+        limit: this.#linesPerSec > 0 ? new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock }) : undefined,
+        entry: (level, source, message, timestamp) => this.#entry(tracked, level, source, message, timestamp),
+        publish: (entries, messageBytes) => this.#publish(tracked, entries, messageBytes),
+        dropped: (count) => (this.#dropped += count),
+        failed: (err) => this.#reportFailure(tracked, err),
+      }),
       ring: new EntryRing(this.#maxBufferBytes),
-      watcher: undefined,
-      pumping: undefined,
-      dirty: false,
       stopped: false,
     };
     for (const line of readTailLines(tracked.file.path, this.#maxFiles, this.#maxBufferBytes)) {
@@ -163,20 +153,8 @@ export class LogHub {
       if (entry) tracked.ring.push(entry);
     }
     this.#servers.set(server.name, tracked);
-
-    try {
-      // Watch the folder, not the files, so a file the runtime re-creates is still seen.
-      tracked.watcher = fs.watch(dir, { persistent: false }, (_event, file) => {
-        if (file === STDOUT || file === STDERR) this.#pump(tracked);
-      });
-      tracked.watcher.on('error', () => {
-        tracked.watcher?.close(); // e.g. the folder was removed; the poll carries on
-        tracked.watcher = undefined;
-      });
-    } catch (err) {
-      this.#log(`logs: cannot watch ${dir}, polling only: ${(err as Error).message}`);
-    }
-    this.#pump(tracked);
+    const failed = tracked.capture.start();
+    if (failed) this.#log(`logs: cannot watch ${dir}, polling only: ${failed.message}`);
   }
 
   /** Records a controller event for a tracked server; an unknown name is ignored. */
@@ -184,7 +162,8 @@ export class LogHub {
     const tracked = this.#servers.get(name);
     if (!tracked || tracked.stopped) return;
     // One entry is one line in server.log, so it can be read back after a restart.
-    const entry = this.#record(tracked, level, 'controller', message.replace(/\r?\n/g, ' '));
+    const entry = this.#entry(tracked, level, 'controller', message.replace(/\r?\n/g, ' '), new Date(this.#clock()).toISOString());
+    this.#publish(tracked, [entry]);
     tracked.file.append([formatLogLine(entry)]).catch((err) => this.#reportFailure(tracked, err));
   }
 
@@ -194,8 +173,7 @@ export class LogHub {
     if (tracked) {
       this.#servers.delete(name);
       tracked.stopped = true;
-      tracked.watcher?.close();
-      await tracked.pumping;
+      await tracked.capture.stop();
       await tracked.file.flushed();
     }
     if (options.remove) await fs.promises.rm(this.rawPaths(name).dir, { recursive: true, force: true });
@@ -212,13 +190,31 @@ export class LogHub {
 
   /** Calls listener with every new entry of one server (or of all, for null); returns the unsubscribe. */
   subscribe(name: string | null, listener: Listener): () => void {
-    let set = this.#listeners.get(name);
-    if (!set) this.#listeners.set(name, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.#listeners.get(name) === set) this.#listeners.delete(name);
+    return subscribeIn(this.#listeners, name, listener);
+  }
+
+  /**
+   * As subscribe, once per batch: the entries read from one server's output at once (or one
+   * event), in order, all of that server. For listeners that do work per delivery (a socket write).
+   */
+  subscribeBatch(name: string | null, listener: BatchListener): () => void {
+    return subscribeIn(this.#batchListeners, name, listener);
+  }
+
+  /**
+   * The rate limit and the lines it dropped since the start, servers no longer tracked included:
+   * GET /health's `logs` section. Totals only: that page is not filtered by who may see which server.
+   */
+  get state(): { rate_limit: { lines_per_sec: number; burst: number } | null; lines_dropped: number } {
+    return {
+      rate_limit: this.#linesPerSec > 0 ? { lines_per_sec: this.#linesPerSec, burst: this.#burst } : null,
+      lines_dropped: this.#dropped,
     };
+  }
+
+  /** Lines of a server's output the rate limit dropped since it was tracked (0 for an unknown name). */
+  dropped(name: string): number {
+    return this.#servers.get(name)?.capture.dropped ?? 0;
   }
 
   /** Stops following every server and the poll timer; subscribers stay registered but hear nothing. */
@@ -227,71 +223,44 @@ export class LogHub {
     await Promise.all([...this.#servers.keys()].map((name) => this.untrack(name)));
   }
 
-  #record(tracked: Tracked, level: LogLevel, source: LogEntry['source'], message: string): LogEntry {
-    const entry: LogEntry = {
-      serverId: tracked.server.id,
-      serverName: tracked.server.displayName,
-      name: tracked.server.name,
-      level,
-      source,
-      message,
-      timestamp: new Date().toISOString(),
-    };
-    tracked.ring.push(entry);
+  #entry(tracked: Tracked, level: LogLevel, source: LogSource, message: string, timestamp: string): LogEntry {
+    const { id, displayName, name } = tracked.server;
+    return { serverId: id, serverName: displayName, name, level, source, message, timestamp };
+  }
+
+  /** Keeps the entries in memory and hands them to subscribers. `messageBytes[i]`: entry i's message in UTF-8 bytes, where known. */
+  #publish(tracked: Tracked, entries: LogEntry[], messageBytes: readonly number[] = []): void {
+    if (entries.length === 0) return;
+    for (let i = 0; i < entries.length; i++) tracked.ring.push(entries[i], entryBytes(entries[i], messageBytes[i]));
     for (const key of [tracked.server.name, null]) {
       for (const listener of this.#listeners.get(key) ?? []) {
-        try {
-          listener(entry);
-        } catch (err) {
-          // One broken subscriber must not stop capture for the others.
-          this.#log(`logs: a subscriber failed: ${(err as Error).stack ?? err}`);
-        }
+        for (const entry of entries) this.#deliver(listener, entry);
       }
+      for (const listener of this.#batchListeners.get(key) ?? []) this.#deliver(listener, entries);
     }
-    return entry;
   }
 
-  /** Reads new output of a server; wake-ups while a read runs are folded into one more pass. */
-  #pump(tracked: Tracked): void {
-    if (tracked.stopped) return;
-    if (tracked.pumping) {
-      tracked.dirty = true;
-      return;
+  #deliver<T>(listener: (value: T) => void, value: T): void {
+    try {
+      listener(value);
+    } catch (err) {
+      // One broken subscriber must not stop capture for the others.
+      this.#log(`logs: a subscriber failed: ${(err as Error).stack ?? err}`);
     }
-    tracked.pumping = this.#drain(tracked)
-      .catch((err) => this.#reportFailure(tracked, err))
-      .finally(() => {
-        tracked.pumping = undefined;
-      });
-  }
-
-  async #drain(tracked: Tracked): Promise<void> {
-    do {
-      tracked.dirty = false;
-      for (const { follower, level } of tracked.streams) {
-        let more = true;
-        while (more && !tracked.stopped) {
-          const read = await follower.read();
-          more = read.more;
-          await this.#store(tracked, level, read.lines, follower);
-        }
-        if (!tracked.stopped) {
-          await this.#store(tracked, level, follower.truncateIfConsumed(this.#maxFileBytes), follower);
-        }
-      }
-    } while (tracked.dirty && !tracked.stopped);
-  }
-
-  // Entries first reach server.log and only then is the offset saved: a crash in between
-  // can repeat those lines after a restart but never lose them.
-  async #store(tracked: Tracked, level: LogLevel, lines: string[], follower: RawLogFollower): Promise<void> {
-    const formatted = lines.map((line) => formatLogLine(this.#record(tracked, level, 'server', line)));
-    await tracked.file.append(formatted);
-    await follower.commit();
   }
 
   #reportFailure(tracked: Tracked, err: unknown): void {
     if (tracked.stopped && (err as NodeJS.ErrnoException).code === 'ENOENT') return; // removed while closing
     this.#log(`logs: ${tracked.server.name}: ${(err as Error).message}`);
   }
+}
+
+function subscribeIn<T>(listeners: Map<string | null, Set<T>>, name: string | null, listener: T): () => void {
+  let set = listeners.get(name);
+  if (!set) listeners.set(name, (set = new Set()));
+  set.add(listener);
+  return () => {
+    set.delete(listener);
+    if (set.size === 0 && listeners.get(name) === set) listeners.delete(name);
+  };
 }

@@ -20,7 +20,12 @@ export class RotatingLogFile {
   /** Appends lines (without their newline); resolves once they are in the file. */
   append(lines: string[]): Promise<void> {
     if (lines.length === 0) return this.#queue;
-    const data = lines.join('\n') + '\n';
+    return this.appendBytes(lines.join('\n') + '\n');
+  }
+
+  /** Appends whole lines as they are (each ending with its newline), in order with append(). */
+  appendBytes(data: string | Buffer): Promise<void> {
+    if (data.length === 0) return this.#queue;
     const next = this.#queue.then(() => this.#write(data));
     // A failed append must not block the ones after it; the caller still sees this one's error.
     this.#queue = next.catch(() => {});
@@ -32,8 +37,8 @@ export class RotatingLogFile {
     return this.#queue;
   }
 
-  async #write(data: string): Promise<void> {
-    const bytes = Buffer.byteLength(data);
+  async #write(data: string | Buffer): Promise<void> {
+    const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
     this.#size ??= await fs.promises.stat(this.path).then((s) => s.size, () => 0);
     if (this.#size > 0 && this.#size + bytes > this.#maxBytes) {
       await this.#rotate();

@@ -40,17 +40,29 @@ const PATH = /^\/ws\/logs(?:\/([^/]+))?\/?$/;
 /** WebSocket.OPEN. */
 const OPEN = 1;
 
-/** The log frame clients read: type, server_id, server_name, level, source, message, timestamp; exactly these fields. */
-function frame(entry: LogEntry): string {
-  return JSON.stringify({
-    type: 'log',
-    server_id: entry.serverId,
-    server_name: entry.serverName,
-    level: entry.level,
-    source: entry.source,
-    message: entry.message,
-    timestamp: entry.timestamp,
-  });
+/**
+ * The log frame clients read: type, server_id, server_name, level, source, message, timestamp;
+ * exactly these fields, in this order, as JSON.stringify of that object gives them. The part
+ * before the message is the same for a server's lines of one level and source: it is made once
+ * and reused while those stay the same (a batch), so a line costs the JSON of its message.
+ */
+let head = { serverId: '', serverName: '', level: '', source: '', text: '' };
+export function frame(entry: LogEntry): string {
+  if (entry.serverId !== head.serverId || entry.serverName !== head.serverName || entry.level !== head.level || entry.source !== head.source) {
+    const { serverId, serverName, level, source } = entry;
+    const text = `{"type":"log","server_id":${JSON.stringify(serverId)},"server_name":${JSON.stringify(serverName)},"level":${JSON.stringify(level)},"source":${JSON.stringify(source)},"message":`;
+    head = { serverId, serverName, level, source, text };
+  }
+  return `${head.text}${JSON.stringify(entry.message)},"timestamp":${JSON.stringify(entry.timestamp)}}`;
+}
+
+/** Frames queued on a corked socket before it is uncorked: a batch goes out in writes of about this size. */
+const CORK_BYTES = 64 * 1024;
+
+/** The TCP socket under a ws WebSocket (ws keeps it as `_socket`), to write a batch's frames at once. */
+function socketOf(ws: WebSocket): { cork(): void; uncork(): void } | undefined {
+  const socket = (ws as unknown as { _socket?: { cork?: unknown; uncork?: unknown } })._socket;
+  return typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as { cork(): void; uncork(): void }) : undefined;
 }
 
 /** Serves the log streams from a LogHub; the HTTP server hands it its 'upgrade' events. */
@@ -79,8 +91,9 @@ export class LogStreamServer {
     this.#visibleTo = options.visibleTo;
     this.#headersFor = options.responseHeaders ?? (() => []);
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024;
-    // One subscription for all clients, so each entry is serialised once however many listen.
-    this.#unsubscribe = hub.subscribe(null, (entry) => this.#broadcast(entry));
+    // One subscription for all clients, so each entry is serialised once however many listen,
+    // and once per batch, so a batch of lines is one write to each client.
+    this.#unsubscribe = hub.subscribeBatch(null, (entries) => this.#broadcast(entries));
     this.#pingTimer = setInterval(() => this.#ping(), options.pingIntervalMs ?? 30_000);
     this.#pingTimer.unref();
   }
@@ -164,31 +177,58 @@ export class LogStreamServer {
     ws.on('error', () => ws.terminate()); // a broken connection; 'close' follows
     // Replay and joining happen in one turn of the event loop: nothing in between is missed or doubled.
     const replay = name !== null && sees && !sees(name) ? [] : this.#hub.tail(name, tail, sees);
-    for (const entry of replay) this.#send(client, frame(entry));
+    this.#sendAll(client, replay.map(frame));
     this.#clients.add(client);
   }
 
-  #broadcast(entry: LogEntry): void {
-    let data: string | undefined;
+  /** A batch is one server's entries (LogHub.subscribeBatch). */
+  #broadcast(entries: readonly LogEntry[]): void {
+    if (entries.length === 0) return;
+    const { name } = entries[0];
+    let frames: string[] | undefined;
     for (const client of this.#clients) {
-      if (client.name !== null && client.name !== entry.name) continue;
-      if (client.sees && !client.sees(entry.name)) continue;
-      data ??= frame(entry);
-      this.#send(client, data);
+      if (client.name !== null && client.name !== name) continue;
+      if (client.sees && !client.sees(name)) continue;
+      frames ??= entries.map(frame);
+      this.#sendAll(client, frames);
     }
   }
 
-  #send(client: Client, data: string): void {
+  /** Sends frames in order, the socket corked so that they leave in writes of about CORK_BYTES rather than one each. */
+  #sendAll(client: Client, frames: readonly string[]): void {
+    if (frames.length === 0) return;
+    const socket = frames.length > 1 ? socketOf(client.ws) : undefined;
+    socket?.cork();
+    try {
+      let corked = 0;
+      for (const data of frames) {
+        if (!this.#send(client, data)) return;
+        corked += data.length;
+        if (socket && corked >= CORK_BYTES) {
+          // Out to the kernel now, so bufferedAmount counts only what the client has not taken.
+          socket.uncork();
+          socket.cork();
+          corked = 0;
+        }
+      }
+    } finally {
+      socket?.uncork();
+    }
+  }
+
+  /** False once the client is closed or closing (the rest of a batch is not for it). */
+  #send(client: Client, data: string): boolean {
     const { ws } = client;
-    if (ws.readyState !== OPEN) return;
+    if (ws.readyState !== OPEN) return false;
     if (ws.bufferedAmount > this.#maxBufferedBytes) {
       // Too far behind: stop queueing for it. The close frame waits behind its unsent data; if it
       // never reads again, the ping check terminates it, so its buffer cannot grow further.
       this.#dropped++;
       ws.close(1013, 'too slow: the log stream fell behind, reconnect with ?tail=');
-      return;
+      return false;
     }
     ws.send(data);
+    return true;
   }
 
   #ping(): void {

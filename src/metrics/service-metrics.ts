@@ -88,10 +88,11 @@ export class ServiceMetrics {
       this.#reconcileSeconds.observe({}, seconds);
       if (error !== undefined) this.#reconcileErrors++;
     }));
-    this.#disposers.push(logs.subscribe(null, (entry) => {
-      let counts = logLines.get(entry.name);
-      if (!counts) logLines.set(entry.name, (counts = [0, 0]));
-      counts[entry.source === 'server' ? 0 : 1]++;
+    // Once per batch (one server's entries), not once per line: a noisy editor sends thousands a second.
+    this.#disposers.push(logs.subscribeBatch(null, (entries) => {
+      let counts = logLines.get(entries[0].name);
+      if (!counts) logLines.set(entries[0].name, (counts = [0, 0]));
+      for (const entry of entries) counts[entry.source === 'server' ? 0 : 1]++;
     }));
     this.#disposers.push(stats.onSample(() => this.#countCpu()));
     this.#disposers.push(index.on('deleted', (name) => {
@@ -108,7 +109,7 @@ export class ServiceMetrics {
     const registers = [registry];
     const servers = () => this.#servers();
     const traffic = this.#traffic;
-    const { index, stats, activity } = this.#sources;
+    const { index, stats, activity, logs } = this.#sources;
     const sources = this.#sources;
 
     // Per server, read from the controller's records at scrape time.
@@ -201,6 +202,13 @@ export class ServiceMetrics {
           this.inc({ ...labels, source: 'server' }, server);
           this.inc({ ...labels, source: 'controller' }, controller);
         }
+      },
+    });
+    new Counter({
+      name: 'devbox_server_log_lines_dropped_total', help: 'Lines the server\'s editor printed that the log rate limit kept out of its log entries (still written to server.log)', labelNames: ['name', 'uid'], registers,
+      collect() {
+        this.reset();
+        for (const { labels } of servers()) this.inc(labels, logs.dropped(labels.name));
       },
     });
 

@@ -5,7 +5,8 @@ import { FakeEditorOutput, SERVER, useLogStreams, waitFor } from './fixtures.ts'
 
 describe('a slow log stream client', () => {
   const ctx = useLogStreams({
-    hubOptions: { maxFileBytes: 64 * 1024 * 1024 },
+    // No rate limit: every one of the 20,000 lines written at once must reach the fast client.
+    hubOptions: { maxFileBytes: 64 * 1024 * 1024, rateLimit: { linesPerSec: 0 } },
     // A ping period longer than the test, so only the send-buffer limit can close the slow client.
     streamOptions: { maxBufferedBytes: 256 * 1024, pingIntervalMs: 60_000 },
   });

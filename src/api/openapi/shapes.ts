@@ -186,6 +186,7 @@ export const SCHEMAS: Record<string, Schema> = {
     memory_mb: { type: 'number' },
     uptime_seconds: { type: 'number' },
     process_exists: { type: 'boolean' },
+    log_lines_dropped: { type: 'integer', description: 'Lines of its editor\'s output that the log rate limit kept out of its log entries since the service started (they are still in server.log).' },
   })),
 
   RefreshResult: object({
@@ -317,7 +318,7 @@ export const SCHEMAS: Record<string, Schema> = {
     memory_mb: object({ rss: { type: 'number' }, heap_used: { type: 'number' }, heap_total: { type: 'number' }, external: { type: 'number' } }),
     problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
   }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
-    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, capacity, persistence, and assistant and assistant_router when deployed.',
+    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed.',
     additionalProperties: { type: 'object' },
   }),
 

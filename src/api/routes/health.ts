@@ -42,6 +42,7 @@ export function healthRoutes(deps: ServersDeps, router: Router): void {
         memory_mb: usage?.memoryMb ?? 0,
         uptime_seconds: processExists && server.status?.startTime ? (Date.now() - Date.parse(server.status.startTime)) / 1000 : 0,
         process_exists: processExists,
+        log_lines_dropped: deps.logs.dropped(record.name),
       },
     });
   });
