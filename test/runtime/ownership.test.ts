@@ -57,9 +57,11 @@ const alive = (ref: RuntimeRef) => isAlive(processOf(ref)!);
 describe('the editor a server owns', () => {
   it('is the one launched for it: another server\'s editor or a stranger is never stopped in its name', async () => {
     const runtime = makeRuntime();
-    const { ref: alpha } = await runtime.start({ name: 'alpha', port: await freePort() });
+    const { ref: alpha, endpoint } = await runtime.start({ name: 'alpha', port: await freePort() });
     const forged = { ...alpha, startTicks: (alpha.startTicks as number) + 1 };
-    // A runtime that did not start alpha (as after a restart) can tell only from /proc.
+    // A runtime that did not start alpha (as after a restart) can tell only from /proc, which
+    // shows the editor's command line once it has exec'd: it answers by then.
+    expect(await runtime.waitReady(endpoint, Date.now() + 30_000, () => false)).toBe(true);
     const fresh = makeRuntime();
     expect(fresh.adopt('beta', alpha)).toBeUndefined();
     expect(fresh.adopt('alpha', forged)).toBeUndefined();

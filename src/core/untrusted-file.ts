@@ -1,0 +1,106 @@
+// Reading a file that someone else writes (a manifest, a template, an archive a template names)
+// as untrusted input: never through a link at the last step, never blocking on a FIFO or device,
+// never more than a limit, and never a half-written file. The callers say what the file must be
+// (`rule`) and which error they throw, so each message completes "<file> …" and says what to change.
+import { constants, promises as fs, type BigIntStats } from 'node:fs';
+
+const ATTEMPTS = 3;
+const CHUNK = 64 * 1024;
+/** O_NOFOLLOW refuses a link; O_NONBLOCK makes opening a FIFO or device return at once. */
+export const UNTRUSTED_OPEN = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+/** What a file must be and how its refusals are made. */
+export interface FileRule {
+  /** What the file must be, for every message ("a manifest must be a regular file …, at most 256 KiB"). */
+  rule: string;
+  /** Said after the size when the file is too large; the rule unless given. */
+  sizeRule?: string;
+  /** The error a refusal is (its message completes "<file> …"). */
+  error: (message: string) => Error;
+}
+
+/** Opens `path` the untrusted way; undefined when it does not exist. */
+export async function openUntrusted(path: string, rule: FileRule): Promise<fs.FileHandle | undefined> {
+  try {
+    return await fs.open(path, UNTRUSTED_OPEN);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw rule.error(refusal(code, rule.rule));
+  }
+}
+
+/** Refuses a descriptor that is not a regular file of at most maxBytes; its size otherwise. */
+export async function checkRegular(handle: fs.FileHandle, maxBytes: number, rule: FileRule): Promise<number> {
+  const stats = await handle.stat({ bigint: true });
+  if (!stats.isFile()) throw rule.error(`is ${kindOf(stats)}: ${rule.rule}`);
+  if (stats.size > BigInt(maxBytes)) throw tooLarge(Number(stats.size), maxBytes, rule);
+  return Number(stats.size);
+}
+
+/** The bytes of an open file, read again (a few times) when it changes while being read. */
+export async function readStable(handle: fs.FileHandle, maxBytes: number, rule: FileRule): Promise<Buffer> {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const before = await handle.stat({ bigint: true });
+    if (!before.isFile()) throw rule.error(`is ${kindOf(before)}: ${rule.rule}`);
+    if (before.size > BigInt(maxBytes)) throw tooLarge(Number(before.size), maxBytes, rule);
+    const bytes = await readAtMost(handle, maxBytes + 1);
+    if (bytes.length > maxBytes) throw tooLarge(bytes.length, maxBytes, rule);
+    const after = await handle.stat({ bigint: true });
+    if (after.size === before.size && after.mtimeNs === before.mtimeNs && after.size === BigInt(bytes.length)) return bytes;
+  }
+  throw rule.error('kept changing while it was being read: write it whole (to a temporary file, then rename it into place)');
+}
+
+/** The file's bytes, or undefined when there is none (see openUntrusted and readStable). */
+export async function readUntrusted(path: string, maxBytes: number, rule: FileRule): Promise<Buffer | undefined> {
+  const handle = await openUntrusted(path, rule);
+  if (!handle) return undefined;
+  try {
+    return await readStable(handle, maxBytes, rule);
+  } finally {
+    await handle.close();
+  }
+}
+
+export function tooLarge(size: number, maxBytes: number, rule: FileRule): Error {
+  return rule.error(`is larger than ${formatBytes(maxBytes)} (${size > maxBytes ? formatBytes(size) : 'growing'}): ${rule.sizeRule ?? rule.rule}`);
+}
+
+/** What a folder entry that is not a regular file is, in words ("a FIFO (named pipe)"). */
+export function kindOf(stats: BigIntStats): string {
+  if (stats.isDirectory()) return 'a folder';
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+}
+
+async function readAtMost(handle: fs.FileHandle, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  while (total < limit) {
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK, limit - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    if (bytesRead === 0) break;
+    chunks.push(chunk.subarray(0, bytesRead));
+    total += bytesRead;
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(bytes % (1024 * 1024) === 0 ? 0 : 1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+}
+
+function refusal(code: string | undefined, rule: string): string {
+  switch (code) {
+    case 'ELOOP': return `is a symbolic link, which is never followed: ${rule}; replace the link with a copy of the file`;
+    case 'ENXIO': return `is a socket: ${rule}`;
+    case 'EISDIR': return `is a folder: ${rule}`;
+    case 'EACCES':
+    case 'EPERM': return `cannot be read by the service (permission denied): make it readable; ${rule}`;
+    default: return `cannot be opened (${code ?? 'unknown error'}): ${rule}`;
+  }
+}
