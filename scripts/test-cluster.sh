@@ -170,7 +170,7 @@ cmd_build() {
   # GOPROXY=off: everything is vendored, and nothing may be fetched. CGO_ENABLED=0: static
   # binaries. The version is stamped by hand: the unpacked source has no git history.
   (
-    cd "$tree/_gopath/src/k8s.io/kubernetes"
+    cd "$tree"
     export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOCACHE="$CACHE_DIR/go-build"
     export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
     make WHAT="${what% }"
@@ -384,6 +384,7 @@ build_images() {
   echo '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
   echo "{\"schemaVersion\":2,\"manifests\":[$index_entries]}" >"$layout/index.json"
   tar -C "$layout" -cf "$work/images.tar" .
+  rm -rf "$rootfs" "$layout" "$work/layer.tar"
 }
 
 # Copies a file into the layout's blobs; prints "sha256hex size".
@@ -560,12 +561,16 @@ cmd_down() {
 
   # Mounts under the cluster's folders (the kubelet's bind mount of its root onto itself, pods'
   # volumes, containers' root file systems, network namespaces), deepest first.
-  local dirs=("$RUN_DIR" /run/containerd /var/lib/kubelet) m d
-  for d in "${dirs[@]}"; do
-    awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
-      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
-    done
+  # A mount point can be stacked (mounted twice), hence a few passes.
+  local m pass
+  for pass in 1 2 3; do
+    [ -z "$(mounts_under)" ] && break
+    mounts_under | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   done
+  if [ -n "$(mounts_under)" ]; then
+    mounts_under >&2
+    die "these mounts would not go: nothing removed, run '$0 down' again or unmount them by hand"
+  fi
 
   # The kubelet's iptables chains: rules that jump to them from the built-in chains, then the
   # chains themselves. Chains that existed before `up` belong to someone else and stay.
@@ -593,10 +598,19 @@ cmd_down() {
   while IFS= read -r line; do sysctl -q -w "$line" >/dev/null || log "could not restore $line"; done <"$RUN_DIR/saved-sysctls"
 
   for d in "${FIXED_DIRS[@]}"; do
-    grep -qx "$d" "$RUN_DIR/preexisting-dirs" 2>/dev/null || rm -rf "$d"
+    grep -qx "$d" "$RUN_DIR/preexisting-dirs" 2>/dev/null || rm -rf --one-file-system "$d"
   done
-  rm -rf "$RUN_DIR"
+  # --one-file-system: even a mount that appeared meanwhile is never deleted through.
+  rm -rf --one-file-system "$RUN_DIR"
   log "down: processes stopped, machine state restored, $RUN_DIR removed"
+}
+
+# Mount points under the cluster's folders.
+mounts_under() {
+  local d
+  for d in "$RUN_DIR" /run/containerd /var/lib/kubelet; do
+    awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo
+  done
 }
 
 # ---------------------------------------------------------------------------------------------
