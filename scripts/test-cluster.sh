@@ -53,9 +53,10 @@ need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (containerd, runc and the
 # build
 # ---------------------------------------------------------------------------------------------
 
-# Debian packages the build and the cluster use. Installed only when missing.
+# Debian packages the build and the cluster use, installed only when missing (Kubernetes' build
+# copies its outputs with rsync).
 PACKAGES=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev etcd-server containerd runc
-  containernetworking-plugins busybox-static openssl iptables iproute2 curl)
+  containernetworking-plugins busybox-static openssl iptables iproute2 curl rsync)
 
 install_packages() {
   local missing=() p
@@ -164,6 +165,9 @@ cmd_build() {
   # The build wants the tree at k8s.io/kubernetes inside a GOPATH; keep that GOPATH in the tree.
   mkdir -p "$tree/_gopath/src/k8s.io"
   ln -sfn ../../.. "$tree/_gopath/src/k8s.io/kubernetes"   # as debian/rules does
+  # A failed build can leave empty outputs that make takes as done. Go's build cache
+  # (_output/local/go/cache, where Kubernetes' scripts put it) stays, so a rebuild is faster.
+  rm -rf "$tree/_output/bin" "$tree/_output/local/bin"
   local what="" b
   for b in "${BINARIES[@]}"; do what+="cmd/$b "; done
   log "building ${BINARIES[*]} with $(go version | cut -d' ' -f3) (about 7 min on 2 cores, cold); log in $CACHE_DIR/build.log"
@@ -171,7 +175,7 @@ cmd_build() {
   # binaries. The version is stamped by hand: the unpacked source has no git history.
   (
     cd "$tree"
-    export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOCACHE="$CACHE_DIR/go-build"
+    export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS= CGO_ENABLED=0
     export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
     make WHAT="${what% }"
   ) >"$CACHE_DIR/build.log" 2>&1 || { tail -n 30 "$CACHE_DIR/build.log" >&2; die "the build failed (see $CACHE_DIR/build.log)"; }
