@@ -61,7 +61,7 @@ PACKAGES=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev etcd-server co
 install_packages() {
   local missing=() p
   for p in "${PACKAGES[@]}"; do
-    dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$p")
+    [ "$(dpkg-query -W -f '${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
   done
   [ "${#missing[@]}" = 0 ] && return
   need_root "installing ${missing[*]}"
