@@ -37,10 +37,13 @@ NODE_NAME=devbox-node
 PAUSE_IMAGE=devbox.local/pause:1
 BUSYBOX_IMAGE=devbox.local/busybox:1
 
-# What the kubelet (and the CNI bridge plugin) change on the machine, saved by `up` and put back
-# by `down`.
+# What the kubelet (and the CNI bridge plugin, which turns on forwarding) change on the machine,
+# saved by `up` and put back by `down` in this order: writing ip_forward resets every interface's
+# forwarding, and turning forwarding on had turned accept_redirects off.
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
+  net.ipv4.conf.all.forwarding net.ipv4.conf.default.forwarding
+  net.ipv4.conf.all.accept_redirects net.ipv4.conf.default.accept_redirects)
 # Folders the kubelet and containerd create at fixed places whatever their flags say; `down`
 # removes those that did not exist before `up`.
 FIXED_DIRS=(/var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni /run/containerd /opt/containerd)
@@ -408,6 +411,7 @@ save_machine_state() {
   : >"$RUN_DIR/preexisting-dirs"
   for d in "${FIXED_DIRS[@]}"; do [ -e "$d" ] && echo "$d" >>"$RUN_DIR/preexisting-dirs"; done
   kube_chains >"$RUN_DIR/preexisting-chains" || true
+  ls -d /sys/fs/cgroup/*/k8s.io >"$RUN_DIR/preexisting-cgroups" 2>/dev/null || true
 }
 
 # "tool table chain" for every KUBE-* chain in iptables and ip6tables.
@@ -581,7 +585,7 @@ cmd_down() {
   local tool table chain rule
   while read -r tool table chain; do
     grep -qx "$tool $table $chain" "$RUN_DIR/preexisting-chains" 2>/dev/null && continue
-    "$tool" -t "$table" -S 2>/dev/null | grep -E -- "^-A [A-Z]+ .*-j $chain( |\$)" | while read -r rule; do
+    "$tool" -t "$table" -S 2>/dev/null | { grep -E -- "^-A [A-Z]+ .*-j $chain( |\$)" || true; } | while read -r rule; do
       eval "\"$tool\" -t \"$table\" -D ${rule#-A }" 2>/dev/null || true
     done
   done < <(kube_chains)
@@ -603,6 +607,12 @@ cmd_down() {
 
   for d in "${FIXED_DIRS[@]}"; do
     grep -qx "$d" "$RUN_DIR/preexisting-dirs" 2>/dev/null || rm -rf --one-file-system "$d"
+  done
+  # containerd puts containers' cgroups (cgroupfs) under k8s.io in every hierarchy; runc removes
+  # each container's own, the empty parent stays. rmdir only removes it when empty.
+  for d in /sys/fs/cgroup/*/k8s.io; do
+    [ -d "$d" ] || continue
+    grep -qx "$d" "$RUN_DIR/preexisting-cgroups" 2>/dev/null || rmdir "$d" 2>/dev/null || log "cgroup $d is not empty: left"
   done
   # --one-file-system: even a mount that appeared meanwhile is never deleted through.
   rm -rf --one-file-system "$RUN_DIR"
