@@ -178,7 +178,7 @@ cmd_build() {
   # binaries. The version is stamped by hand: the unpacked source has no git history.
   (
     cd "$tree"
-    export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS= CGO_ENABLED=0
+    export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS='' CGO_ENABLED=0
     export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
     make WHAT="${what% }"
   ) >"$CACHE_DIR/build.log" 2>&1 || { tail -n 30 "$CACHE_DIR/build.log" >&2; die "the build failed (see $CACHE_DIR/build.log)"; }
@@ -231,8 +231,11 @@ wait_for() {
   local what=$1 seconds=$2 logname=$3; shift 3
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    if [ "$SECONDS" -ge "$deadline" ] || { [ -n "$logname" ] && ! daemon_pid "$logname" >/dev/null; }; then
-      [ -n "$logname" ] && tail -n 25 "$RUN_DIR/logs/$logname.log" >&2
+    if ! daemon_pid "$logname" >/dev/null; then
+      tail -n 25 "$RUN_DIR/logs/$logname.log" >&2
+      die "$logname exited while waiting for $what (log: $RUN_DIR/logs/$logname.log)"
+    elif [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 25 "$RUN_DIR/logs/$logname.log" >&2
       die "$what did not happen within $seconds s (log: $RUN_DIR/logs/$logname.log)"
     fi
     sleep 0.5
@@ -258,7 +261,7 @@ make_pki() {
     -days 30 -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-  local who user groups token
+  local who token
   : >"$pki/tokens.csv"
   # name, user, groups. The controller-manager and the scheduler get the users that Kubernetes'
   # default RBAC bindings name; the admin (tests, kubectl) and the kubelet are cluster admins.
@@ -465,6 +468,7 @@ cmd_up() {
     --allow-privileged=true --insecure-port 0 --profiling=false
 
   wait_for "the apiserver's /readyz" 60 kube-apiserver api_get /readyz
+  log "apiserver ready ($((SECONDS - started)) s)"
 
   start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
     --kubeconfig "$RUN_DIR/controller-manager.kubeconfig" --leader-elect=false \
@@ -493,7 +497,8 @@ cmd_up() {
   ip link set "$BRIDGE" up
   echo "$BRIDGE" >"$RUN_DIR/created-bridge"
 
-  # Anonymous, always-allowed kubelet API: tests only, and it listens on the bridge alone.
+  # Anonymous, always-allowed kubelet API: tests only, and it listens on the bridge alone. The
+  # node registers NotReady and turns Ready at its next status report: every 4 s instead of 10.
   local sock="unix://$RUN_DIR/containerd/containerd.sock"
   start_daemon kubelet "$BIN_DIR/kubelet" \
     --kubeconfig "$RUN_DIR/kubelet.kubeconfig" \
@@ -508,9 +513,11 @@ cmd_up() {
     --anonymous-auth=true --authorization-mode AlwaysAllow \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --eviction-hard 'memory.available<100Mi,nodefs.available<2%,imagefs.available<2%' \
-    --serialize-image-pulls=false
+    --serialize-image-pulls=false --node-status-update-frequency 4s
 
+  log "containerd ready, images imported ($((SECONDS - started)) s)"
   wait_for "node $NODE_NAME Ready" 90 kubelet node_ready
+  log "node $NODE_NAME Ready ($((SECONDS - started)) s)"
   # Pods cannot be created in a namespace before its default service account exists.
   wait_for "the default service account" 60 kube-controller-manager kubectl_ get serviceaccount default
   trap - EXIT
@@ -526,14 +533,25 @@ node_ready() {
 # down
 # ---------------------------------------------------------------------------------------------
 
+STOPPED_PIDS=()
+
+# Whether a process still runs. A daemon whose starter has exited is reaped by init, which can
+# take a moment: a zombie counts as stopped.
+running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
 # SIGTERM, then SIGKILL after a grace period, to the process in NAME.pid.
 stop_daemon() {
   local name=$1 grace=${2:-15} pid i
   pid=$(daemon_pid "$name") || { rm -f "$RUN_DIR/pids/$name".*; return 0; }
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 5; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then log "$name did not stop in $grace s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+  for ((i = 0; i < grace * 10; i++)); do running "$pid" || break; sleep 0.1; done
+  if running "$pid"; then log "$name did not stop in $grace s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
   rm -f "$RUN_DIR/pids/$name".*
+  STOPPED_PIDS+=("$pid")
   log "stopped $name ($pid)"
 }
 
@@ -570,8 +588,8 @@ cmd_down() {
   # Mounts under the cluster's folders (the kubelet's bind mount of its root onto itself, pods'
   # volumes, containers' root file systems, network namespaces), deepest first.
   # A mount point can be stacked (mounted twice), hence a few passes.
-  local m pass
-  for pass in 1 2 3; do
+  local m
+  for _ in 1 2 3; do
     [ -z "$(mounts_under)" ] && break
     mounts_under | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   done
@@ -582,7 +600,7 @@ cmd_down() {
 
   # The kubelet's iptables chains: rules that jump to them from the built-in chains, then the
   # chains themselves. Chains that existed before `up` belong to someone else and stay.
-  local tool table chain rule
+  local tool table chain rule d
   while read -r tool table chain; do
     grep -qx "$tool $table $chain" "$RUN_DIR/preexisting-chains" 2>/dev/null && continue
     "$tool" -t "$table" -S 2>/dev/null | { grep -E -- "^-A [A-Z]+ .*-j $chain( |\$)" || true; } | while read -r rule; do
@@ -616,6 +634,11 @@ cmd_down() {
   done
   # --one-file-system: even a mount that appeared meanwhile is never deleted through.
   rm -rf --one-file-system "$RUN_DIR"
+  # Give init a moment to reap the stopped daemons, so that no trace of them is left on return.
+  local pid i
+  for pid in "${STOPPED_PIDS[@]}"; do
+    for ((i = 0; i < 50; i++)); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+  done
   log "down: processes stopped, machine state restored, $RUN_DIR removed"
 }
 
