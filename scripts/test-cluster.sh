@@ -1,0 +1,683 @@
+#!/usr/bin/env bash
+# A one-node Kubernetes 1.20.2 for the project's tests, built from Debian's own packages (no
+# prebuilt Kubernetes can be had on the test machines). Bash, because every step drives other
+# programs (apt, go, openssl, containerd, iptables).
+#
+#   scripts/test-cluster.sh build    fetch Debian's source package and build the binaries (cached)
+#   scripts/test-cluster.sh up       start etcd, the control plane, containerd and a kubelet
+#   scripts/test-cluster.sh down     stop all of it and undo what it changed on the machine
+#   scripts/test-cluster.sh status   what is running, and whether the API and the node are ready
+#
+# Binaries are cached in ${DEVBOX_CACHE_DIR:-~/.cache/devbox-controller}/kubernetes-1.20.2 (like
+# the editor cache); a running cluster lives in ${DEVBOX_TEST_CLUSTER_DIR:-/tmp/devbox-test-cluster}.
+# See docs/kubernetes-test-cluster.md. Needs root (containerd, runc, the kubelet, iptables).
+set -euo pipefail
+
+K8S_VERSION=1.20.2
+CACHE_DIR="${DEVBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/devbox-controller}/kubernetes-$K8S_VERSION"
+BIN_DIR="$CACHE_DIR/bin"
+SRC_ROOT="$CACHE_DIR/src"
+RUN_DIR="${DEVBOX_TEST_CLUSTER_DIR:-/tmp/devbox-test-cluster}"
+BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+# Bumped whenever the way the binaries are built changes, so a cache from an older recipe is rebuilt.
+BUILD_RECIPE=1
+
+# Addresses and ports: everything on loopback except the pods' bridge, which is the cluster's
+# own, on a private subnet that exists only on this machine.
+ETCD_PORT=${DEVBOX_K8S_ETCD_PORT:-23790}
+API_PORT=${DEVBOX_K8S_API_PORT:-16443}
+CM_PORT=${DEVBOX_K8S_CM_PORT:-10357}
+SCHED_PORT=${DEVBOX_K8S_SCHED_PORT:-10359}
+KUBELET_PORT=${DEVBOX_K8S_KUBELET_PORT:-10350}
+KUBELET_HEALTHZ_PORT=${DEVBOX_K8S_KUBELET_HEALTHZ_PORT:-10348}
+POD_SUBNET_PREFIX=${DEVBOX_K8S_POD_SUBNET_PREFIX:-10.233.77}   # a /24
+SERVICE_RANGE=${DEVBOX_K8S_SERVICE_RANGE:-10.233.78.0/24}
+BRIDGE=devboxk8s0
+NODE_NAME=devbox-node
+PAUSE_IMAGE=devbox.local/pause:1
+BUSYBOX_IMAGE=devbox.local/busybox:1
+
+# What the kubelet (and the CNI bridge plugin, which turns on forwarding) change on the machine,
+# saved by `up` and put back by `down` in this order: writing ip_forward resets every interface's
+# forwarding, and turning forwarding on had turned accept_redirects off.
+SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
+  net.ipv4.conf.all.forwarding net.ipv4.conf.default.forwarding
+  net.ipv4.conf.all.accept_redirects net.ipv4.conf.default.accept_redirects)
+# Folders the kubelet and containerd create at fixed places whatever their flags say; `down`
+# removes those that did not exist before `up`.
+FIXED_DIRS=(/var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni /run/containerd /opt/containerd)
+
+log() { echo "[test-cluster] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (containerd, runc and the kubelet run as root)"; }
+
+# ---------------------------------------------------------------------------------------------
+# build
+# ---------------------------------------------------------------------------------------------
+
+# Debian packages the build and the cluster use, installed only when missing (Kubernetes' build
+# copies its outputs with rsync).
+PACKAGES=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev etcd-server containerd runc
+  containernetworking-plugins busybox-static openssl iptables iproute2 curl rsync)
+
+install_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    [ "$(dpkg-query -W -f '${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+  done
+  [ "${#missing[@]}" = 0 ] && return
+  need_root "installing ${missing[*]}"
+  log "installing Debian packages: ${missing[*]}"
+  # Installing containerd must not start the machine's own containerd: where there is no init
+  # system (as on the test machines) nothing starts; elsewhere policy-rc.d decides, as always.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null \
+    || { apt-get update -q </dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null; }
+}
+
+# `deb-src` lines for Debian's bookworm archive, derived from the machine's own `deb` lines
+# (one-line and deb822 formats), so the source comes from the same mirror the machine uses.
+debian_src_lines() {
+  local f
+  {
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+      [ -f "$f" ] || continue
+      # deb [options] uri suite components...
+      sed -n 's/^[[:space:]]*deb[[:space:]]\+/deb-src /p' "$f"
+    done
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [ -f "$f" ] || continue
+      # One stanza per blank-line-separated block; only the fields a source line needs.
+      awk '
+        function flush() {
+          if (types ~ /(^| )deb( |$)/ && uris != "" && (enabled == "" || enabled == "yes")) {
+            n = split(uris, u, " "); m = split(suites, s, " ")
+            opt = (signed != "") ? "[signed-by=" signed "] " : ""
+            for (i = 1; i <= n; i++) for (j = 1; j <= m; j++) print "deb-src " opt u[i] " " s[j] " " comps
+          }
+          types = uris = suites = comps = signed = enabled = ""
+        }
+        /^[[:space:]]*#/ { next }
+        /^[[:space:]]*$/ { flush(); next }
+        { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "") }
+        key == "types" { types = $0 } key == "uris" { uris = $0 } key == "suites" { suites = $0 }
+        key == "components" { comps = $0 } key == "signed-by" { signed = $0 } key == "enabled" { enabled = $0 }
+        END { flush() }
+      ' "$f"
+    done
+  } | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^bookworm(-updates|-security)?$/) { print; next } }' | sort -u
+}
+
+# Debian's kubernetes source package, unpacked (with Debian's patches) into $SRC_ROOT. The apt
+# configuration is private (its own source list and lists folder; no package caches written), so
+# the machine's apt sources and state stay as they were.
+fetch_source() {
+  if [ -n "$(find_source_tree)" ]; then return; fi
+  local apt_dir="$CACHE_DIR/apt"
+  rm -rf "$apt_dir" "$SRC_ROOT"
+  mkdir -p "$apt_dir/lists/partial" "$SRC_ROOT"
+  debian_src_lines >"$apt_dir/sources.list"
+  [ -s "$apt_dir/sources.list" ] || die "found no Debian bookworm 'deb' line in /etc/apt to derive a 'deb-src' line from"
+  log "fetching Debian's kubernetes source package from:"; sed 's/^/    /' "$apt_dir/sources.list" >&2
+  local opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$apt_dir/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+  apt-get "${opts[@]}" -q update </dev/null >"$apt_dir/update.log" 2>&1 \
+    || { tail -n 20 "$apt_dir/update.log" >&2; die "apt-get update with the private source list failed"; }
+  (cd "$SRC_ROOT" && apt-get "${opts[@]}" -q source --download-only "kubernetes" </dev/null >"$apt_dir/source.log" 2>&1) \
+    || { tail -n 20 "$apt_dir/source.log" >&2; die "apt-get source kubernetes failed"; }
+  local dsc; dsc=$(ls "$SRC_ROOT"/kubernetes_*.dsc)
+  case "$dsc" in *"$K8S_VERSION"*) ;; *) die "expected kubernetes $K8S_VERSION, found $(basename "$dsc")";; esac
+  (cd "$SRC_ROOT" && dpkg-source -x "$dsc" >"$apt_dir/unpack.log" 2>&1) \
+    || { tail -n 20 "$apt_dir/unpack.log" >&2; die "dpkg-source could not unpack $dsc"; }
+  rm -f "$SRC_ROOT"/*.tar.* "$SRC_ROOT"/*.dsc   # the unpacked tree is all that is needed
+}
+
+find_source_tree() { ls -d "$SRC_ROOT"/kubernetes-*/ 2>/dev/null | head -n 1 | sed 's:/$::'; }
+
+# The vendored reflect2 v1.0.1 crashes the apiserver under Go >= 1.18 on the first
+# custom-resource write (fatal error: fault in runtime.mapiterinit from json-iterator); Debian's
+# reflect2 1.0.2 is a drop-in replacement.
+REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
+patch_reflect2() {
+  local tree=$1 dest="$1/vendor/github.com/modern-go/reflect2"
+  [ -d "$REFLECT2_SRC" ] || die "$REFLECT2_SRC is missing (package golang-github-modern-go-reflect2-dev)"
+  rm -rf "$dest"; mkdir -p "$dest"
+  cp -r "$REFLECT2_SRC"/. "$dest"/
+  rm -f "$dest/go.mod" "$dest/go.sum"
+  find "$dest" -name '*_test.go' -delete
+  rm -rf "$dest/test" "$dest/test15"
+}
+
+build_stamp() {
+  local reflect2_version go_version
+  reflect2_version=$(dpkg-query -W -f '${Version}' golang-github-modern-go-reflect2-dev 2>/dev/null || echo none)
+  go_version=$(go version 2>/dev/null || echo none)
+  echo "kubernetes=$K8S_VERSION recipe=$BUILD_RECIPE reflect2=$reflect2_version go=[$go_version] binaries=${BINARIES[*]}"
+}
+
+cmd_build() {
+  install_packages
+  local stamp; stamp=$(build_stamp)
+  if [ -f "$BIN_DIR/.stamp" ] && [ "$(cat "$BIN_DIR/.stamp")" = "$stamp" ] && all_binaries_present; then
+    log "binaries are up to date in $BIN_DIR"; return
+  fi
+  local started=$SECONDS
+  fetch_source
+  local tree; tree=$(find_source_tree)
+  patch_reflect2 "$tree"
+  # The build wants the tree at k8s.io/kubernetes inside a GOPATH; keep that GOPATH in the tree.
+  mkdir -p "$tree/_gopath/src/k8s.io"
+  ln -sfn ../../.. "$tree/_gopath/src/k8s.io/kubernetes"   # as debian/rules does
+  # A failed build can leave empty outputs that make takes as done. Go's build cache
+  # (_output/local/go/cache, where Kubernetes' scripts put it) stays, so a rebuild is faster.
+  rm -rf "$tree/_output/bin" "$tree/_output/local/bin"
+  local what="" b
+  for b in "${BINARIES[@]}"; do what+="cmd/$b "; done
+  log "building ${BINARIES[*]} with $(go version | cut -d' ' -f3) (about 7 min on 2 cores, cold); log in $CACHE_DIR/build.log"
+  # GOPROXY=off: everything is vendored, and nothing may be fetched. CGO_ENABLED=0: static
+  # binaries. The version is stamped by hand: the unpacked source has no git history.
+  (
+    cd "$tree"
+    export GOPATH="$tree/_gopath" GOPROXY=off GOFLAGS='' CGO_ENABLED=0
+    export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
+    make WHAT="${what% }"
+  ) >"$CACHE_DIR/build.log" 2>&1 || { tail -n 30 "$CACHE_DIR/build.log" >&2; die "the build failed (see $CACHE_DIR/build.log)"; }
+  mkdir -p "$BIN_DIR"
+  for b in "${BINARIES[@]}"; do
+    cp "$tree/_output/bin/$b" "$BIN_DIR/$b.new" && mv "$BIN_DIR/$b.new" "$BIN_DIR/$b"
+  done
+  echo "$stamp" >"$BIN_DIR/.stamp"
+  log "built in $((SECONDS - started)) s: $BIN_DIR"
+}
+
+all_binaries_present() {
+  local b
+  for b in "${BINARIES[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# up
+# ---------------------------------------------------------------------------------------------
+
+# Every daemon is started in its own session (so it outlives the shell that ran `up`), logs to
+# $RUN_DIR/logs/NAME.log, and its pid goes to $RUN_DIR/pids/NAME.pid with the executable's path
+# beside it: `down` stops exactly those processes, never anything found by name.
+start_daemon() {
+  local name=$1; shift
+  local exe pid i
+  exe=$(readlink -f "$(command -v "$1")")
+  setsid "$@" </dev/null >"$RUN_DIR/logs/$name.log" 2>&1 &
+  pid=$!
+  echo "$pid" >"$RUN_DIR/pids/$name.pid"
+  echo "$exe" >"$RUN_DIR/pids/$name.exe"
+  # setsid execs the program in the same process (this shell has no job control, so the child
+  # is not a group leader and setsid need not fork): wait for that exec so the pid is checkable.
+  for ((i = 0; i < 50; i++)); do [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$exe" ] && return; sleep 0.1; done
+  tail -n 20 "$RUN_DIR/logs/$name.log" >&2
+  die "$name did not start (log: $RUN_DIR/logs/$name.log)"
+}
+
+# The pid in NAME.pid if that process is still the program that was started.
+daemon_pid() {
+  local name=$1 pid exe
+  [ -f "$RUN_DIR/pids/$name.pid" ] || return 1
+  pid=$(cat "$RUN_DIR/pids/$name.pid"); exe=$(cat "$RUN_DIR/pids/$name.exe" 2>/dev/null || true)
+  [ -n "$pid" ] && [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$exe" ] || return 1
+  echo "$pid"
+}
+
+# Waits until a command succeeds; dies with the daemon's log when it does not in time.
+wait_for() {
+  local what=$1 seconds=$2 logname=$3; shift 3
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if ! daemon_pid "$logname" >/dev/null; then
+      tail -n 25 "$RUN_DIR/logs/$logname.log" >&2
+      die "$logname exited while waiting for $what (log: $RUN_DIR/logs/$logname.log)"
+    elif [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 25 "$RUN_DIR/logs/$logname.log" >&2
+      die "$what did not happen within $seconds s (log: $RUN_DIR/logs/$logname.log)"
+    fi
+    sleep 0.5
+  done
+}
+
+api_get() { curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN_DIR/pki/admin.token")" "https://127.0.0.1:$API_PORT$1"; }
+kubectl_() { "$BIN_DIR/kubectl" --kubeconfig "$RUN_DIR/kubeconfig" "$@"; }
+
+# A CA, the apiserver's serving certificate (for 127.0.0.1 and localhost), the service-account
+# signing key, and one bearer token per client in a static token file (a test cluster: no client
+# certificates to rotate).
+make_pki() {
+  local pki="$RUN_DIR/pki"
+  mkdir -p "$pki"; chmod 700 "$pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=devbox-test-cluster-ca" \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:%s\n' \
+    "${SERVICE_RANGE%.*}.1" >"$pki/apiserver.ext"
+  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 30 -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  local who token
+  : >"$pki/tokens.csv"
+  # name, user, groups. The controller-manager and the scheduler get the users that Kubernetes'
+  # default RBAC bindings name; the admin (tests, kubectl) and the kubelet are cluster admins.
+  for who in "admin admin system:masters" \
+             "kubelet system:node:$NODE_NAME system:nodes,system:masters" \
+             "controller-manager system:kube-controller-manager -" \
+             "scheduler system:kube-scheduler -"; do
+    set -- $who
+    token=$(openssl rand -hex 24)
+    echo "$token" >"$pki/$1.token"
+    if [ "$3" = - ]; then echo "$token,$2,$2" >>"$pki/tokens.csv"
+    else echo "$token,$2,$2,\"$3\"" >>"$pki/tokens.csv"; fi
+    write_kubeconfig "$RUN_DIR/$1.kubeconfig" "$token"
+  done
+  mv "$RUN_DIR/admin.kubeconfig" "$RUN_DIR/kubeconfig"
+}
+
+write_kubeconfig() {
+  cat >"$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: devbox-test
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority: $RUN_DIR/pki/ca.crt
+users:
+- name: devbox-test
+  user:
+    token: $2
+contexts:
+- name: devbox-test
+  context: {cluster: devbox-test, user: devbox-test}
+current-context: devbox-test
+KUBECONFIG
+  chmod 600 "$1"
+}
+
+# containerd with its own root, state and socket. The changes from `containerd config default`
+# that this machine kind needs: restrict_oom_score_adj (runc cannot lower oom_score_adj without
+# CAP_SYS_RESOURCE, which a VM's root may lack: every sandbox failed without it), no AppArmor,
+# cgroupfs, network namespaces under the state folder, the local pause image, and the cluster's
+# own CNI config folder.
+write_containerd_config() {
+  local c="$RUN_DIR/containerd"
+  mkdir -p "$c/root" "$c/state" "$c/opt"
+  cat >"$c/config.toml" <<TOML
+version = 2
+root = "$c/root"
+state = "$c/state"
+[grpc]
+  address = "$c/containerd.sock"
+[ttrpc]
+  address = "$c/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$c/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$RUN_DIR/cni/net.d"
+TOML
+}
+
+# The pods' network: a bridge of the cluster's own with a private /24 that exists only on this
+# machine. No masquerading and no default route in the pods: they reach each other and this
+# machine (the bridge's address), nothing beyond. IP allocations are kept in the run folder.
+write_cni_config() {
+  mkdir -p "$RUN_DIR/cni/net.d" "$RUN_DIR/cni/ipam"
+  cat >"$RUN_DIR/cni/net.d/10-devbox.conflist" <<JSON
+{
+  "cniVersion": "0.4.0",
+  "name": "devbox-test",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "$BRIDGE",
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "dataDir": "$RUN_DIR/cni/ipam",
+      "ranges": [[{"subnet": "$POD_SUBNET_PREFIX.0/24", "gateway": "$POD_SUBNET_PREFIX.1"}]]
+    }
+  }]
+}
+JSON
+}
+
+# Two images without a registry: a busybox-static root file system as one layer, and the same
+# layer as the pause image (a static binary that sleeps forever is all a sandbox needs). Written
+# as one OCI image layout by hand and imported with ctr.
+build_images() {
+  local work="$RUN_DIR/images" rootfs="$RUN_DIR/images/rootfs" layout="$RUN_DIR/images/layout"
+  rm -rf "$work"; mkdir -p "$rootfs/bin" "$rootfs"/{etc,tmp,proc,sys,dev,root} "$layout/blobs/sha256"
+  cp /bin/busybox "$rootfs/bin/busybox"
+  local applet
+  for applet in $(/bin/busybox --list); do [ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"; done
+  chmod 1777 "$rootfs/tmp"
+  echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
+  echo 'root:x:0:' >"$rootfs/etc/group"
+  # Reproducible bytes, so the digests only change when busybox does.
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$work/layer.tar" .
+  local diff_id; diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
+  gzip -n -c "$work/layer.tar" >"$work/layer.tar.gz"
+  local layer; layer=$(blob "$work/layer.tar.gz" "$layout")
+  local index_entries="" name cmd
+  for name in "$BUSYBOX_IMAGE" "$PAUSE_IMAGE"; do
+    if [ "$name" = "$PAUSE_IMAGE" ]; then cmd='["/bin/sleep","2147483647"]'; else cmd='["/bin/sh"]'; fi
+    printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+      "$cmd" "$diff_id" >"$work/config.json"
+    local config; config=$(blob "$work/config.json" "$layout")
+    printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
+      "${config% *}" "${config#* }" "${layer% *}" "${layer#* }" >"$work/manifest.json"
+    local manifest; manifest=$(blob "$work/manifest.json" "$layout")
+    index_entries+="${index_entries:+,}{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:${manifest% *}\",\"size\":${manifest#* },\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"},\"annotations\":{\"io.containerd.image.name\":\"$name\",\"org.opencontainers.image.ref.name\":\"${name##*:}\"}}"
+  done
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
+  echo "{\"schemaVersion\":2,\"manifests\":[$index_entries]}" >"$layout/index.json"
+  tar -C "$layout" -cf "$work/images.tar" .
+  rm -rf "$rootfs" "$layout" "$work/layer.tar"
+}
+
+# Copies a file into the layout's blobs; prints "sha256hex size".
+blob() {
+  local digest size
+  digest=$(sha256sum "$1" | cut -d' ' -f1); size=$(stat -c %s "$1")
+  cp "$1" "$2/blobs/sha256/$digest"
+  echo "$digest $size"
+}
+
+# What `down` must put back: sysctl values, and which fixed folders and iptables chains already
+# existed (those are left alone).
+save_machine_state() {
+  local s d
+  : >"$RUN_DIR/saved-sysctls"
+  for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")" >>"$RUN_DIR/saved-sysctls"; done
+  : >"$RUN_DIR/preexisting-dirs"
+  for d in "${FIXED_DIRS[@]}"; do [ -e "$d" ] && echo "$d" >>"$RUN_DIR/preexisting-dirs"; done
+  kube_chains >"$RUN_DIR/preexisting-chains" || true
+  ls -d /sys/fs/cgroup/*/k8s.io >"$RUN_DIR/preexisting-cgroups" 2>/dev/null || true
+}
+
+# "tool table chain" for every KUBE-* chain in iptables and ip6tables.
+kube_chains() {
+  local tool table
+  for tool in iptables ip6tables; do
+    command -v "$tool" >/dev/null || continue
+    for table in filter nat mangle; do
+      "$tool" -t "$table" -S 2>/dev/null | awk -v t="$tool" -v tb="$table" '$1 == "-N" && $2 ~ /^KUBE-/ { print t, tb, $2 }'
+    done
+  done
+}
+
+cmd_up() {
+  need_root up
+  all_binaries_present || die "no binaries in $BIN_DIR: run '$0 build' first"
+  install_packages
+  if daemon_pid kube-apiserver >/dev/null || daemon_pid kubelet >/dev/null; then
+    log "already running in $RUN_DIR"; echo "$RUN_DIR/kubeconfig"; return
+  fi
+  [ ! -e "$RUN_DIR" ] || die "$RUN_DIR is left from an earlier cluster: run '$0 down' first"
+  ! ip link show "$BRIDGE" >/dev/null 2>&1 || die "the interface $BRIDGE exists already: run '$0 down' first"
+  if ip route show | grep -q "^$POD_SUBNET_PREFIX\."; then
+    die "the pod subnet $POD_SUBNET_PREFIX.0/24 is already routed on this machine: set DEVBOX_K8S_POD_SUBNET_PREFIX"
+  fi
+  local started=$SECONDS
+  trap 'log "up did not finish: \"$0 down\" stops what it started and restores the machine"' EXIT
+  mkdir -p "$RUN_DIR"/{logs,pids,etcd,kubelet,kubelet-pki,volume-plugins}
+  chmod 700 "$RUN_DIR"
+  save_machine_state
+  make_pki
+
+  start_daemon etcd etcd --name devbox-test --data-dir "$RUN_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-cluster "devbox-test=http://127.0.0.1:$((ETCD_PORT + 1))"
+
+  local pki="$RUN_DIR/pki"
+  # --kubelet-preferred-address-types: the node's hostname does not resolve, so the apiserver
+  # (logs, exec) must dial the node's IP.
+  start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --token-auth-file "$pki/tokens.csv" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-cluster-ip-range "$SERVICE_RANGE" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --allow-privileged=true --insecure-port 0 --profiling=false
+
+  wait_for "the apiserver's /readyz" 60 kube-apiserver api_get /readyz
+  log "apiserver ready ($((SECONDS - started)) s)"
+
+  start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig "$RUN_DIR/controller-manager.kubeconfig" --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port "$CM_PORT" --port 0 \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --use-service-account-credentials=true --service-cluster-ip-range "$SERVICE_RANGE" \
+    --profiling=false
+  start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
+    --kubeconfig "$RUN_DIR/scheduler.kubeconfig" --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port "$SCHED_PORT" --port 0 --profiling=false
+
+  write_containerd_config
+  write_cni_config
+  start_daemon containerd containerd --config "$RUN_DIR/containerd/config.toml"
+  local ctr=(ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io)
+  wait_for "containerd's socket" 30 containerd "${ctr[@]}" version
+  build_images
+  "${ctr[@]}" images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
+    || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
+
+  # The bridge is made here rather than by the CNI plugin on the first pod so that the kubelet
+  # can serve on its address: a machine-local address that is not loopback (which the kubelet
+  # refuses as a node IP) and not the machine's outward one.
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$POD_SUBNET_PREFIX.1/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  echo "$BRIDGE" >"$RUN_DIR/created-bridge"
+
+  # Anonymous, always-allowed kubelet API: tests only, and it listens on the bridge alone. The
+  # node registers NotReady and turns Ready at its next status report: every 4 s instead of 10.
+  local sock="unix://$RUN_DIR/containerd/containerd.sock"
+  start_daemon kubelet "$BIN_DIR/kubelet" \
+    --kubeconfig "$RUN_DIR/kubelet.kubeconfig" \
+    --container-runtime remote --container-runtime-endpoint "$sock" --image-service-endpoint "$sock" \
+    --pod-infra-container-image "$PAUSE_IMAGE" \
+    --fail-swap-on=false --cgroup-driver cgroupfs --cgroups-per-qos=false --enforce-node-allocatable= \
+    --hostname-override "$NODE_NAME" --node-ip "$POD_SUBNET_PREFIX.1" \
+    --address "$POD_SUBNET_PREFIX.1" --port "$KUBELET_PORT" --read-only-port 0 \
+    --healthz-bind-address 127.0.0.1 --healthz-port "$KUBELET_HEALTHZ_PORT" \
+    --root-dir "$RUN_DIR/kubelet" --cert-dir "$RUN_DIR/kubelet-pki" \
+    --volume-plugin-dir "$RUN_DIR/volume-plugins" --seccomp-profile-root "$RUN_DIR/kubelet/seccomp" \
+    --anonymous-auth=true --authorization-mode AlwaysAllow \
+    --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
+    --eviction-hard 'memory.available<100Mi,nodefs.available<2%,imagefs.available<2%' \
+    --serialize-image-pulls=false --node-status-update-frequency 4s
+
+  log "containerd ready, images imported ($((SECONDS - started)) s)"
+  wait_for "node $NODE_NAME Ready" 90 kubelet node_ready
+  log "node $NODE_NAME Ready ($((SECONDS - started)) s)"
+  # Pods cannot be created in a namespace before its default service account exists.
+  wait_for "the default service account" 60 kube-controller-manager kubectl_ get serviceaccount default
+  trap - EXIT
+  log "up in $((SECONDS - started)) s; kubeconfig:"
+  echo "$RUN_DIR/kubeconfig"
+}
+
+node_ready() {
+  [ "$(kubectl_ get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# ---------------------------------------------------------------------------------------------
+# down
+# ---------------------------------------------------------------------------------------------
+
+STOPPED_PIDS=()
+
+# Whether a process still runs. A daemon whose starter has exited is reaped by init, which can
+# take a moment: a zombie counts as stopped.
+running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# SIGTERM, then SIGKILL after a grace period, to the process in NAME.pid.
+stop_daemon() {
+  local name=$1 grace=${2:-15} pid i
+  pid=$(daemon_pid "$name") || { rm -f "$RUN_DIR/pids/$name".*; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 10; i++)); do running "$pid" || break; sleep 0.1; done
+  if running "$pid"; then log "$name did not stop in $grace s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+  rm -f "$RUN_DIR/pids/$name".*
+  STOPPED_PIDS+=("$pid")
+  log "stopped $name ($pid)"
+}
+
+cmd_down() {
+  need_root down
+  [ -d "$RUN_DIR" ] || { log "nothing to stop: no $RUN_DIR"; return 0; }
+  [ -f "$RUN_DIR/saved-sysctls" ] || die "$RUN_DIR was not made by this script (no saved-sysctls): not touching it"
+  local ctr=(ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io)
+
+  # Pods first, while the kubelet runs, so it tears down their networks and volumes itself.
+  if daemon_pid kube-apiserver >/dev/null && daemon_pid kubelet >/dev/null && [ -x "$BIN_DIR/kubectl" ]; then
+    kubectl_ delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+    local deadline=$((SECONDS + 30))
+    while [ "$SECONDS" -lt "$deadline" ] && [ -n "$("${ctr[@]}" tasks ls -q 2>/dev/null)" ]; do sleep 0.5; done
+  fi
+  stop_daemon kubelet
+  # Whatever the kubelet left: containers' tasks end through containerd, which also ends their
+  # shims (processes containerd started, so they are reached through it, not by name).
+  if daemon_pid containerd >/dev/null; then
+    local id
+    for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
+      "${ctr[@]}" tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+    done
+    sleep 0.5
+    for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks delete -f "$id" >/dev/null 2>&1 || true; done
+    for id in $("${ctr[@]}" containers ls -q 2>/dev/null); do "${ctr[@]}" containers delete "$id" >/dev/null 2>&1 || true; done
+  fi
+  stop_daemon containerd
+  stop_daemon kube-scheduler
+  stop_daemon kube-controller-manager
+  stop_daemon kube-apiserver
+  stop_daemon etcd
+
+  # Mounts under the cluster's folders (the kubelet's bind mount of its root onto itself, pods'
+  # volumes, containers' root file systems, network namespaces), deepest first.
+  # A mount point can be stacked (mounted twice), hence a few passes.
+  local m
+  for _ in 1 2 3; do
+    [ -z "$(mounts_under)" ] && break
+    mounts_under | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  done
+  if [ -n "$(mounts_under)" ]; then
+    mounts_under >&2
+    die "these mounts would not go: nothing removed, run '$0 down' again or unmount them by hand"
+  fi
+
+  # The kubelet's iptables chains: rules that jump to them from the built-in chains, then the
+  # chains themselves. Chains that existed before `up` belong to someone else and stay.
+  local tool table chain rule d
+  while read -r tool table chain; do
+    grep -qx "$tool $table $chain" "$RUN_DIR/preexisting-chains" 2>/dev/null && continue
+    "$tool" -t "$table" -S 2>/dev/null | { grep -E -- "^-A [A-Z]+ .*-j $chain( |\$)" || true; } | while read -r rule; do
+      eval "\"$tool\" -t \"$table\" -D ${rule#-A }" 2>/dev/null || true
+    done
+  done < <(kube_chains)
+  while read -r tool table chain; do
+    grep -qx "$tool $table $chain" "$RUN_DIR/preexisting-chains" 2>/dev/null && continue
+    "$tool" -t "$table" -F "$chain" 2>/dev/null || true
+  done < <(kube_chains)
+  while read -r tool table chain; do
+    grep -qx "$tool $table $chain" "$RUN_DIR/preexisting-chains" 2>/dev/null && continue
+    "$tool" -t "$table" -X "$chain" 2>/dev/null || log "could not delete $tool -t $table chain $chain"
+  done < <(kube_chains)
+
+  if [ -f "$RUN_DIR/created-bridge" ] && ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link delete "$BRIDGE"
+  fi
+
+  local line
+  while IFS= read -r line; do sysctl -q -w "$line" >/dev/null || log "could not restore $line"; done <"$RUN_DIR/saved-sysctls"
+
+  for d in "${FIXED_DIRS[@]}"; do
+    grep -qx "$d" "$RUN_DIR/preexisting-dirs" 2>/dev/null || rm -rf --one-file-system "$d"
+  done
+  # containerd puts containers' cgroups (cgroupfs) under k8s.io in every hierarchy; runc removes
+  # each container's own, the empty parent stays. rmdir only removes it when empty.
+  for d in /sys/fs/cgroup/*/k8s.io; do
+    [ -d "$d" ] || continue
+    grep -qx "$d" "$RUN_DIR/preexisting-cgroups" 2>/dev/null || rmdir "$d" 2>/dev/null || log "cgroup $d is not empty: left"
+  done
+  # --one-file-system: even a mount that appeared meanwhile is never deleted through.
+  rm -rf --one-file-system "$RUN_DIR"
+  # Give init a moment to reap the stopped daemons, so that no trace of them is left on return.
+  local pid i
+  for pid in "${STOPPED_PIDS[@]}"; do
+    for ((i = 0; i < 50; i++)); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+  done
+  log "down: processes stopped, machine state restored, $RUN_DIR removed"
+}
+
+# Mount points under the cluster's folders.
+mounts_under() {
+  local d
+  for d in "$RUN_DIR" /run/containerd /var/lib/kubelet; do
+    awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# status
+# ---------------------------------------------------------------------------------------------
+
+cmd_status() {
+  if [ ! -d "$RUN_DIR" ]; then echo "no cluster in $RUN_DIR"; return 3; fi
+  local name pid rss
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+    if pid=$(daemon_pid "$name"); then
+      rss=$(awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status")
+      printf '%-24s running  pid %-8s %s MB\n' "$name" "$pid" "$rss"
+    else
+      printf '%-24s stopped\n' "$name"
+    fi
+  done
+  if [ -f "$RUN_DIR/pki/admin.token" ] && [ "$(api_get /readyz 2>/dev/null)" = ok ]; then
+    echo "apiserver                ready    https://127.0.0.1:$API_PORT"
+  else
+    echo "apiserver                not ready"
+  fi
+  if [ -x "$BIN_DIR/kubectl" ] && node_ready; then echo "node $NODE_NAME         Ready"; else echo "node $NODE_NAME         not ready"; fi
+  echo "kubeconfig               $RUN_DIR/kubeconfig"
+}
+
+case "${1:-}" in
+  build) cmd_build ;;
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
