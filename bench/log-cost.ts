@@ -51,6 +51,17 @@ function baselineTree(compile: boolean): { dir: string; logs: string; main: stri
   if (compile) execFileSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', path.join(dir, 'tsconfig.build.json')], { stdio: 'inherit' });
   return { dir, logs: path.join(dir, 'src', 'logs'), main: path.join(dir, 'dist', 'main.js'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
+/** One phase: `rate` lines a second into editorOut for phaseSec (then a moment to settle), or silence as long; the lines written. */
+async function writePhase(editorOut: string, rate: number, phaseSec: number): Promise<number> {
+  if (rate <= 0) {
+    await sleep(phaseSec * 1000);
+    return 0;
+  }
+  const written = await startWriter(editorOut, rate, phaseSec).done;
+  await sleep(SETTLE_MS);
+  return written;
+}
+
 const BUILDS = ['before', 'after'] as const;
 type Build = (typeof BUILDS)[number];
 
@@ -216,13 +227,7 @@ export async function benchLogCostPipeline(options: LogCostOptions = {}): Promis
       runs[build] = async (rate, client) => {
         const stream = client ? await streamClient(`ws://127.0.0.1:${port}/ws/logs?tail=0`) : undefined;
         await ask(child, 'begin');
-        let written = 0;
-        if (rate > 0) {
-          written = await startWriter(editorOut, rate, phaseSec).done;
-          await sleep(SETTLE_MS);
-        } else {
-          await sleep(phaseSec * 1000);
-        }
+        const written = await writePhase(editorOut, rate, phaseSec);
         const figures = await ask<PhaseFigures>(child, 'end');
         stream?.close();
         return {
@@ -313,13 +318,7 @@ export async function benchLogCostThroughService(
         await loopLag(service.url);
         const before = cpuUs(service.pid);
         const began = performance.now();
-        let written = 0;
-        if (rate > 0) {
-          written = await startWriter(editorOut, rate, phaseSec).done;
-          await sleep(SETTLE_MS);
-        } else {
-          await sleep(phaseSec * 1000);
-        }
+        const written = await writePhase(editorOut, rate, phaseSec);
         const cpu = cpuUs(service.pid) - before;
         const wallMs = performance.now() - began;
         const lag = await loopLag(service.url);

@@ -47,20 +47,16 @@ export class LocalStorage {
     return readIfThere(this.#settingsFile(name));
   }
 
-  async writeSettings(name: string, text: string): Promise<void> {
-    const file = this.#settingsFile(name);
-    await fs.mkdir(dirname(file), { recursive: true });
-    await writeFileAtomic(file, text);
+  writeSettings(name: string, text: string): Promise<void> {
+    return writeInFolder(this.#settingsFile(name), text);
   }
 
   readAppliedSettings(name: string): Promise<string | undefined> {
     return readIfThere(this.#appliedFile(name));
   }
 
-  async writeAppliedSettings(name: string, text: string): Promise<void> {
-    const file = this.#appliedFile(name);
-    await fs.mkdir(dirname(file), { recursive: true });
-    await writeFileAtomic(file, text);
+  writeAppliedSettings(name: string, text: string): Promise<void> {
+    return writeInFolder(this.#appliedFile(name), text);
   }
 
   installedExtensions(name: string): Promise<InstalledExtensions> {
@@ -159,6 +155,12 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }
   });
+}
+
+/** Writes the file atomically, making its folder first. */
+async function writeInFolder(file: string, text: string): Promise<void> {
+  await fs.mkdir(dirname(file), { recursive: true });
+  await writeFileAtomic(file, text);
 }
 
 async function readIfThere(file: string): Promise<string | undefined> {
