@@ -22,10 +22,18 @@ export interface EditorEndpoint {
   port: number;
 }
 
+/** CPU and memory in Kubernetes' own shape (`cpu: "500m"`, `memory: "1Gi"`): what a runtime that can enforce them gives the editor. */
+export interface ResourceRequirements {
+  requests?: { cpu?: string; memory?: string };
+  limits?: { cpu?: string; memory?: string };
+}
+
 /** What the controller asks to start: the server, and the route number (port) the editor answers on. */
 export interface StartSpec {
   name: string;
   port: number;
+  /** The manifest's spec.resources over the config's defaults; a runtime that cannot enforce them ignores them. */
+  resources?: ResourceRequirements;
 }
 
 export interface StartedEditor {
@@ -42,10 +50,42 @@ export interface StartedEditor {
  * status; it is never signalled).
  */
 export type EditorState =
-  | { state: 'starting' | 'running'; endpoint: EditorEndpoint | undefined }
+  | { state: 'starting' | 'running'; endpoint: EditorEndpoint | undefined; problem?: EditorProblem }
   | { state: 'exited'; exit: ExitInfo | undefined }
   | { state: 'gone' }
   | { state: 'foreign' };
+
+/**
+ * Why an editor that exists is not serving (yet, or any more), in the runtime's words: a Pod
+ * Pending as `Unschedulable` with the scheduler's message, `ImagePullBackOff`, its node
+ * `NodeNotReady`. Absent when nothing is wrong as far as the runtime knows.
+ */
+export interface EditorProblem {
+  reason: string;
+  message: string;
+}
+
+/**
+ * start() throws this when the platform has taken the request but not placed the editor anywhere
+ * yet (a Pod Pending as Unschedulable: the scheduler's answer is the cluster's capacity). The
+ * request stands: a later start() finds it, list() and stop() see it. The controller shows the
+ * problem in status and asks again.
+ */
+export class EditorNotPlaced extends Error {
+  readonly problem: EditorProblem;
+  constructor(problem: EditorProblem) {
+    super(`${problem.reason}: ${problem.message}`);
+    this.name = 'EditorNotPlaced';
+    this.problem = problem;
+  }
+}
+
+/** Something the runtime's platform said about a server's editor (a Kubernetes event), shown among the server's events. */
+export interface RuntimeEvent {
+  level: 'INFO' | 'WARN';
+  reason: string;
+  message: string;
+}
 
 /** An editor the runtime runs for this service, found by list() (adoption after a restart). */
 export interface RunningEditor {
@@ -137,8 +177,16 @@ export interface EditorRuntime {
   usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>>;
   /** The editor's output from now on (and what is still kept of before, with `since: 'start'`), until the signal aborts. */
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput>;
-  /** Called with a server's name whenever one of its editors changed state (exited, became ready); the controller queues the name. */
+  /** Called with a server's name whenever one of its editors changed state (exited, became ready, a problem came or went); the controller queues the name. */
   onChange(listener: (name: string) => void): void;
+  /** Called with what the platform says about a server's editor (a runtime without such events never calls it). */
+  onEvent(listener: (name: string, event: RuntimeEvent) => void): void;
+  /**
+   * Resolves once the runtime's view is current (a cluster runtime's first list of its objects):
+   * state(), adopt() and list() answer from it. The service waits for it before the controller
+   * adopts anything; the process runtime's view is current at once.
+   */
+  synced(): Promise<void>;
   /** Stops watching (editors keep running). */
   dispose(): void;
 }

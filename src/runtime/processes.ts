@@ -206,6 +206,12 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
     this.listeners.push(listener);
   }
 
+  /** Local processes have no platform to speak about them. */
+  onEvent(): void {}
+
+  /** Its view (the editors' folders and /proc) is read as asked: current at once. */
+  async synced(): Promise<void> {}
+
   dispose(): void {
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;

@@ -151,6 +151,12 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     this.listeners.push(listener);
   }
 
+  /** Local processes have no platform to speak about them. */
+  onEvent(): void {}
+
+  /** Its view (the editors' folders and /proc) is read as asked: current at once. */
+  async synced(): Promise<void> {}
+
   isAlive(ref: RuntimeRef): boolean {
     return this.editorOf(ref) !== undefined;
   }
