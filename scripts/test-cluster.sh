@@ -4,7 +4,8 @@
 # programs (apt, go, openssl, containerd, iptables).
 #
 #   scripts/test-cluster.sh build    fetch Debian's source package and build the binaries (cached)
-#   scripts/test-cluster.sh up       start etcd, the control plane, containerd and a kubelet
+#   scripts/test-cluster.sh up       start etcd, the control plane, containerd, a kubelet and the
+#                                    volume provisioner
 #   scripts/test-cluster.sh down     stop all of it and undo what it changed on the machine
 #   scripts/test-cluster.sh status   what is running, and whether the API and the node are ready
 #
@@ -36,6 +37,10 @@ BRIDGE=devboxk8s0
 NODE_NAME=devbox-node
 PAUSE_IMAGE=devbox.local/pause:1
 BUSYBOX_IMAGE=devbox.local/busybox:1
+STORAGE_CLASS=devbox-local
+# The volume provisioner is plain JavaScript: the project's Node.js when installed, else the machine's.
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROVISIONER="$REPO_DIR/scripts/test-cluster-provisioner.mjs"
 
 # What the kubelet (and the CNI bridge plugin, which turns on forwarding) change on the machine,
 # saved by `up` and put back by `down` in this order: writing ip_forward resets every interface's
@@ -479,6 +484,9 @@ cmd_up() {
   start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
     --kubeconfig "$RUN_DIR/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port "$SCHED_PORT" --port 0 --profiling=false
+  start_provisioner
+  # A claim made before the default StorageClass exists would keep no class and never bind.
+  wait_for "the provisioner's StorageClass $STORAGE_CLASS" 30 provisioner kubectl_ get storageclass "$STORAGE_CLASS"
 
   write_containerd_config
   write_cni_config
@@ -525,6 +533,17 @@ cmd_up() {
   echo "$RUN_DIR/kubeconfig"
 }
 
+# The dynamic volume provisioner (scripts/test-cluster-provisioner.mjs): a hostPath volume under
+# $RUN_DIR/volumes for every claim of the default StorageClass, removed with its claim. The
+# admin's kubeconfig: it creates StorageClasses and PersistentVolumes. NODE_OPTIONS is the
+# caller's (a test runner's), not the provisioner's.
+start_provisioner() {
+  local node="$REPO_DIR/node_modules/.bin/node"
+  [ -x "$node" ] || node=$(command -v node) || die "no Node.js for the volume provisioner: run 'npm install' or install nodejs"
+  NODE_OPTIONS='' start_daemon provisioner "$node" "$PROVISIONER" \
+    --kubeconfig "$RUN_DIR/kubeconfig" --volumes "$RUN_DIR/volumes"
+}
+
 node_ready() {
   [ "$(kubectl_ get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
@@ -561,6 +580,9 @@ cmd_down() {
   [ -f "$RUN_DIR/saved-sysctls" ] || die "$RUN_DIR was not made by this script (no saved-sysctls): not touching it"
   local ctr=(ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io)
 
+  # The provisioner before the API server it watches goes; its volumes are folders in the run
+  # folder and go with it.
+  stop_daemon provisioner
   # Pods first, while the kubelet runs, so it tears down their networks and volumes itself.
   if daemon_pid kube-apiserver >/dev/null && daemon_pid kubelet >/dev/null && [ -x "$BIN_DIR/kubectl" ]; then
     kubectl_ delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
@@ -657,7 +679,7 @@ mounts_under() {
 cmd_status() {
   if [ ! -d "$RUN_DIR" ]; then echo "no cluster in $RUN_DIR"; return 3; fi
   local name pid rss
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler provisioner containerd kubelet; do
     if pid=$(daemon_pid "$name"); then
       rss=$(awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status")
       printf '%-24s running  pid %-8s %s MB\n' "$name" "$pid" "$rss"
@@ -671,6 +693,7 @@ cmd_status() {
     echo "apiserver                not ready"
   fi
   if [ -x "$BIN_DIR/kubectl" ] && node_ready; then echo "node $NODE_NAME         Ready"; else echo "node $NODE_NAME         not ready"; fi
+  echo "volumes                  $(find "$RUN_DIR/volumes" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l) in $RUN_DIR/volumes (StorageClass $STORAGE_CLASS)"
   echo "kubeconfig               $RUN_DIR/kubeconfig"
 }
 
