@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 
 export interface TestCluster {
   /** The admin kubeconfig (a static bearer token: a test cluster only). */
@@ -55,4 +56,16 @@ async function probe(): Promise<TestCluster | undefined> {
   } finally {
     await dispatcher.close();
   }
+}
+
+/** Runs the cluster's kubectl as its admin; resolves with its standard output, rejects with its error output. */
+export async function kubectl(cluster: TestCluster, args: string[], input?: string): Promise<string> {
+  const { stdout } = await execa(cluster.kubectl, ['--kubeconfig', cluster.kubeconfig, ...args], { input, timeout: 60_000 });
+  return stdout;
+}
+
+/** `kubectl get -o json` of one object, or undefined when it does not exist. */
+export async function getObject<T = any>(cluster: TestCluster, args: string[]): Promise<T | undefined> {
+  const out = await kubectl(cluster, ['get', ...args, '-o', 'json', '--ignore-not-found']);
+  return out.trim() ? (JSON.parse(out) as T) : undefined;
 }
