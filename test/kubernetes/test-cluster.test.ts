@@ -3,7 +3,17 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObject, kubectl, NO_CLUSTER, testCluster, type TestCluster } from '../helpers/cluster.ts';
+import {
+  getObject,
+  killComponent,
+  killEditorContainer,
+  kubectl,
+  NO_CLUSTER,
+  startComponent,
+  strangerPod,
+  testCluster,
+  type TestCluster,
+} from '../helpers/cluster.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const cluster = await testCluster();
@@ -18,11 +28,15 @@ describe.skipIf(!cluster)(cluster ? 'the Kubernetes test cluster' : NO_CLUSTER, 
     await eventually(() => getObject(c, ['serviceaccount', 'default', '-n', namespace]), 30_000, 200);
   });
 
+  // Pods first: the namespace controller retries a namespace whose pods remain with a growing
+  // backoff (tens of seconds). Pods whose containers lived through a kubelet restart were seen
+  // to go only about a minute after the new kubelet started (at its first container clean-up).
   afterAll(async () => {
-    await kubectl(c, ['delete', 'namespace', namespace, '--wait=true', '--timeout=90s']);
+    await kubectl(c, ['delete', 'pods', '--all', '-n', namespace, '--wait=true', '--timeout=120s']);
+    await kubectl(c, ['delete', 'namespace', namespace, '--wait=true', '--timeout=60s']);
     // The namespace's claims went with it; their volumes go after them.
     await eventually(async () => !(await volumesOf(namespace)).length, 30_000, 200);
-  });
+  }, 240_000);
 
   /** A claim that names no StorageClass, as the runtime's may when no class is configured. */
   async function createClaim(name: string, size = '16Mi'): Promise<void> {
@@ -130,5 +144,83 @@ describe.skipIf(!cluster)(cluster ? 'the Kubernetes test cluster' : NO_CLUSTER, 
       await eventually(async () => !(await getObject(c, ['pv', pv.metadata.name])), 30_000, 200);
       expect(existsSync(folder)).toBe(false);
     });
+  });
+
+  describe('its fault helpers', () => {
+    it('makes a running pod that is not labelled as the controller\'s', async () => {
+      const ref = await strangerPod(namespace);
+      const pod = await getObject(c, ['pod', ref.name, '-n', namespace]);
+      expect(pod.metadata.uid).toBe(ref.uid);
+      expect(pod.status.phase).toBe('Running');
+      expect(Object.keys(pod.metadata.labels ?? {}).filter((l) => /devbox|managed-by/.test(l))).toEqual([]);
+    });
+
+    it('kills a container with SIGKILL through containerd: it ends with 137', async () => {
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'victim', namespace },
+        spec: {
+          restartPolicy: 'Never',
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'editor', image: 'devbox.local/busybox:1', imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+        },
+      });
+      const running = await eventually(async () => {
+        const pod = await getObject(c, ['pod', 'victim', '-n', namespace]);
+        return pod?.status?.containerStatuses?.[0]?.state?.running && pod;
+      }, 30_000, 200);
+
+      await killEditorContainer(running.status.containerStatuses[0].containerID);
+      const terminated = await eventually(async () => {
+        const pod = await getObject(c, ['pod', 'victim', '-n', namespace]);
+        return pod?.status?.containerStatuses?.[0]?.state?.terminated;
+      }, 30_000, 200);
+      expect(terminated.exitCode).toBe(137);
+    });
+
+    // These two take the cluster down for a few seconds: others' tests see an outage, as they
+    // would on a real cluster. Once each.
+    it('kills the API server and starts it again with what was stored before, and the provisioner catches up', async () => {
+      await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'before', namespace }, data: { kept: 'yes' } });
+      const readyz = () => kubectl(c, ['get', '--raw', '/readyz', '--request-timeout=2s']);
+
+      const started = performance.now();
+      await killComponent('kube-apiserver');
+      await expect(readyz()).rejects.toThrow();
+      await startComponent('kube-apiserver');
+      expect(await readyz()).toBe('ok');
+      expect(performance.now() - started).toBeLessThan(30_000);
+
+      const kept = await getObject(c, ['configmap', 'before', '-n', namespace]);
+      expect(kept.data).toEqual({ kept: 'yes' });
+      // The provisioner's watches died with the API server: a claim made now binds only if it listed again.
+      await createClaim('after-restart');
+      await boundVolume('after-restart');
+    }, 60_000);
+
+    it('kills the kubelet and starts it again: the node is Ready and a pod\'s container lived through it', async () => {
+      const ref = await strangerPod(namespace);
+      const before = await getObject(c, ['pod', ref.name, '-n', namespace]);
+      const healthz = () => fetch(`http://127.0.0.1:${process.env.DEVBOX_K8S_KUBELET_HEALTHZ_PORT ?? 10348}/healthz`).then((r) => r.text());
+
+      const started = performance.now();
+      await killComponent('kubelet');
+      await expect(healthz()).rejects.toThrow();
+      await startComponent('kubelet');
+      expect(await healthz()).toBe('ok');
+      expect(performance.now() - started).toBeLessThan(30_000);
+
+      const node = await getObject(c, ['node']);
+      expect(node.items[0].status.conditions.find((x: any) => x.type === 'Ready').status).toBe('True');
+      const after = await getObject(c, ['pod', ref.name, '-n', namespace]);
+      expect(after.status.containerStatuses[0]).toMatchObject({
+        containerID: before.status.containerStatuses[0].containerID,
+        restartCount: 0,
+        ready: true,
+      });
+      // The API server reaches the new kubelet (exec goes through it) and the container is the same.
+      expect(await kubectl(c, ['exec', ref.name, '-n', namespace, '--', 'cat', '/proc/1/cmdline'])).toBe('sleep\u00003600\u0000');
+    }, 60_000);
   });
 });
