@@ -4,9 +4,17 @@
 # programs (apt, go, openssl, containerd, iptables).
 #
 #   scripts/test-cluster.sh build    fetch Debian's source package and build the binaries (cached)
-#   scripts/test-cluster.sh up       start etcd, the control plane, containerd and a kubelet
+#   scripts/test-cluster.sh up       start etcd, the control plane, containerd, a kubelet and the
+#                                    volume provisioner
 #   scripts/test-cluster.sh down     stop all of it and undo what it changed on the machine
 #   scripts/test-cluster.sh status   what is running, and whether the API and the node are ready
+#
+# Faults, for tests (on a running cluster):
+#   scripts/test-cluster.sh kill COMPONENT     SIGKILL one of: etcd kube-apiserver
+#                                              kube-controller-manager kube-scheduler provisioner
+#                                              containerd kubelet
+#   scripts/test-cluster.sh start COMPONENT    start it again with up's flags; returns once ready
+#   scripts/test-cluster.sh kill-container ID  SIGKILL a container's task through containerd
 #
 # Binaries are cached in ${DEVBOX_CACHE_DIR:-~/.cache/devbox-controller}/kubernetes-1.20.2 (like
 # the editor cache); a running cluster lives in ${DEVBOX_TEST_CLUSTER_DIR:-/tmp/devbox-test-cluster}.
@@ -36,6 +44,10 @@ BRIDGE=devboxk8s0
 NODE_NAME=devbox-node
 PAUSE_IMAGE=devbox.local/pause:1
 BUSYBOX_IMAGE=devbox.local/busybox:1
+STORAGE_CLASS=devbox-local
+# The volume provisioner is plain JavaScript: the project's Node.js when installed, else the machine's.
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROVISIONER="$REPO_DIR/scripts/test-cluster-provisioner.mjs"
 
 # What the kubelet (and the CNI bridge plugin, which turns on forwarding) change on the machine,
 # saved by `up` and put back by `down` in this order: writing ip_forward resets every interface's
@@ -199,14 +211,18 @@ all_binaries_present() {
 # up
 # ---------------------------------------------------------------------------------------------
 
-# Every daemon is started in its own session (so it outlives the shell that ran `up`), logs to
-# $RUN_DIR/logs/NAME.log, and its pid goes to $RUN_DIR/pids/NAME.pid with the executable's path
-# beside it: `down` stops exactly those processes, never anything found by name.
+# Every daemon is started in its own session (so it outlives the shell that ran `up` or `start`),
+# appends to $RUN_DIR/logs/NAME.log (a restarted one after a line that says so), and its pid goes
+# to $RUN_DIR/pids/NAME.pid with the executable's path beside it: `down` and `kill` reach exactly
+# those processes, never anything found by name.
 start_daemon() {
   local name=$1; shift
   local exe pid i
   exe=$(readlink -f "$(command -v "$1")")
-  setsid "$@" </dev/null >"$RUN_DIR/logs/$name.log" 2>&1 &
+  if [ -s "$RUN_DIR/logs/$name.log" ]; then
+    echo "----- $(date -u +%Y-%m-%dT%H:%M:%SZ) test-cluster.sh: $name started again -----" >>"$RUN_DIR/logs/$name.log"
+  fi
+  setsid "$@" </dev/null >>"$RUN_DIR/logs/$name.log" 2>&1 &
   pid=$!
   echo "$pid" >"$RUN_DIR/pids/$name.pid"
   echo "$exe" >"$RUN_DIR/pids/$name.exe"
@@ -244,6 +260,7 @@ wait_for() {
 
 api_get() { curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN_DIR/pki/admin.token")" "https://127.0.0.1:$API_PORT$1"; }
 kubectl_() { "$BIN_DIR/kubectl" --kubeconfig "$RUN_DIR/kubeconfig" "$@"; }
+ctr_() { ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io "$@"; }
 
 # A CA, the apiserver's serving certificate (for 127.0.0.1 and localhost), the service-account
 # signing key, and one bearer token per client in a static token file (a test cluster: no client
@@ -447,15 +464,94 @@ cmd_up() {
   save_machine_state
   make_pki
 
+  start_component etcd
+  start_component kube-apiserver
+  log "apiserver ready ($((SECONDS - started)) s)"
+  start_component kube-controller-manager
+  start_component kube-scheduler
+  # Before any test can make a claim: one made before the default StorageClass exists would keep
+  # no class and never bind.
+  start_component provisioner
+
+  write_containerd_config
+  write_cni_config
+  start_component containerd
+  build_images
+  ctr_ images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
+    || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
+  log "containerd ready, images imported ($((SECONDS - started)) s)"
+
+  # The bridge is made here rather than by the CNI plugin on the first pod so that the kubelet
+  # can serve on its address: a machine-local address that is not loopback (which the kubelet
+  # refuses as a node IP) and not the machine's outward one.
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$POD_SUBNET_PREFIX.1/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  echo "$BRIDGE" >"$RUN_DIR/created-bridge"
+
+  start_component kubelet
+  log "node $NODE_NAME Ready ($((SECONDS - started)) s)"
+  # Pods cannot be created in a namespace before its default service account exists.
+  wait_for "the default service account" 60 kube-controller-manager kubectl_ get serviceaccount default
+  trap - EXIT
+  log "up in $((SECONDS - started)) s; kubeconfig:"
+  echo "$RUN_DIR/kubeconfig"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The components: one start function each, used by `up` and by `start`, with `up`'s flags
+# ---------------------------------------------------------------------------------------------
+
+# In the order `up` starts them.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler provisioner containerd kubelet)
+
+# Starts one component and waits until it is ready, or dies with its log.
+start_component() {
+  local name=$1 heartbeat log_size
+  case "$name" in
+    etcd)
+      start_etcd
+      wait_for "etcd's /health" 30 etcd etcd_healthy ;;
+    kube-apiserver)
+      start_apiserver
+      wait_for "the apiserver's /readyz" 60 kube-apiserver api_get /readyz ;;
+    kube-controller-manager)
+      start_controller_manager
+      wait_for "the controller-manager's /healthz" 30 kube-controller-manager serves_healthz "$CM_PORT" ;;
+    kube-scheduler)
+      start_scheduler
+      wait_for "the scheduler's /healthz" 30 kube-scheduler serves_healthz "$SCHED_PORT" ;;
+    provisioner)
+      # Ready once it has made sure of its StorageClass and listed claims and volumes: its log
+      # says so (the log is appended to across restarts, hence the offset).
+      log_size=$(stat -c %s "$RUN_DIR/logs/provisioner.log" 2>/dev/null || echo 0)
+      start_provisioner
+      wait_for "the provisioner's StorageClass $STORAGE_CLASS and first list" 30 provisioner logged_since provisioner "$log_size" ' ready: ' ;;
+    containerd)
+      start_containerd
+      wait_for "containerd's socket" 30 containerd ctr_ version ;;
+    kubelet)
+      # A restarted kubelet's node is still Ready from before (until the controller-manager's
+      # grace period ends): wait for a status report from the new one.
+      heartbeat=$(node_heartbeat)
+      start_kubelet
+      wait_for "node $NODE_NAME Ready, reported by this kubelet" 90 kubelet node_ready_since "$heartbeat" ;;
+    *) die "no component '$name': one of ${COMPONENTS[*]}" ;;
+  esac
+}
+
+start_etcd() {
   start_daemon etcd etcd --name devbox-test --data-dir "$RUN_DIR/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-cluster "devbox-test=http://127.0.0.1:$((ETCD_PORT + 1))"
+}
 
+# --kubelet-preferred-address-types: the node's hostname does not resolve, so the apiserver
+# (logs, exec) must dial the node's IP.
+start_apiserver() {
   local pki="$RUN_DIR/pki"
-  # --kubelet-preferred-address-types: the node's hostname does not resolve, so the apiserver
-  # (logs, exec) must dial the node's IP.
   start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
@@ -466,39 +562,43 @@ cmd_up() {
     --service-cluster-ip-range "$SERVICE_RANGE" \
     --kubelet-preferred-address-types InternalIP,Hostname \
     --allow-privileged=true --insecure-port 0 --profiling=false
+}
 
-  wait_for "the apiserver's /readyz" 60 kube-apiserver api_get /readyz
-  log "apiserver ready ($((SECONDS - started)) s)"
-
+start_controller_manager() {
+  local pki="$RUN_DIR/pki"
   start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
     --kubeconfig "$RUN_DIR/controller-manager.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port "$CM_PORT" --port 0 \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --use-service-account-credentials=true --service-cluster-ip-range "$SERVICE_RANGE" \
     --profiling=false
+}
+
+start_scheduler() {
   start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
     --kubeconfig "$RUN_DIR/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port "$SCHED_PORT" --port 0 --profiling=false
+}
 
-  write_containerd_config
-  write_cni_config
+# The dynamic volume provisioner (scripts/test-cluster-provisioner.mjs): a hostPath volume under
+# $RUN_DIR/volumes for every claim of the default StorageClass, removed with its claim. The
+# admin's kubeconfig: it creates StorageClasses and PersistentVolumes. NODE_OPTIONS is the
+# caller's (a test runner's), not the provisioner's.
+start_provisioner() {
+  local node="$REPO_DIR/node_modules/.bin/node"
+  [ -x "$node" ] || node=$(command -v node) || die "no Node.js for the volume provisioner: run 'npm install' or install nodejs"
+  NODE_OPTIONS='' start_daemon provisioner "$node" "$PROVISIONER" \
+    --kubeconfig "$RUN_DIR/kubeconfig" --volumes "$RUN_DIR/volumes"
+}
+
+# Its configuration is written by `up` (write_containerd_config); its images stay in its root.
+start_containerd() {
   start_daemon containerd containerd --config "$RUN_DIR/containerd/config.toml"
-  local ctr=(ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io)
-  wait_for "containerd's socket" 30 containerd "${ctr[@]}" version
-  build_images
-  "${ctr[@]}" images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
-    || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
+}
 
-  # The bridge is made here rather than by the CNI plugin on the first pod so that the kubelet
-  # can serve on its address: a machine-local address that is not loopback (which the kubelet
-  # refuses as a node IP) and not the machine's outward one.
-  ip link add "$BRIDGE" type bridge
-  ip addr add "$POD_SUBNET_PREFIX.1/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-  echo "$BRIDGE" >"$RUN_DIR/created-bridge"
-
-  # Anonymous, always-allowed kubelet API: tests only, and it listens on the bridge alone. The
-  # node registers NotReady and turns Ready at its next status report: every 4 s instead of 10.
+# Anonymous, always-allowed kubelet API: tests only, and it listens on the bridge alone. The
+# node registers NotReady and turns Ready at its next status report: every 4 s instead of 10.
+start_kubelet() {
   local sock="unix://$RUN_DIR/containerd/containerd.sock"
   start_daemon kubelet "$BIN_DIR/kubelet" \
     --kubeconfig "$RUN_DIR/kubelet.kubeconfig" \
@@ -514,19 +614,27 @@ cmd_up() {
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --eviction-hard 'memory.available<100Mi,nodefs.available<2%,imagefs.available<2%' \
     --serialize-image-pulls=false --node-status-update-frequency 4s
-
-  log "containerd ready, images imported ($((SECONDS - started)) s)"
-  wait_for "node $NODE_NAME Ready" 90 kubelet node_ready
-  log "node $NODE_NAME Ready ($((SECONDS - started)) s)"
-  # Pods cannot be created in a namespace before its default service account exists.
-  wait_for "the default service account" 60 kube-controller-manager kubectl_ get serviceaccount default
-  trap - EXIT
-  log "up in $((SECONDS - started)) s; kubeconfig:"
-  echo "$RUN_DIR/kubeconfig"
 }
+
+etcd_healthy() { curl -sf "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
+# The controller-manager's and the scheduler's serving certificates are their own, self-signed.
+serves_healthz() { [ "$(curl -sfk "https://127.0.0.1:$1/healthz")" = ok ]; }
+# Whether NAME's log has gained a line containing TEXT past byte OFFSET.
+logged_since() { tail -c +"$(($2 + 1))" "$RUN_DIR/logs/$1.log" | grep -qF -- "$3"; }
 
 node_ready() {
   [ "$(kubectl_ get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# The time of the node's last status report (empty before it registered).
+node_heartbeat() {
+  kubectl_ get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null || true
+}
+
+# The kubelet answers its healthz, and the node is Ready by a status report other than BEFORE.
+node_ready_since() {
+  [ "$(curl -sf "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz")" = ok ] && node_ready \
+    && [ "$(node_heartbeat)" != "$1" ]
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -559,25 +667,27 @@ cmd_down() {
   need_root down
   [ -d "$RUN_DIR" ] || { log "nothing to stop: no $RUN_DIR"; return 0; }
   [ -f "$RUN_DIR/saved-sysctls" ] || die "$RUN_DIR was not made by this script (no saved-sysctls): not touching it"
-  local ctr=(ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io)
 
+  # The provisioner before the API server it watches goes; its volumes are folders in the run
+  # folder and go with it.
+  stop_daemon provisioner
   # Pods first, while the kubelet runs, so it tears down their networks and volumes itself.
   if daemon_pid kube-apiserver >/dev/null && daemon_pid kubelet >/dev/null && [ -x "$BIN_DIR/kubectl" ]; then
     kubectl_ delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     local deadline=$((SECONDS + 30))
-    while [ "$SECONDS" -lt "$deadline" ] && [ -n "$("${ctr[@]}" tasks ls -q 2>/dev/null)" ]; do sleep 0.5; done
+    while [ "$SECONDS" -lt "$deadline" ] && [ -n "$(ctr_ tasks ls -q 2>/dev/null)" ]; do sleep 0.5; done
   fi
   stop_daemon kubelet
   # Whatever the kubelet left: containers' tasks end through containerd, which also ends their
   # shims (processes containerd started, so they are reached through it, not by name).
   if daemon_pid containerd >/dev/null; then
     local id
-    for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
-      "${ctr[@]}" tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do
+      ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
     done
     sleep 0.5
-    for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks delete -f "$id" >/dev/null 2>&1 || true; done
-    for id in $("${ctr[@]}" containers ls -q 2>/dev/null); do "${ctr[@]}" containers delete "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1 || true; done
   fi
   stop_daemon containerd
   stop_daemon kube-scheduler
@@ -651,13 +761,62 @@ mounts_under() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# faults: kill a component as a crash would, start it again; kill a container as the OOM killer would
+# ---------------------------------------------------------------------------------------------
+
+# A running cluster made by `up`, or die.
+need_cluster() {
+  [ -f "$RUN_DIR/saved-sysctls" ] || die "no cluster made by '$0 up' in $RUN_DIR"
+}
+
+component_name() {
+  local c
+  for c in "${COMPONENTS[@]}"; do [ "$c" = "${1:-}" ] && return; done
+  die "no component '${1:-}': one of ${COMPONENTS[*]}"
+}
+
+# SIGKILL: no shutdown, as a crash or the OOM killer. Returns once the process is gone.
+cmd_kill() {
+  need_root kill; need_cluster; component_name "${1:-}"
+  local name=$1 pid i
+  pid=$(daemon_pid "$name") || die "$name is not running"
+  kill -KILL "$pid"
+  for ((i = 0; i < 100; i++)); do running "$pid" || break; sleep 0.1; done
+  running "$pid" && die "$name ($pid) is still there 10 s after SIGKILL"
+  rm -f "$RUN_DIR/pids/$name".*
+  log "killed $name ($pid) with SIGKILL"
+}
+
+# Starts one component again with `up`'s flags and returns once it is ready.
+cmd_start() {
+  need_root start; need_cluster; component_name "${1:-}"
+  local name=$1 started=$SECONDS pid
+  if pid=$(daemon_pid "$name"); then log "$name is already running ($pid)"; return; fi
+  start_component "$name"
+  log "started $name ($(daemon_pid "$name")), ready in $((SECONDS - started)) s"
+}
+
+# SIGKILL to a container's task through the cluster's containerd (an ID as in a pod's status,
+# with or without its containerd:// prefix): the container ends with 137, as when the OOM killer
+# ends it, and the kubelet sees it end.
+cmd_kill_container() {
+  need_root kill-container; need_cluster
+  local id=${1:-}
+  id=${id#containerd://}
+  [[ "$id" =~ ^[0-9a-f]{64}$ ]] || die "kill-container needs a container ID (64 hex digits, as in a pod's status), not '${1:-}'"
+  daemon_pid containerd >/dev/null || die "containerd is not running"
+  ctr_ tasks kill -s SIGKILL "$id" >/dev/null || die "containerd has no running task for container $id"
+  log "sent SIGKILL to container $id"
+}
+
+# ---------------------------------------------------------------------------------------------
 # status
 # ---------------------------------------------------------------------------------------------
 
 cmd_status() {
   if [ ! -d "$RUN_DIR" ]; then echo "no cluster in $RUN_DIR"; return 3; fi
   local name pid rss
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for name in "${COMPONENTS[@]}"; do
     if pid=$(daemon_pid "$name"); then
       rss=$(awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status")
       printf '%-24s running  pid %-8s %s MB\n' "$name" "$pid" "$rss"
@@ -671,6 +830,7 @@ cmd_status() {
     echo "apiserver                not ready"
   fi
   if [ -x "$BIN_DIR/kubectl" ] && node_ready; then echo "node $NODE_NAME         Ready"; else echo "node $NODE_NAME         not ready"; fi
+  echo "volumes                  $(find "$RUN_DIR/volumes" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l) in $RUN_DIR/volumes (StorageClass $STORAGE_CLASS)"
   echo "kubeconfig               $RUN_DIR/kubeconfig"
 }
 
@@ -679,5 +839,8 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  kill) cmd_kill "${2:-}" ;;
+  start) cmd_start "${2:-}" ;;
+  kill-container) cmd_kill_container "${2:-}" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
