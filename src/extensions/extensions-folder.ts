@@ -20,24 +20,35 @@ export function pinnedVersion(id: string): string | undefined {
  * the folders named publisher.name-version that hold a package.json.
  */
 export async function installedExtensions(dir: string): Promise<Map<string, string | undefined>> {
+  const listed = parseExtensionsList(await fs.readFile(join(dir, 'extensions.json'), 'utf8').catch(() => undefined));
+  if (listed) return listed;
   const found = new Map<string, string | undefined>();
-  const listed = await fs.readFile(join(dir, 'extensions.json'), 'utf8').catch(() => undefined);
-  if (listed !== undefined) {
-    try {
-      for (const entry of JSON.parse(listed) as Array<{ identifier?: { id?: string }; version?: string }>) {
-        if (typeof entry?.identifier?.id === 'string') found.set(entry.identifier.id.toLowerCase(), entry.version);
-      }
-      return found;
-    } catch {
-      // A list being rewritten or broken: fall back to the folders.
-    }
-  }
   for (const entry of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const match = /^([a-z0-9][a-z0-9-]*\.[a-z0-9][a-z0-9._-]*?)-(\d+\.\d+\.\d+[^/]*)$/i.exec(entry.name);
-    if (!entry.isDirectory() || !match) continue;
-    if (await fs.access(join(dir, entry.name, 'package.json')).then(() => true, () => false)) found.set(match[1].toLowerCase(), match[2]);
+    const folder = entry.isDirectory() ? extensionFolder(entry.name) : undefined;
+    if (folder && (await fs.access(join(dir, entry.name, 'package.json')).then(() => true, () => false))) found.set(folder.id, folder.version);
   }
   return found;
+}
+
+/** code-server's extensions.json as lower-case publisher.name → version; undefined when missing or broken (read the folders instead). */
+export function parseExtensionsList(text: string | undefined): Map<string, string | undefined> | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const found = new Map<string, string | undefined>();
+    for (const entry of JSON.parse(text) as Array<{ identifier?: { id?: string }; version?: string }>) {
+      if (typeof entry?.identifier?.id === 'string') found.set(entry.identifier.id.toLowerCase(), entry.version);
+    }
+    return found;
+  } catch {
+    // A list being rewritten or broken.
+    return undefined;
+  }
+}
+
+/** The extension an install folder (publisher.name-1.2.3) holds. */
+export function extensionFolder(folder: string): { id: string; version: string } | undefined {
+  const match = /^([a-z0-9][a-z0-9-]*\.[a-z0-9][a-z0-9._-]*?)-(\d+\.\d+\.\d+[^/]*)$/i.exec(folder);
+  return match ? { id: match[1].toLowerCase(), version: match[2] } : undefined;
 }
 
 /**

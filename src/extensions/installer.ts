@@ -53,8 +53,7 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
   }
 
   async uninstall(target: InstallTarget, id: string, signal?: AbortSignal): Promise<InstallOutcome> {
-    return this.run(target, ['--uninstall-extension', extensionName(id)], signal, (code, output, fallback) =>
-      code === 0 && /successfully uninstalled|is not installed/i.test(output) ? { ok: true } : judgeInstall(code, output, fallback));
+    return this.run(target, ['--uninstall-extension', extensionName(id)], signal, judgeUninstall);
   }
 
   installed(target: InstallTarget): Promise<Map<string, string | undefined>> {
@@ -84,6 +83,11 @@ export class CodeServerExtensionInstaller implements ExtensionInstaller {
     if (result.isCanceled) return { ok: false, cancelled: true };
     return judge(result.exitCode, (result.all ?? '').toString(), result.shortMessage);
   }
+}
+
+/** An uninstall succeeded when code-server says so, or that the extension is not there. */
+export function judgeUninstall(exitCode: number | undefined, output: string, fallback?: string): InstallOutcome {
+  return exitCode === 0 && /successfully uninstalled|is not installed/i.test(output) ? { ok: true } : judgeInstall(exitCode, output, fallback);
 }
 
 /**

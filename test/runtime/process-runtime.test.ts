@@ -3,7 +3,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, promises as fs } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +13,7 @@ import { discoverEditors, processOf, processRef, ProcessRuntime } from '../../sr
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
-import { makeRepo, serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { makeRepo, serveGitDaemon, stalledGitServer, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { freePort } from '../helpers/net.ts';
 import { eventually, killEditors, STUB_EDITOR } from '../helpers/service.ts';
 import { answers, logLine, runtimeConformance, type Harness } from './conformance.ts';
@@ -37,28 +36,6 @@ afterAll(async () => {
   await daemon?.stop();
   await fs.rm(repos, { recursive: true, force: true });
 });
-
-/** A git server that accepts connections and never answers: a clone from it runs until aborted. */
-async function stalledGitServer() {
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-  });
-  let reached = 0;
-  server.on('connection', () => (reached += 1));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `git://127.0.0.1:${port}/project`,
-    reached: () => eventually(() => reached > 0, 10_000).then(() => undefined),
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** A process runtime over a fresh data folder, launching `bin`. */
 async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harness> {

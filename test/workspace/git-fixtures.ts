@@ -2,7 +2,7 @@
 // `git daemon` (git's own protocol), so clones go through the network code path.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { createServer, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { eventually } from '../helpers/wait.ts';
 
@@ -58,3 +58,25 @@ export async function serveGitDaemon(base: string, port?: number): Promise<GitDa
 }
 
 export { freePort };
+
+/** A git server that accepts connections and never answers: a clone from it runs until aborted. */
+export async function stalledGitServer() {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+  });
+  let reached = 0;
+  server.on('connection', () => (reached += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `git://127.0.0.1:${port}/project`,
+    reached: () => eventually(() => reached > 0, 10_000).then(() => undefined),
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

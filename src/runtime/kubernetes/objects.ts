@@ -1,0 +1,197 @@
+// The objects of one server, as the Kubernetes runtime applies them (server-side apply: each is
+// the whole of what this service says about the object). Pure builders: no API calls here.
+//   ConfigMap   <prefix><name>          the anchor: every other object is its dependent, so
+//                                       deleting it collects the server's objects;
+//   PVC         <prefix><name>          the workspace and the editor's data, kept across stops;
+//   Service     <prefix><name>          headless: the StatefulSet's governing Service;
+//   StatefulSet <prefix><name>          one replica while running, zero while stopped;
+//   Pod         <prefix><name>-storage  a short-lived helper that mounts the volume while the
+//                                       editor is stopped, for the storage calls (exec).
+// StatefulSet rather than Deployment: at most one Pod of a server at any time (a Deployment's
+// rolling update starts the new Pod before the old one ends, two editors on one ReadWriteOnce
+// volume), and a stable Pod name the runtime can check references against.
+import type { ResourceRequirements } from '../interface.ts';
+import {
+  CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, USER_DATA_DIR, WORKSPACE, type Names,
+} from './names.ts';
+import type { KubernetesRuntimeOptions } from './options.ts';
+
+/** A Kubernetes object as applied: plain JSON. */
+export type KubeObject = { apiVersion: string; kind: string; metadata: Record<string, unknown> & { name: string; namespace?: string } } & Record<string, unknown>;
+
+export interface Owner {
+  uid: string;
+  name: string;
+}
+
+/** The code-server arguments the editor runs with in its Pod: the process runtime's, on the Pod's address and the volume's folders. */
+export function editorArgs(port: number): string[] {
+  return [
+    '--bind-addr', `0.0.0.0:${port}`,
+    '--auth', 'none',
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--config', CONFIG_PATH,
+    '--user-data-dir', USER_DATA_DIR,
+    '--extensions-dir', EXTENSIONS_DIR,
+    WORKSPACE,
+  ];
+}
+
+export class ServerObjects {
+  readonly #names: Names;
+  readonly #options: KubernetesRuntimeOptions;
+
+  constructor(names: Names, options: KubernetesRuntimeOptions) {
+    this.#names = names;
+    this.#options = options;
+  }
+
+  #meta(name: string, objectName: string, owner?: Owner, role?: 'editor' | 'storage') {
+    return {
+      name: objectName,
+      namespace: this.#names.namespace,
+      labels: this.#names.labels(name, role),
+      ...(owner ? { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid, blockOwnerDeletion: true }] } : {}),
+    };
+  }
+
+  anchor(name: string): KubeObject {
+    return {
+      apiVersion: 'v1', kind: 'ConfigMap',
+      metadata: this.#meta(name, this.#names.object(name)),
+      data: { server: name, note: 'Owns every object of this editor server: deleting it removes them all, its volume included.' },
+    };
+  }
+
+  claim(name: string, owner: Owner): KubeObject {
+    const { size, storageClassName } = this.#options.storage;
+    return {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim',
+      metadata: this.#meta(name, this.#names.object(name), owner),
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: size } },
+        ...(storageClassName ? { storageClassName } : {}),
+      },
+    };
+  }
+
+  service(name: string, owner: Owner, port: number): KubeObject {
+    return {
+      apiVersion: 'v1', kind: 'Service',
+      metadata: this.#meta(name, this.#names.object(name), owner),
+      spec: {
+        clusterIP: 'None',
+        selector: this.#names.labels(name, 'editor'),
+        // Server-side apply of a Service needs the protocol spelled out (Kubernetes 1.20).
+        ports: [{ name: 'http', port, targetPort: port, protocol: 'TCP' }],
+      },
+    };
+  }
+
+  /** The editor listens on the server's route number on its own Pod's address (each Pod has its own: no two collide). */
+  statefulSet(name: string, owner: Owner, replicas: 0 | 1, port: number, resources: ResourceRequirements | undefined): KubeObject {
+    const labels = this.#names.labels(name, 'editor');
+    return {
+      apiVersion: 'apps/v1', kind: 'StatefulSet',
+      metadata: this.#meta(name, this.#names.object(name), owner),
+      spec: {
+        replicas,
+        serviceName: this.#names.object(name),
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            ...this.#podBasics(),
+            terminationGracePeriodSeconds: 10,
+            containers: [{
+              name: EDITOR_CONTAINER,
+              image: this.#options.image,
+              imagePullPolicy: this.#options.imagePullPolicy,
+              command: this.#options.command,
+              args: editorArgs(port),
+              ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
+              env: this.#env(),
+              readinessProbe: { httpGet: { path: '/healthz', port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 },
+              resources: mergeResources(this.#options.resources, resources),
+              securityContext: CONTAINER_SECURITY,
+              volumeMounts: this.#mounts(),
+            }],
+            volumes: this.#volumes(name),
+          },
+        },
+      },
+    };
+  }
+
+  /** A helper Pod that mounts the server's volume and waits, for the storage calls while the editor is stopped. */
+  storagePod(name: string, owner: Owner): KubeObject {
+    return {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: this.#meta(name, this.#names.storagePod(name), owner, 'storage'),
+      spec: {
+        ...this.#podBasics(),
+        restartPolicy: 'Never',
+        // It lives while the storage is being prepared; an hour bounds one a service forgot.
+        activeDeadlineSeconds: 3600,
+        terminationGracePeriodSeconds: 1,
+        containers: [{
+          name: 'storage',
+          image: this.#options.image,
+          imagePullPolicy: this.#options.imagePullPolicy,
+          command: ['sh', '-c', `mkdir -p ${WORKSPACE} ${EDITOR_ROOT}; trap 'exit 0' TERM; sleep 3600 & wait`],
+          env: this.#env(),
+          resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: this.#options.resources.limits?.memory ?? '2Gi' } },
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: this.#mounts(),
+        }],
+        volumes: this.#volumes(name),
+      },
+    };
+  }
+
+  #podBasics() {
+    const id = this.#options.runAsUser;
+    return {
+      // The editor has no business with the cluster's API.
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: { runAsNonRoot: true, runAsUser: id, runAsGroup: id, fsGroup: id },
+    };
+  }
+
+  #env() {
+    // Everything code-server and its tools write goes to the volume, never the image.
+    const fixed = { HOME: `${EDITOR_ROOT}/home`, XDG_CONFIG_HOME: `${EDITOR_ROOT}/home/.config`, XDG_DATA_HOME: `${EDITOR_ROOT}/home/.local/share` };
+    return Object.entries({ ...fixed, ...this.#options.env }).map(([name, value]) => ({ name, value }));
+  }
+
+  #mounts() {
+    return [
+      { name: 'data', mountPath: DATA_ROOT },
+      ...this.#options.extraMounts.map((m) => ({ name: m.name, mountPath: m.mountPath, readOnly: m.readOnly ?? true })),
+    ];
+  }
+
+  #volumes(name: string) {
+    return [
+      { name: 'data', persistentVolumeClaim: { claimName: this.#names.object(name) } },
+      ...this.#options.extraMounts.map((m) => ({
+        name: m.name,
+        ...(m.hostPath ? { hostPath: m.hostPath } : {}),
+        ...(m.configMap ? { configMap: m.configMap } : {}),
+      })),
+    ];
+  }
+}
+
+const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+
+/** A server's own requests and limits over the defaults, cpu and memory each. */
+export function mergeResources(defaults: ResourceRequirements, own: ResourceRequirements | undefined): ResourceRequirements {
+  const requests = { ...defaults.requests, ...own?.requests };
+  const limits = { ...defaults.limits, ...own?.limits };
+  return { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) };
+}

@@ -1,0 +1,92 @@
+// What a Pod's status says about its editor, read without asking anyone: whether it serves,
+// why not (the scheduler's answer, an image that cannot be pulled, a node that stopped
+// reporting), and how its editor's container ended. Pure functions over the Pod object.
+import { constants } from 'node:os';
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { EditorProblem, ExitInfo } from '../interface.ts';
+import { EDITOR_CONTAINER } from './names.ts';
+
+/** Waiting reasons that mean the editor cannot start as things stand (a person has to act or wait). */
+const STUCK = new Set(['ImagePullBackOff', 'ErrImagePull', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'CrashLoopBackOff', 'RunContainerError']);
+
+export function editorStatus(pod: V1Pod): V1ContainerStatus | undefined {
+  return pod.status?.containerStatuses?.find((c) => c.name === EDITOR_CONTAINER);
+}
+
+/** Where the editor answers: the Pod's IP (once its sandbox exists) and its container's port. */
+export function podEndpoint(pod: V1Pod): { host: string; port: number } | undefined {
+  const ip = podIp(pod);
+  const port = pod.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER)?.ports?.[0]?.containerPort;
+  return ip && port ? { host: ip, port } : undefined;
+}
+
+/** True while the editor's container runs (serving or not yet). */
+export function isRunningContainer(pod: V1Pod): boolean {
+  return editorStatus(pod)?.state?.running !== undefined;
+}
+
+/** The Pod's IP once it has one (its sandbox exists). */
+export function podIp(pod: V1Pod): string | undefined {
+  return pod.status?.podIP || undefined;
+}
+
+export function isReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && editorStatus(pod)?.ready === true;
+}
+
+/** True once the Pod is being deleted or is over (Succeeded/Failed): it will not serve again. */
+export function isOver(pod: V1Pod): boolean {
+  return pod.metadata?.deletionTimestamp !== undefined || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+}
+
+/**
+ * Why the editor's Pod does not serve, when Kubernetes says: not scheduled (with the scheduler's
+ * message), its container waiting for a reason that needs someone (ImagePullBackOff), or its node
+ * gone quiet (Ready False while the container still runs). Undefined while things merely progress.
+ */
+export function podProblem(pod: V1Pod): EditorProblem | undefined {
+  const conditions = pod.status?.conditions ?? [];
+  const scheduled = conditions.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status === 'False') {
+    return { reason: scheduled.reason || 'Unschedulable', message: scheduled.message || 'the Pod cannot be placed on any node' };
+  }
+  const waiting = editorStatus(pod)?.state?.waiting;
+  if (waiting?.reason && STUCK.has(waiting.reason)) {
+    return { reason: waiting.reason, message: waiting.message || `the editor's container is waiting: ${waiting.reason}` };
+  }
+  const ready = conditions.find((c) => c.type === 'Ready');
+  const running = editorStatus(pod)?.state?.running !== undefined;
+  if (running && ready?.status === 'False' && ready.reason && ready.reason !== 'ContainersNotReady') {
+    return { reason: ready.reason, message: ready.message || `the Pod is not ready: ${ready.reason}` };
+  }
+  if (pod.status?.reason === 'NodeLost' || pod.status?.reason === 'Evicted') {
+    return { reason: pod.status.reason, message: pod.status.message || pod.status.reason };
+  }
+  return undefined;
+}
+
+/** A nonzero restart count, or a terminated container: the editor's run ended, how, and which container it was. */
+export function editorEnded(pod: V1Pod): (ExitInfo & { containerId: string | undefined }) | undefined {
+  const status = editorStatus(pod);
+  if (!status) return undefined;
+  const terminated = status.state?.terminated ?? (status.restartCount > 0 ? status.lastState?.terminated : undefined);
+  if (!terminated) return undefined;
+  return { ...exitOf(terminated.exitCode, terminated.signal), containerId: terminated.containerID };
+}
+
+/**
+ * True once the kubelet reports that the container it started again after `endedId` ended has
+ * been stopped too, the Pod being deleted: nothing of the editor runs, though its object stays a
+ * few seconds more. (A report naming the ended container itself may be from before the restart.)
+ */
+export function restartStopped(pod: V1Pod, endedId: string | undefined): boolean {
+  const terminated = editorStatus(pod)?.state?.terminated;
+  return isOver(pod) && terminated !== undefined && endedId !== undefined && terminated.containerID !== undefined && terminated.containerID !== endedId;
+}
+
+/** A container's exit as a process's: 128 + n is signal n (as a shell reports it), else the code. */
+export function exitOf(exitCode: number, signal?: number): ExitInfo {
+  const number = signal ?? (exitCode > 128 && exitCode < 128 + 65 ? exitCode - 128 : undefined);
+  const name = number === undefined ? undefined : Object.entries(constants.signals).find(([, n]) => n === number)?.[0];
+  return name ? { code: null, signal: name } : { code: exitCode, signal: null };
+}

@@ -1,0 +1,280 @@
+// The Kubernetes runtime's storage: each server's PersistentVolumeClaim, reached through a
+// container that mounts it. While the editor runs, its own container; while it is stopped, a
+// short-lived helper Pod (`<prefix><name>-storage`) that mounts the claim and waits. Files go in
+// and out by exec: reads with `cat`, writes with exactly their length on stdin (the exec protocol
+// cannot close stdin), sources as a tar stream. A git source is cloned and a ZIP extracted here,
+// by the service, with the same rules as on one machine (allowed schemes, limits), then shipped:
+// the Pods need no route to the outside, and a ZIP's bytes never need a registry or a URL.
+import { execa } from 'execa';
+import { randomBytes } from 'node:crypto';
+import { createReadStream, promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { V1Pod } from '@kubernetes/client-node';
+import { extensionFolder, extensionName, findVsix, isVsixPath, parseExtensionsList, pinnedVersion } from '../../extensions/extensions-folder.ts';
+import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
+import { extractInto } from '../../workspace/archive-source.ts';
+import { cloneInto } from '../../workspace/git-source.ts';
+import type { ExtensionOutcome, InstalledExtensions, PopulateOutcome, PopulateSource } from '../interface.ts';
+import { messageOf, type KubeClient } from './client.ts';
+import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
+import type { Owner, ServerObjects } from './objects.ts';
+import { isOver, podIp, podProblem } from './pod-state.ts';
+
+/** A container that mounts the server's volume, to exec in. */
+interface Mounted {
+  pod: string;
+  container: string;
+}
+
+export interface StorageDeps {
+  client: KubeClient;
+  names: Names;
+  objects: ServerObjects;
+  /** The server's editor Pod when it runs and serves (its container is used instead of a helper). */
+  runningEditor(name: string): V1Pod | undefined;
+  /** The command that runs code-server in the image (its extension CLI). */
+  editorCommand: string[];
+  /** DEVBOX_VSIX_DIR: .vsix files looked at before the marketplace. */
+  vsixDir?: string;
+  /** How long a helper Pod may take to run (image pull, scheduling). */
+  helperTimeoutMs?: number;
+}
+
+const EXTENSION_TIMEOUT_MS = 180_000;
+
+export class KubernetesStorage {
+  readonly #deps: StorageDeps;
+  /** Anchors made in this run, by server: the owner of the server's other objects. */
+  readonly #owners = new Map<string, Owner>();
+
+  constructor(deps: StorageDeps) {
+    this.#deps = deps;
+  }
+
+  /** The server's anchor (made when missing): every object of the server is its dependent. */
+  async owner(name: string): Promise<Owner> {
+    const known = this.#owners.get(name);
+    if (known) return known;
+    const { client, objects } = this.#deps;
+    const anchor = await client.apply<{ metadata?: { uid?: string; name?: string } }>(objects.anchor(name));
+    const owner = { uid: anchor.metadata!.uid!, name: anchor.metadata!.name! };
+    this.#owners.set(name, owner);
+    return owner;
+  }
+
+  async prepare(name: string): Promise<string> {
+    const owner = await this.owner(name);
+    await this.#deps.client.apply(this.#deps.objects.claim(name, owner));
+    return WORKSPACE;
+  }
+
+  /** True while the server has no claim; nothing is started to find that out. */
+  async #hasClaim(name: string): Promise<boolean> {
+    return (await this.#deps.client.read('v1', 'PersistentVolumeClaim', this.#deps.names.object(name))) !== undefined;
+  }
+
+  async workspaceEmpty(name: string): Promise<boolean> {
+    if (!(await this.#hasClaim(name))) return true;
+    const { stdout } = await this.#run(name, ['sh', '-c', `ls -A ${WORKSPACE} 2>/dev/null | head -n 1`]);
+    return stdout.toString('utf8').trim() === '';
+  }
+
+  async populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> {
+    const local = await fs.mkdtemp(join(tmpdir(), 'devbox-populate-'));
+    const staging = `${DATA_ROOT}/.populate-${randomBytes(4).toString('hex')}`;
+    const archive = join(local, 'source.tar');
+    try {
+      const workspace = join(local, 'workspace');
+      await fs.mkdir(workspace);
+      let entries: number | undefined;
+      if ('archive' in source) entries = await extractInto(workspace, source.archive.path, signal);
+      else await cloneInto(workspace, source.git, { schemes: source.schemes, timeoutMs: source.timeoutMs, signal });
+      await execa('tar', ['-c', '-f', archive, '-C', workspace, '--owner=0', '--group=0', '--numeric-owner', '.'], { cancelSignal: signal });
+      const size = (await fs.stat(archive)).size;
+      const moveIn = [
+        'set -e',
+        `mkdir -p ${staging} ${WORKSPACE}`,
+        `head -c ${size} | tar -x -f - -C ${staging}`,
+        // Only an empty workspace is filled.
+        `if [ -n "$(ls -A ${WORKSPACE})" ]; then rm -rf ${staging}; echo "the workspace is not empty: nothing was put into it" >&2; exit 3; fi`,
+        `for e in ${staging}/* ${staging}/.[!.]* ${staging}/..?*; do if [ -e "$e" ] || [ -L "$e" ]; then mv "$e" ${WORKSPACE}/; fi; done`,
+        `rm -rf ${staging}`,
+      ].join('\n');
+      const result = await this.#run(name, ['sh', '-c', moveIn], { stdin: createReadStream(archive), signal }).catch(async (error) => {
+        await this.#run(name, ['rm', '-rf', staging]).catch(() => undefined);
+        throw error;
+      });
+      if (result.code !== 0) throw new Error(result.stderr.trim() || `putting the source into the workspace failed (exit ${result.code})`);
+      return entries === undefined ? {} : { entries };
+    } finally {
+      await fs.rm(local, { recursive: true, force: true });
+    }
+  }
+
+  readSettings(name: string): Promise<string | undefined> {
+    return this.#readFile(name, SETTINGS_FILE);
+  }
+
+  writeSettings(name: string, text: string): Promise<void> {
+    return this.#writeFile(name, SETTINGS_FILE, text);
+  }
+
+  readAppliedSettings(name: string): Promise<string | undefined> {
+    return this.#readFile(name, APPLIED_FILE);
+  }
+
+  writeAppliedSettings(name: string, text: string): Promise<void> {
+    return this.#writeFile(name, APPLIED_FILE, text);
+  }
+
+  async installedExtensions(name: string): Promise<InstalledExtensions> {
+    if (!(await this.#hasClaim(name))) return new Map();
+    const script = `cd ${EXTENSIONS_DIR} 2>/dev/null || exit 0
+if [ -f extensions.json ]; then echo '#list'; cat extensions.json; exit 0; fi
+for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
+    const text = (await this.#run(name, ['sh', '-c', script])).stdout.toString('utf8');
+    if (text.startsWith('#list\n')) {
+      const listed = parseExtensionsList(text.slice('#list\n'.length));
+      if (listed) return listed;
+    }
+    const found: InstalledExtensions = new Map();
+    for (const line of text.split('\n')) {
+      const folder = extensionFolder(line.trim());
+      if (folder) found.set(folder.id, folder.version);
+    }
+    return found;
+  }
+
+  async installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+    // A .vsix (named by path, or found in DEVBOX_VSIX_DIR) is copied into the volume first.
+    const local = isVsixPath(id) ? id : this.#deps.vsixDir ? await findVsix(this.#deps.vsixDir, id) : undefined;
+    let target = id;
+    if (local) {
+      const bytes = await fs.readFile(local).catch(() => undefined);
+      if (!bytes) return { ok: false, message: `${local} cannot be read` };
+      target = `${DATA_ROOT}/.vsix/${randomBytes(4).toString('hex')}.vsix`;
+      await this.#writeFile(name, target, bytes);
+    }
+    const pinned = pinnedVersion(id) !== undefined || local !== undefined;
+    try {
+      return await this.#extensionCli(name, ['--install-extension', target, ...(pinned ? ['--force'] : [])], signal, judgeInstall);
+    } finally {
+      if (local) await this.#run(name, ['rm', '-f', target]).catch(() => undefined);
+    }
+  }
+
+  uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+    return this.#extensionCli(name, ['--uninstall-extension', extensionName(id)], signal, judgeUninstall);
+  }
+
+  async #extensionCli(
+    name: string, action: string[], signal: AbortSignal, judge: (code: number | undefined, output: string) => ExtensionOutcome,
+  ): Promise<ExtensionOutcome> {
+    await this.#writeFile(name, CONFIG_PATH, 'auth: none\ncert: false\n', { ifMissing: true });
+    const command = [...this.#deps.editorCommand, '--config', CONFIG_PATH, '--extensions-dir', EXTENSIONS_DIR, '--user-data-dir', USER_DATA_DIR, ...action];
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(EXTENSION_TIMEOUT_MS)]);
+    try {
+      const result = await this.#run(name, command, { signal: bounded });
+      return judge(result.code, `${result.stdout.toString('utf8')}\n${result.stderr}`);
+    } catch (error) {
+      if (signal.aborted) return { ok: false, cancelled: true };
+      return { ok: false, message: messageOf(error).slice(0, 500) };
+    }
+  }
+
+  /** Deletes every object of the server, its volume included, and returns once they are gone. */
+  async remove(name: string): Promise<void> {
+    const { client, names } = this.#deps;
+    const object = names.object(name);
+    const doomed: Array<[string, string, string]> = [
+      ['v1', 'Pod', names.storagePod(name)], ['apps/v1', 'StatefulSet', object], ['v1', 'Pod', names.editorPod(name)],
+      ['v1', 'Service', object], ['v1', 'PersistentVolumeClaim', object], ['v1', 'ConfigMap', object],
+    ];
+    for (const [apiVersion, kind, objectName] of doomed) {
+      const found = await client.read<{ metadata?: { uid?: string; labels?: Record<string, string> } }>(apiVersion, kind, objectName);
+      // Only what is labelled as this server's: a stranger's object of that name is left alone.
+      if (found && names.serverOf(found.metadata) === name) await client.delete(apiVersion, kind, objectName, { uid: found.metadata?.uid, graceSeconds: kind === 'Pod' ? 1 : undefined });
+    }
+    this.#owners.delete(name);
+    const deadline = Date.now() + 120_000;
+    for (const [apiVersion, kind, objectName] of doomed) {
+      while (true) {
+        const found = await client.read<{ metadata?: { labels?: Record<string, string> } }>(apiVersion, kind, objectName);
+        if (!found || names.serverOf(found.metadata) !== name) break;
+        if (Date.now() > deadline) throw new Error(`${kind} ${objectName} is still there two minutes after it was deleted`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  /** Ends the helper Pod (before the editor starts on the volume). */
+  async releaseHelper(name: string): Promise<void> {
+    const { client, names } = this.#deps;
+    const pod = await client.read<V1Pod>('v1', 'Pod', names.storagePod(name));
+    if (!pod || names.serverOf(pod.metadata) !== name) return;
+    await client.delete('v1', 'Pod', names.storagePod(name), { uid: pod.metadata?.uid, graceSeconds: 0 });
+    const deadline = Date.now() + 60_000;
+    while ((await client.read('v1', 'Pod', names.storagePod(name))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  }
+
+  async #readFile(name: string, path: string): Promise<string | undefined> {
+    if (!(await this.#hasClaim(name))) return undefined;
+    const result = await this.#run(name, ['sh', '-c', `if [ -f '${path}' ]; then cat '${path}'; else exit 4; fi`]);
+    if (result.code === 4) return undefined;
+    if (result.code !== 0) throw new Error(`reading ${path} failed: ${result.stderr.trim()}`);
+    return result.stdout.toString('utf8');
+  }
+
+  async #writeFile(name: string, path: string, content: string | Buffer, options: { ifMissing?: boolean } = {}): Promise<void> {
+    await this.prepare(name);
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    const dir = path.slice(0, path.lastIndexOf('/'));
+    const temp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
+    const script = `${options.ifMissing ? `[ -e '${path}' ] && exit 0; ` : ''}mkdir -p '${dir}' && head -c ${bytes.length} > '${temp}' && mv '${temp}' '${path}'`;
+    const result = await this.#run(name, ['sh', '-c', script], { stdin: Readable.from([bytes]) });
+    if (result.code !== 0) throw new Error(`writing ${path} failed: ${result.stderr.trim()}`);
+  }
+
+  /** Runs a command where the server's volume is mounted: the running editor, else the helper Pod. */
+  async #run(name: string, command: string[], options: { stdin?: Readable; signal?: AbortSignal } = {}) {
+    const where = await this.#mounted(name);
+    return this.#deps.client.exec(where.pod, where.container, command, options);
+  }
+
+  async #mounted(name: string): Promise<Mounted> {
+    const editor = this.#deps.runningEditor(name);
+    if (editor?.metadata?.name) return { pod: editor.metadata.name, container: EDITOR_CONTAINER };
+    return { pod: await this.#helper(name), container: 'storage' };
+  }
+
+  /** The helper Pod, started when missing, once it runs. */
+  async #helper(name: string): Promise<string> {
+    const { client, names, objects } = this.#deps;
+    const podName = names.storagePod(name);
+    const deadline = Date.now() + (this.#deps.helperTimeoutMs ?? 120_000);
+    while (true) {
+      let pod = await client.read<V1Pod>('v1', 'Pod', podName);
+      if (pod && names.serverOf(pod.metadata) !== name) throw new Error(`a Pod named ${podName} that this service did not make is in the way: delete or rename it`);
+      if (pod && isOver(pod)) {
+        await client.delete('v1', 'Pod', podName, { uid: pod.metadata?.uid, graceSeconds: 0 });
+        pod = undefined;
+      }
+      if (!pod) {
+        await this.prepare(name);
+        await client.apply(objects.storagePod(name, await this.owner(name))).catch((error) => {
+          // Still being deleted: the next round makes it.
+          if (!/being deleted|already exists|object is being deleted/i.test(messageOf(error))) throw error;
+        });
+      } else if (pod.status?.phase === 'Running' && podIp(pod)) {
+        return podName;
+      } else {
+        const problem = podProblem(pod);
+        if (problem && problem.reason !== 'Unschedulable' && Date.now() > deadline - 100_000) throw new Error(`the storage helper cannot run: ${problem.reason}: ${problem.message}`);
+      }
+      if (Date.now() > deadline) throw new Error(`the storage helper ${podName} did not run within ${(this.#deps.helperTimeoutMs ?? 120_000) / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
