@@ -1,6 +1,7 @@
 // Process supervision: launching an editor, stopping it, and what happens when it dies on its
 // own (spec.restartPolicy, with backoff and crash-loop detection).
 import { backoffMs } from '../core/backoff.ts';
+import { effectiveResources } from '../manifests/resources.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
 import { isRunning, type StartedEditor } from '../runtime/interface.ts';
 import { forgetEditor, type Live, type ServerRecord } from './cache.ts';
@@ -37,7 +38,9 @@ export async function startProcess(
   deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
   let launched: StartedEditor;
   try {
-    launched = await deps.runtime.start({ name, port });
+    // The manifest's resources over the config's, read now: an edit of either applies at this start.
+    const resources = effectiveResources(deps.config.runtime.kubernetes.resources, record.server?.spec.resources);
+    launched = await deps.runtime.start({ name, port, ...(resources ? { resources } : {}) });
   } catch (error) {
     const message = `could not launch the editor: ${(error as Error).message}`;
     deps.logs.event(name, 'ERROR', message);

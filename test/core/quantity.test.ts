@@ -17,9 +17,10 @@ describe('a Kubernetes quantity', () => {
     expect(quantityValue(text)).toBeUndefined();
   });
 
-  it('is refused by the config schema exactly as here', () => {
+  it('is refused by the config schema and the manifest schema exactly as here', () => {
     const patterns = [
       readProjectJson('schemas/config.schema.json').definitions.quantity.pattern,
+      readProjectJson('schemas/editorserver.schema.json').definitions.quantity.pattern,
     ].map((source: string) => new RegExp(source, 'u'));
     for (const text of ['500m', '1Gi', '1e9', '.5', '1 Gi', '1GB', '-1', 'Gi']) {
       for (const pattern of patterns) expect(pattern.test(text), text).toBe(isQuantity(text));
