@@ -6,7 +6,7 @@ import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
 import {
   EditorNotPlaced,
-  type EditorEndpoint, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult,
+  type EditorEndpoint, type EditorOutput, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../../src/runtime/interface.ts';
 import { LocalStorage } from '../../src/runtime/process-storage.ts';
@@ -59,6 +59,9 @@ interface FakeEditor {
   answers: boolean;
   /** Why it does not serve, as a cluster runtime would say (see setProblem). */
   problem?: EditorProblem;
+  /** What it printed (print), and the log streams following it. */
+  output?: EditorOutput[];
+  readers?: Set<() => void>;
 }
 
 /**
@@ -86,6 +89,8 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   /** Starts taken but not placed, by server name. */
   private readonly unplaced = new Map<string, FakeEditor>();
   private eventListeners: Array<(name: string, event: RuntimeEvent) => void> = [];
+  /** Log streams waiting for an editor to start. */
+  private readonly outputWaiters = new Set<() => void>();
   private readonly editors = new Map<number, FakeEditor>();
   /** Dead editors whose exit is not reported yet, as zombies before Node.js reaps them. */
   private readonly unreaped = new Map<number, FakeEditor>();
@@ -114,12 +119,53 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     this.unplaced.delete(spec.name);
     const editor = standing ?? { name: spec.name, ref: { kind: 'fake', id: this.nextId++ }, port: spec.port, answers: this.answersHealth };
     this.editors.set(idOf(editor.ref)!, editor);
+    for (const wake of [...this.outputWaiters]) wake();
     return { ref: editor.ref, endpoint: endpointOn(spec.port) };
   }
 
   /** The start of the server taken but not placed, if one stands. */
   unplacedOf(name: string): RuntimeRef | undefined {
     return this.unplaced.get(name)?.ref;
+  }
+
+  /** The server's live editor prints a line: its log stream (logs()) gives it, as a Pod's log would. */
+  print(name: string, line: string, stream: EditorOutput['stream'] = 'stdout'): void {
+    const editor = this.liveEditor(name);
+    (editor.output ??= []).push({ stream, line });
+    for (const wake of editor.readers ?? []) wake();
+  }
+
+  /**
+   * Like a Pod's log, one editor at a time: since 'start', what the server's running editor has
+   * printed, then what it prints; since 'now', only what it prints from now on; with no editor
+   * running, the next one's from its start. Ends when that editor exits, or the signal aborts.
+   * (Output files are the process runtime's; this runtime writes none.)
+   */
+  async *logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
+    const { signal } = options;
+    const running = () => [...this.editors.values()].find((e) => e.name === name);
+    let editor = running();
+    let at = editor && options.since !== 'start' ? editor.output?.length ?? 0 : 0;
+    for (;;) {
+      if (signal.aborted) return;
+      if (editor) {
+        const output = editor.output ?? [];
+        while (at < output.length) yield output[at++];
+        if (!this.editors.has(idOf(editor.ref)!)) return;
+      }
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal.removeEventListener('abort', wake);
+          for (const e of this.editors.values()) e.readers?.delete(wake);
+          this.outputWaiters.delete(wake);
+          resolve();
+        };
+        signal.addEventListener('abort', wake, { once: true });
+        if (editor) (editor.readers ??= new Set()).add(wake);
+        else this.outputWaiters.add(wake);
+      });
+      editor ??= running();
+    }
   }
 
   /** Says why the server's live editor does not serve (undefined: it is over), as a cluster runtime's watch would, and tells the listeners. */
@@ -229,6 +275,7 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     const editor = this.liveEditor(name);
     this.editors.delete(idOf(editor.ref)!);
     this.unreaped.set(idOf(editor.ref)!, editor);
+    for (const wake of [...editor.readers ?? []]) wake();
     return editor.ref;
   }
 
@@ -267,6 +314,7 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   private exit(editor: FakeEditor, exit: ExitInfo): void {
     const id = idOf(editor.ref)!;
     if (!this.editors.delete(id)) return;
+    for (const wake of [...editor.readers ?? []]) wake();
     this.exits.set(id, exit);
     for (const listener of this.listeners) listener(editor.name);
   }
