@@ -149,6 +149,11 @@ describe('the runtime the service starts', () => {
     expect(() => runtimeFrom({ ...env, DEVBOX_K8S_NAMESPACE: 'No_Such' }, DEFAULT_CONFIG.runtime, noFile)).toThrow('DEVBOX_K8S_NAMESPACE="No_Such" is not a namespace name');
   });
 
+  it('refuses a persistence target with the Kubernetes runtime: work lives in each server\'s volume there', () => {
+    expect(() => loadSettings({ DEVBOX_RUNTIME: 'kubernetes', DEVBOX_PERSIST_TO: '/mnt/devbox' })).toThrow(SettingsError);
+    expect(() => loadSettings({ DEVBOX_RUNTIME: 'kubernetes', DEVBOX_PERSIST_TO: '/mnt/devbox' })).toThrow('DEVBOX_PERSIST_TO keeps the folders of local editors');
+  });
+
   it('reads a kubeconfig path as the operator wrote it: relative to the working folder, ~ for the home folder', () => {
     const runtime = structuredClone(DEFAULT_CONFIG.runtime);
     runtime.kind = 'kubernetes';

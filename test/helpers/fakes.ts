@@ -6,7 +6,7 @@ import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
 import {
   EditorNotPlaced,
-  type EditorEndpoint, type EditorOutput, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult,
+  type EditorEndpoint, type EditorOutput, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult, type MachineMemory,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../../src/runtime/interface.ts';
 import { LocalStorage } from '../../src/runtime/process-storage.ts';
@@ -228,9 +228,11 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     return false;
   }
 
-  /** A machine of 6 GB. */
-  memory(): { totalMb: number; source: string } {
-    return { totalMb: 6144, source: 'a fake runtime' };
+  /** The memory the editors share: a machine of 6 GB; none (undefined), as a cluster's, when a test says so. */
+  machine: MachineMemory | undefined = { totalMb: 6144, source: 'a fake runtime' };
+
+  memory(): MachineMemory | undefined {
+    return this.machine;
   }
 
   /** Every live editor idles at 1 % CPU and 10 MB. */
