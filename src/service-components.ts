@@ -17,6 +17,7 @@ import { sameData } from './core/equal.ts';
 import { stopAllEditors } from './runtime/processes.ts';
 import type { ServiceHttp } from './service-http.ts';
 import type { Parts } from './service-parts.ts';
+import { runtimeSynced } from './service-runtime.ts';
 
 export interface StopOptions {
   /** Stop the editors too (by default they keep running, and the next start adopts them). */
@@ -68,14 +69,14 @@ export class Lifecycle {
 export function serviceComponents(
   parts: Parts, http: ServiceHttp, releaseLocks: () => Promise<void>, listen: (server: Server, settings: Settings) => Promise<void>, log: (message: string) => void,
 ): Component[] {
-  const { settings, address, live, layout, logs, ports, controller, stats, heartbeats, gitops, templates, persistence, router, assistant, feed, metrics, access, capacity } = parts;
+  const { settings, address, live, layout, logs, runtime, ports, controller, stats, heartbeats, gitops, templates, persistence, router, assistant, feed, metrics, access, capacity } = parts;
   return [
     { name: 'folder locks', stop: releaseLocks },
     { name: 'logs', stop: () => logs.close() },
     {
       // Also any editor of this data folder the controller does not track (an invalid manifest's).
       name: 'editors of this data folder',
-      stop: ({ stopEditors }) => stopEditors && stopAllEditors(layout.editorsDir, live.current.editor.stopGraceSeconds * 1000),
+      stop: ({ stopEditors }) => stopEditors && runtime.kind === 'process' && stopAllEditors(layout.editorsDir, live.current.editor.stopGraceSeconds * 1000),
     },
     {
       name: 'server feed and metrics',
@@ -99,6 +100,8 @@ export function serviceComponents(
     {
       name: 'controller',
       start: async () => {
+        // The runtime's view is current first (a cluster runtime's first list): adoption reads it.
+        await runtimeSynced(runtime, log);
         await controller.start();
         parts.controllerStarted();
       },

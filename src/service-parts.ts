@@ -43,11 +43,13 @@ import { EditorProxy } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
+import type { EditorRuntime } from './runtime/interface.ts';
 import { ProcessRuntime, type EditorEndpoint } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
+import { editorDescription, followEditorOutput, kubernetesRuntime, refusePersistence } from './service-runtime.ts';
 
 /** What the health page says without a persistence target. */
 const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';
@@ -60,11 +62,12 @@ export interface ServiceAddress {
 export type Parts = Awaited<ReturnType<typeof buildParts>>;
 
 /**
- * Builds every part. `openPersistence` is given only with a persistence target (its code is
+ * Builds every part. `editor` is the local code-server, for the process runtime (undefined with
+ * the Kubernetes runtime). `openPersistence` is given only with a persistence target (its code is
  * loaded only then); a target that cannot be used throws before anything is written.
  */
 export async function buildParts(
-  settings: Settings, editor: EditorBinary, log: (message: string) => void,
+  settings: Settings, editor: EditorBinary | undefined, log: (message: string) => void,
   openPersistence?: (deps: PersistenceParts) => Promise<PersistenceService>,
 ) {
   // `config` is what the service started with (for what only a restart changes); `live` follows the file.
@@ -84,13 +87,23 @@ export async function buildParts(
   const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
   // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
+  // The editors' runtime, by the settings: Pods in a cluster, whose output the hub reads from the
+  // runtime's log stream, or local processes (the default), writing to files the hub follows.
+  const cluster = settings.runtime?.kind === 'kubernetes' ? kubernetesRuntime(settings.runtime, log) : undefined;
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
-  const logs = new LogHub({ logsDir: layout.logsDir, maxBufferBytes: 256 * 1024 });
-  const installer = new CodeServerExtensionInstaller(editor.path);
-  const runtime = new ProcessRuntime({
-    bin: editor.path, layout, installer, outputOf: (name) => logs.rawPaths(name),
-    ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
+  const logs = new LogHub({
+    logsDir: layout.logsDir, maxBufferBytes: 256 * 1024,
+    ...(cluster ? { output: (name: string, options: { signal: AbortSignal; since: 'now' | 'start' }) => cluster.logs(name, options) } : {}),
   });
+  const installer = editor && new CodeServerExtensionInstaller(editor.path);
+  let runtime: EditorRuntime;
+  if (cluster) runtime = cluster;
+  else if (editor && installer) {
+    runtime = new ProcessRuntime({
+      bin: editor.path, layout, installer, outputOf: (name) => logs.rawPaths(name),
+      ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
+    });
+  } else throw new Error('the process runtime needs the code-server to launch');
   const ports = new PortAllocator(config.ports, (port) => runtime.portIsFree(port));
   // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
   const activity = new ActivityTracker();
@@ -135,6 +148,7 @@ export async function buildParts(
   // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
   stats.onSample(() => capacity.noticeSample());
   index.on('changed', () => capacity.noticeChange());
+  if (cluster) followEditorOutput(index, logs, Date.now());
   index.on('deleted', (name) => {
     capacity.forget(name);
     capacity.noticeChange();
@@ -169,7 +183,7 @@ export async function buildParts(
   let controllerStarted = false;
   const persistence = persistenceRef.set(await openPersistence?.({
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
-    store, layout, installer, records: index.records, logs, log,
+    store, layout, installer: installer ?? refusePersistence(), records: index.records, logs, log,
     running: () => index.running(),
     // Only once the controller has its uids: a name queued before would get a new one.
     enqueue: (name) => {
@@ -272,7 +286,7 @@ export async function buildParts(
     cors: cors.middleware(),
     before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
     routers: [
-      serviceHealthRouter({ startedAt: Date.now(), editor: editor.path, servers: () => index.records.size, sections: healthSections }),
+      serviceHealthRouter({ startedAt: Date.now(), editor: editorDescription(settings, editor), servers: () => index.records.size, sections: healthSections }),
       // GET /openapi.json: this API described for machines.
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),

@@ -17,6 +17,7 @@ import { resolveEditorBinary, type EditorBinary } from './runtime/editor-binary.
 import type { StatsSampler } from './runtime/stats.ts';
 import { Lifecycle, serviceComponents } from './service-components.ts';
 import { serviceHttp } from './service-http.ts';
+import { StartupError } from './service-errors.ts';
 import { buildParts, type PersistenceParts } from './service-parts.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 
@@ -40,8 +41,7 @@ export interface Service {
   close(options?: { stopEditors?: boolean }): Promise<void>;
 }
 
-/** A start-up refusal whose message, one line, says what to change (`npm start` exits with code 2). */
-export class StartupError extends Error {}
+export { StartupError } from './service-errors.ts';
 
 /**
  * Takes the manifests and data folders' locks, binds the port, and only then starts the controller: a
@@ -49,8 +49,9 @@ export class StartupError extends Error {}
  * until the controller has started.
  */
 export async function startService(settings: Settings, log: (message: string) => void = console.log): Promise<Service> {
-  const editor = resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
-  log(`editor: ${editor.path} (from ${editor.source})`);
+  // Pods run the editor's image: code-server is needed on this machine only for local processes.
+  const editor = settings.runtime?.kind === 'kubernetes' ? undefined : resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
+  if (editor) log(`editor: ${editor.path} (from ${editor.source})`);
   // Before anything else touches the folders: one service per manifests folder, and per data folder.
   const locks: FolderLock[] = [];
   const release = async () => {
@@ -75,7 +76,7 @@ export async function startService(settings: Settings, log: (message: string) =>
   }
 }
 
-async function serve(settings: Settings, editor: EditorBinary, releaseLocks: () => Promise<void>, log: (message: string) => void): Promise<Service> {
+async function serve(settings: Settings, editor: EditorBinary | undefined, releaseLocks: () => Promise<void>, log: (message: string) => void): Promise<Service> {
   // Git sync settings (a URL, a ref, a person's templates folder) that cannot work refuse the start.
   const gitopsRefusal = await gitOpsProblem(settings, allowedGitSchemes(settings.config.workspace, !settings.requireIdentity));
   if (gitopsRefusal) throw new StartupError(gitopsRefusal);

@@ -44,7 +44,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
   const server = record.server!;
   const status = server.status;
   const pid = pidOf(server);
-  const startTime = pid !== null ? status?.startTime ?? null : null;
+  // Whenever an editor runs, a process or not (a Pod has no pid here).
+  const startTime = status?.runtimeRef ? status.startTime ?? null : null;
   return {
     id: server.metadata.uid ?? null,
     name: displayNameOf(server),
@@ -67,6 +68,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     // spec.idleTimeoutSeconds (null: the config's editor.idleTimeoutSeconds applies), and when the controller stopped it for idleness.
     idle_timeout_seconds: server.spec.idleTimeoutSeconds ?? null,
     idle_stopped_at: status?.idleStoppedAt ?? null,
+    // spec.resources (CPU and memory in Kubernetes' shape), null when the manifest gives none.
+    resources: server.spec.resources ?? null,
     extension_status: status?.extensions ?? [],
     // What the controller has checked on the way to running: WorkspaceReady, ExtensionsInstalled, Ready…
     conditions: status?.conditions ?? [],

@@ -5,9 +5,16 @@ import type { Config } from './settings.ts';
 
 /**
  * Values read once at start-up: the work queue's worker count, the periods of the resync and
- * stats timers, and the persistence target. Everything else is read where it is used, so an edit applies at once.
+ * stats timers, the persistence target, and the runtime (which runs editors, and where in a
+ * cluster; its default resources are read at each start). Everything else is read where it is
+ * used, so an edit applies at once.
  */
-export const RESTART_ONLY = ['controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds', 'persistence.target'] as const;
+export const RESTART_ONLY = [
+  'controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds', 'persistence.target',
+  'runtime.kind', 'runtime.kubernetes.namespace', 'runtime.kubernetes.image', 'runtime.kubernetes.imagePullPolicy',
+  'runtime.kubernetes.command', 'runtime.kubernetes.storage', 'runtime.kubernetes.runAsUser', 'runtime.kubernetes.extraMounts',
+  'runtime.kubernetes.env', 'runtime.kubernetes.namePrefix', 'runtime.kubernetes.kubeconfig',
+] as const;
 
 /** The changes from `before` to `after`, one phrase each ("ports.max: 8100 -> 9000", "extensionGroups: added web"). */
 export function describeChanges(before: Config, after: Config): string[] {

@@ -1,5 +1,5 @@
 // The config file: policy for editor ports, timeouts, capacity, extension groups, workspace
-// sources, clients, access, the API's origins and persistence. Its shape (Config), the built-in
+// sources, clients, access, the API's origins, persistence and where editors run. Its shape (Config), the built-in
 // defaults (DEFAULT_CONFIG, which the shipped devbox.config.yaml repeats), and reading a file:
 // YAML or JSON, validated against schemas/config.schema.json, laid over the defaults, every
 // problem placed at its line. Environment variables are src/config/settings.ts's.
@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { formatProblem, parseYamlLocated, type FileProblem } from '../core/yaml-problems.ts';
 import { readProjectJson } from '../core/project.ts';
+import { DEFAULT_RUNTIME_CONFIG, runtimeConfigOver, runtimeConfigProblems, type RuntimeConfig } from './runtime-config.ts';
 
 export interface Config {
   ports: { min: number; max: number };
@@ -49,6 +50,8 @@ export interface Config {
   api: { allowedOrigins: string[] };
   /** Work kept across restarts (src/persistence): where, how often, what is left out, how long a deleted server is kept. */
   persistence: PersistenceConfig;
+  /** Where editors run: local processes, or Pods in a Kubernetes cluster (src/config/runtime-config.ts). */
+  runtime: RuntimeConfig;
 }
 
 /** The config's `persistence` block; without a target (here or DEVBOX_PERSIST_TO) nothing is kept. */
@@ -116,6 +119,7 @@ export const DEFAULT_CONFIG: Config = {
   admins: [],
   api: { allowedOrigins: ['*'] },
   persistence: { intervalSeconds: 300, exclude: [], retainDeletedDays: 7, maxWorkspaceMb: 2048 },
+  runtime: DEFAULT_RUNTIME_CONFIG,
 };
 
 /** What a user is, in `admins` and in the identity headers: an email address or user id, in lower case. */
@@ -157,6 +161,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },
     api: { ...structuredClone(DEFAULT_CONFIG.api), ...given.api },
     persistence: { ...structuredClone(DEFAULT_CONFIG.persistence), ...given.persistence },
+    runtime: runtimeConfigOver(given.runtime),
   };
   // Beyond JSON Schema: each placed at the field to change.
   const found: ErrorObject[] = [];
@@ -176,6 +181,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
       problem(['api', 'allowedOrigins', i], `"${origin}" is not an origin: write the scheme, host and port a page is served from, without a path (for example https://portal.example.com), or "*" for every origin`);
     }
   });
+  runtimeConfigProblems(config.runtime, problem);
   // The default ones only while their groups are there (a file may replace all the groups).
   if (!given.ui?.defaultExtensionGroups) config.ui.defaultExtensionGroups = config.ui.defaultExtensionGroups.filter((name) => Object.hasOwn(config.extensionGroups, name));
   config.ui.defaultExtensionGroups.forEach((name, i) => {

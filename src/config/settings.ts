@@ -6,12 +6,14 @@ import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, SettingsError, type Config } from './config-file.ts';
 import { parsePersistTarget } from './persist-target.ts';
+import { runtimeFrom, type RuntimeSettings } from './runtime-config.ts';
 import { workspaceUrl } from './workspace-url.ts';
 
 export {
   configFileFrom, DEFAULT_CONFIG, loadConfig, parseConfig, SettingsError, unknownExtensionGroups, USER_SHAPE,
   type Config, type ExtensionGroup, type PersistenceConfig,
 } from './config-file.ts';
+export type { KubernetesConfig, RuntimeConfig, RuntimeSettings } from './runtime-config.ts';
 
 export interface Settings {
   host: string;
@@ -41,6 +43,8 @@ export interface Settings {
   activityTracking?: boolean;
   /** Where work is kept across restarts (DEVBOX_PERSIST_TO, else the config's persistence.target); unset: nothing is kept. */
   persist?: PersistSettings;
+  /** Where editors run (DEVBOX_RUNTIME, else the config's runtime.kind) and, for a cluster, its namespace; read at start-up only. Unset: local processes. */
+  runtime?: RuntimeSettings;
   config: Config;
 }
 
@@ -223,6 +227,15 @@ export function persistFrom(env: NodeJS.ProcessEnv, config: Config): PersistSett
   return { target, from, retryInitialMs: 1000, retryMaxMs: 5 * 60_000 };
 }
 
+/** runtimeFrom's answer, a bad variable as a SettingsError (exit code 2). */
+function runtimeSettingsFrom(env: NodeJS.ProcessEnv, config: Config): RuntimeSettings {
+  try {
+    return runtimeFrom(env, config.runtime);
+  } catch (error) {
+    throw new SettingsError((error as Error).message);
+  }
+}
+
 /** Deployed as a Databricks app: the platform sets DATABRICKS_APP_PORT and DATABRICKS_APP_NAME; either one says so. */
 export function isDeployed(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.DATABRICKS_APP_PORT || env.DATABRICKS_APP_NAME);
@@ -235,6 +248,7 @@ export function isDeployed(env: NodeJS.ProcessEnv): boolean {
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { readConfig?: boolean } = {}): Settings {
   const configFile = configFileFrom(env);
   const portVariable = env.DEVBOX_PORT ? 'DEVBOX_PORT' : env.DATABRICKS_APP_PORT ? 'DATABRICKS_APP_PORT' : undefined;
+  const config = options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile);
   const settings: Settings = {
     host: env.DEVBOX_HOST || (env.DATABRICKS_APP_PORT ? '0.0.0.0' : '127.0.0.1'),
     port: portFrom(portVariable && env[portVariable], portVariable ?? 'DEVBOX_PORT', 8000),
@@ -251,8 +265,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     runRouter: switchFrom(env, 'DEVBOX_ROUTER', isDeployed(env)),
     metrics: switchFrom(env, 'DEVBOX_METRICS', true),
     activityTracking: switchFrom(env, 'DEVBOX_ACTIVITY_TRACKING', true),
-    config: options.readConfig === false ? structuredClone(DEFAULT_CONFIG) : loadConfig(configFile),
+    runtime: runtimeSettingsFrom(env, config),
+    config,
   };
   const persist = persistFrom(env, settings.config);
+  if (persist && settings.runtime?.kind === 'kubernetes') {
+    throw new SettingsError(`${persist.from} keeps the folders of local editors; with the Kubernetes runtime each server's work lives in its PersistentVolumeClaim: unset ${persist.from}, or run editors as local processes`);
+  }
   return persist ? { ...settings, persist } : settings;
 }

@@ -41,6 +41,10 @@ export interface Live {
   waking?: boolean;
   /** The fresh heartbeat read before an idle stop got no answer once: the stop waits for one more try. */
   idleReadMissed?: boolean;
+  /** The platform took the last start but has not placed the editor (EditorNotPlaced): how many tries so far. */
+  notPlaced?: { attempts: number };
+  /** What the runtime last said keeps the live editor from serving, and whether it had been Running when it came. */
+  problem?: { reason: string; message: string; whileRunning: boolean };
 }
 
 /** Forgets the editor a server had, after a stop: whatever stopped it, its live facts go the same way. */
@@ -51,6 +55,8 @@ export function forgetEditor(live: Live): void {
   live.healthy = false;
   live.lastExit = undefined;
   live.probeFailed = undefined;
+  live.notPlaced = undefined;
+  live.problem = undefined;
 }
 
 export class ServerCache {

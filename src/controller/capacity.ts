@@ -162,7 +162,7 @@ export class Capacity implements CapacityGate {
       memory_used_mb: used,
       memory_limit_mb: memory?.limitMb ?? null,
       memory_free_mb: memory ? Math.max(0, memory.limitMb - used) : null,
-      memory_limit_source: memory?.source ?? 'capacity.maxMemoryMb is 0: no limit',
+      memory_limit_source: memory?.source ?? this.#noMemoryLimit(),
       editor_estimate_mb: Math.round(this.#estimate()),
       when_full: config.whenFull,
       idle_after_seconds: config.idleAfterSeconds,
@@ -225,6 +225,13 @@ export class Capacity implements CapacityGate {
       figures: `the running editors use ${Math.round(used)} MB of ${memory.limitMb} MB (${where}) and one more needs about ${Math.round(need)} MB`,
       advice: 'stop one, or raise capacity.maxMemoryMb in the config',
     };
+  }
+
+  /** Why no memory limit applies: none was asked for, or `auto` where the runtime has no memory of its own to share. */
+  #noMemoryLimit(): string {
+    return this.#deps.config().maxMemoryMb === 0
+      ? 'capacity.maxMemoryMb is 0: no limit'
+      : 'capacity.maxMemoryMb is auto and the runtime has no memory of its own to share (a cluster\'s scheduler places each editor by its requests): no limit of ours';
   }
 
   #memoryLimit(): { limitMb: number; source: string } | undefined {

@@ -15,9 +15,11 @@ export function deriveConditions(status: EditorServerStatus): void {
   // A workspace source's step sets the condition itself (Cloning, CloneFailed, Populated).
   if (status.workspacePath && !status.conditions?.some((c) => c.type === 'WorkspaceReady' && c.reason !== 'Created')) setCondition(status, { type: 'WorkspaceReady', status: 'True', reason: 'Created' });
   const ready = status.phase === 'Running';
+  // Not ready: why, in the status's words (a crash, Unhealthy, or what the runtime said: ImagePullBackOff, NodeNotReady…).
   setCondition(status, {
     type: 'Ready',
     status: ready ? 'True' : 'False',
     reason: ready ? 'HealthzAnswered' : status.reason ?? status.phase,
+    ...(!ready && status.message ? { message: status.message } : {}),
   });
 }

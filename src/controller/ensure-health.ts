@@ -1,7 +1,10 @@
 // Step: a running editor's health. Starting until /healthz answers, Running once it does, Failed
 // (Unhealthy) when it never does or stops answering, and back to Running when it answers again.
+// While the runtime says why the editor does not serve (a problem: an image that cannot be
+// pulled, its node not ready), status says so instead: Starting with that reason if it had not
+// served yet, Failed if it had; when the problem goes, /healthz decides again.
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import { isRunning, sameRef, type EditorEndpoint } from '../runtime/interface.ts';
+import { isRunning, sameRef, type EditorEndpoint, type EditorProblem } from '../runtime/interface.ts';
 import type { Live, ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -39,6 +42,14 @@ export async function observeRunning(
   // An editor adopted without a port of its own answers on the one status recorded.
   live.endpoint ??= runtime.adopt(name, live.ref!, port)?.endpoint;
   const endpoint = live.endpoint;
+  const seen = runtime.state(name, live.ref!);
+  const problem = noticeProblem(ctx, name, live, status, seen.state === 'starting' || seen.state === 'running' ? seen.problem : undefined);
+  if (problem) {
+    Object.assign(status, { phase: (problem.whileRunning || live.probeFailed ? 'Failed' : 'Starting') as Phase, reason: problem.reason, message: problem.message });
+    await ctx.commit(record, uid, status);
+    // The runtime says when it goes (onChange); a probe that gave up is retried meanwhile, as for Unhealthy.
+    return live.probeFailed ? { requeueAfterMs: UNHEALTHY_RECHECK_MS } : undefined;
+  }
   // It answers after all (a slow first start): recover without anyone asking.
   if (live.probeFailed && endpoint && (await runtime.health(endpoint)).ok) recordHealth(live, true);
   if (live.healthy) {
@@ -51,11 +62,36 @@ export async function observeRunning(
     await ctx.commit(record, uid, status);
     return { requeueAfterMs: UNHEALTHY_RECHECK_MS };
   } else {
-    status.phase = 'Starting';
+    Object.assign(status, { phase: 'Starting' as Phase, reason: undefined, message: undefined });
     if (!live.probe && endpoint) startProbe(ctx, name, live, endpoint);
   }
   await ctx.commit(record, uid, status);
   if (live.crashTimes.length > 0) return { requeueAfterMs: STABLE_AFTER_MS };
+}
+
+/**
+ * Follows the problem the runtime reports for the live editor: said once in the server's events
+ * when it comes or changes, and when it goes. An editor that was Running when it came has stopped
+ * serving: once the problem goes it is Starting again until /healthz answers (a fresh probe).
+ */
+function noticeProblem(
+  ctx: ReconcileContext, name: string, live: Live, status: EditorServerStatus, problem: EditorProblem | undefined,
+): Live['problem'] {
+  const before = live.problem;
+  if (!problem) {
+    if (before) {
+      ctx.deps.logs.event(name, 'INFO', `${before.reason} is over: waiting for code-server to answer /healthz`);
+      live.problem = undefined;
+      live.healthy = false;
+      live.probeFailed = undefined;
+    }
+    return undefined;
+  }
+  if (before?.reason === problem.reason && before.message === problem.message) return before;
+  ctx.deps.logs.event(name, 'WARN', `${problem.reason}: ${problem.message}`);
+  const whileRunning = before?.whileRunning ?? (live.healthy && status.phase === 'Running');
+  live.problem = { reason: problem.reason, message: problem.message, whileRunning };
+  return live.problem;
 }
 
 /** Polls /healthz in the background and puts the name back on the queue when it answers. */

@@ -26,7 +26,7 @@ const PHASE_REASON: Record<Phase, string> = {
 };
 
 /** Reasons that say something went wrong, whatever the phase (a restart after a crash is Starting/BackOff). */
-const WARNING_REASON = /Fail|Invalid|Crash|BackOff|Unhealthy|InUse|Unavailable|Exited/;
+const WARNING_REASON = /Fail|Invalid|Crash|BackOff|Unhealthy|InUse|Unavailable|Exited|Unschedulable|NotReady|ErrImage/;
 
 /** Ready mirrors the phase (see conditions.ts): its changes are the phase's events already. */
 const DERIVED_CONDITIONS = new Set(['Ready']);

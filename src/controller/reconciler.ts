@@ -29,7 +29,7 @@ import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
 import { TerminalError, type ReconcileResult } from './queue.ts';
 import { clearProcess, commitStatus } from './status-commit.ts';
-import { recordCrash, startProcess, stopForShutdown, stopProcess } from './supervision.ts';
+import { recordCrash, startProcess, stopForShutdown, stopProcess, withdrawStart } from './supervision.ts';
 
 // Re-exported for the modules (and tests) that import them from here.
 export type { LogLevel, ServerRecord };
@@ -57,6 +57,12 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     this.operations = new Operations((name) => deps.enqueue(name), (message) => this.log(message));
     // An editor exited (or became ready): look at the server again; its state says how it ended.
     deps.runtime.onChange((name) => deps.enqueue(name));
+    // What the platform says about an editor (Kubernetes events) is the server's event too.
+    deps.runtime.onEvent((name, event) => {
+      if (!this.records.has(name)) return;
+      deps.logs.event(name, event.level, `${event.reason}: ${event.message}`);
+      this.events.add(name, { time: new Date().toISOString(), type: event.level === 'WARN' ? 'Warning' : 'Normal', reason: event.reason, message: event.message });
+    });
   }
 
   nameOfUid(uid: string): string | undefined {
@@ -238,6 +244,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     switch (action.kind) {
       case 'stop': {
         if (action.stopEditor) await stopProcess(this, record, uid, status, 'stopped on request');
+        // A start the platform has not placed yet still stands there: withdrawn through list().
+        else if (live.notPlaced) await withdrawStart(this, name);
         clearIdleStop(status, live);
         live.crashTimes = [];
         live.nextRestartAt = undefined;

@@ -1,8 +1,10 @@
 // Process supervision: launching an editor, stopping it, and what happens when it dies on its
-// own (spec.restartPolicy, with backoff and crash-loop detection).
+// own (spec.restartPolicy, with backoff and crash-loop detection), or when the platform has not
+// placed it anywhere yet (a Pod the scheduler cannot fit: Pending, asked again with backoff).
 import { backoffMs } from '../core/backoff.ts';
+import { effectiveResources } from '../manifests/resources.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import { isRunning, type StartedEditor } from '../runtime/interface.ts';
+import { EditorNotPlaced, isRunning, type StartedEditor } from '../runtime/interface.ts';
 import { forgetEditor, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import { startProbe } from './ensure-health.ts';
@@ -10,6 +12,8 @@ import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
 
 const CRASH_WINDOW_MS = 10 * 60_000;
+/** A start the platform has not placed is asked again after 1 s, 2 s … up to this (the runtime's news of the Pod wakes it sooner). */
+const NOT_PLACED_MAX_BACKOFF_MS = 30_000;
 
 export async function startProcess(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
@@ -34,16 +38,22 @@ export async function startProcess(
   if (record.server?.status?.port !== port) {
     if ((await ctx.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
   }
-  deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
+  // Asking again for a start the platform has not placed yet is not a new start.
+  if (!live.notPlaced) deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
   let launched: StartedEditor;
   try {
-    launched = await deps.runtime.start({ name, port });
+    // The manifest's resources over the config's, read now: an edit of either applies at this start.
+    const resources = effectiveResources(deps.config.runtime.kubernetes.resources, record.server?.spec.resources);
+    launched = await deps.runtime.start({ name, port, ...(resources ? { resources } : {}) });
   } catch (error) {
+    if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, live, error);
     const message = `could not launch the editor: ${(error as Error).message}`;
     deps.logs.event(name, 'ERROR', message);
     await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
     throw error;
   }
+  if (live.notPlaced) deps.logs.event(name, 'INFO', 'placed: the editor is starting');
+  live.notPlaced = undefined;
   live.ref = launched.ref;
   live.endpoint = launched.endpoint;
   live.healthy = false;
@@ -60,6 +70,33 @@ export async function startProcess(
     startTime: new Date().toISOString(),
   });
   await ctx.commit(record, uid, status);
+}
+
+/**
+ * The platform took the start but has not placed the editor (a Pod Pending as Unschedulable):
+ * the server is Pending with the platform's reason and words, said once in its events (not at
+ * every try), and the start is asked again with backoff. No editor is recorded, so nothing counts
+ * as a crash; the request stands in the platform, and a stop finds it through list().
+ */
+async function notPlaced(
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, error: EditorNotPlaced,
+): Promise<ReconcileResult> {
+  const { reason, message } = error.problem;
+  const attempts = (live.notPlaced?.attempts ?? 0) + 1;
+  live.notPlaced = { attempts };
+  const before = record.server?.status;
+  if (before?.phase !== 'Pending' || before.reason !== reason || before.message !== message) {
+    ctx.deps.logs.event(record.name, 'WARN', `not started yet: ${reason}: ${message}`);
+  }
+  await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Pending', reason, message });
+  return { requeueAfterMs: backoffMs(attempts, { initialMs: 1000, maxMs: NOT_PLACED_MAX_BACKOFF_MS }) };
+}
+
+/** Withdraws a start the platform has not placed (it stands there, without a reference here). */
+export async function withdrawStart(ctx: ReconcileContext, name: string): Promise<void> {
+  await stopEditorsOf(ctx, name);
+  ctx.cache.live(name).notPlaced = undefined;
+  ctx.deps.logs.event(name, 'INFO', 'the start that was not placed yet is withdrawn');
 }
 
 export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, why: string): Promise<void> {

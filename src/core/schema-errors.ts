@@ -1,5 +1,6 @@
 // ajv's errors in words, for every schema the service checks (manifests, config, request bodies).
 import type { ErrorObject } from 'ajv';
+import { QUANTITY_HINT } from './quantity.ts';
 
 /** Turns ajv's errors into lines a person can act on: `spec.port: must be <= 65535`. */
 export function describeErrors(errors: ErrorObject[] | null | undefined): string[] {
@@ -12,6 +13,8 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): string
     if (e.keyword === 'const') return `${where}: must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
     if (e.keyword === 'pattern' && where === 'metadata.name') return `${where}: must be a DNS-1123 label (lower-case letters, digits and "-", at most 63)`;
     if (e.keyword === 'pattern' && where === 'name') return 'name: must not be blank';
+    // A Kubernetes quantity (resources, a volume's size): its grammar in words, not its pattern.
+    if (e.schemaPath.includes('/quantity/')) return `${where}: ${QUANTITY_HINT}`;
     return `${where}: ${e.message}`;
   });
 }

@@ -5,40 +5,24 @@
 // - a batch is split on its bytes (line-batch.ts), stamped with one time, written to server.log
 //   as one buffer, and its offset saved once;
 // - a token bucket (rate-limit.ts) lets at most so many lines a second become entries; the
-//   others are counted and reported by a marker entry, and still written to server.log.
+//   others are counted and reported by a marker entry, and still written to server.log
+//   (output-batches.ts).
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { LogEntry, LogLevel, LogSource } from './entry.ts';
+import type { LogLevel } from './entry.ts';
 import { RawLogFollower } from './follower.ts';
-import { lineRanges, lineText, prefixedLines } from './line-batch.ts';
-import type { RotatingLogFile } from './log-file.ts';
-import { droppedMarker, type LineRateLimit } from './rate-limit.ts';
+import { OutputBatches, type OutputBatchesOptions } from './output-batches.ts';
 
-/** A marker reports at most this much time of dropped lines; a pause in the output reports the rest at once. */
-const MARKER_INTERVAL_MS = 1000;
-/** Entries handed on in one turn of the event loop, at most. */
-const SLICE_LINES = 512;
 /** While output is read in batches, offsets are saved at most this often. */
 const COMMIT_INTERVAL_MS = 1000;
 
-export interface OutputCaptureOptions {
+export interface OutputCaptureOptions extends OutputBatchesOptions {
   stdout: string;
   stderr: string;
-  /** server.log, which receives every line. */
-  file: RotatingLogFile;
   /** editor.out/err are emptied once read past this size. */
   maxFileBytes: number;
   batchIntervalMs: number;
-  clock: () => number;
-  /** Undefined: no limit. */
-  limit: LineRateLimit | undefined;
-  /** Makes an entry of the server's. */
-  entry: (level: LogLevel, source: LogSource, message: string, timestamp: string) => LogEntry;
-  /** Hands new entries on (memory, subscribers); `messageBytes[i]`: entry i's message in UTF-8 bytes, where known. */
-  publish: (entries: LogEntry[], messageBytes: readonly number[]) => void;
-  /** Lines the rate limit just dropped. */
-  dropped: (count: number) => void;
   failed: (err: unknown) => void;
 }
 
@@ -63,14 +47,11 @@ export class OutputCapture {
   #pumping: Promise<void> | undefined;
   #dirty = false;
   #stopped = false;
-  /** Lines the rate limit dropped since the capture began. */
-  #dropped = 0;
-  /** Of those, the ones no marker has reported yet, and the clock's time at the first of them. */
-  #undeclared = 0;
-  #undeclaredSince = 0;
+  readonly #batches: OutputBatches;
 
   constructor(options: OutputCaptureOptions) {
     this.#options = options;
+    this.#batches = new OutputBatches(options);
     this.#dir = path.dirname(options.stdout);
     this.#streams = [
       { follower: new RawLogFollower(options.stdout, `${options.stdout}.offset`), level: 'INFO' },
@@ -79,7 +60,7 @@ export class OutputCapture {
   }
 
   get dropped(): number {
-    return this.#dropped;
+    return this.#batches.dropped;
   }
 
   /** Starts watching and reads what is there; the error if the folder cannot be watched (the hub's poll carries on). */
@@ -170,7 +151,7 @@ export class OutputCapture {
       this.#batchTimer.unref();
       return;
     }
-    if (this.#undeclared > 0) this.#options.publish([this.#marker(new Date(this.#options.clock()).toISOString())], []);
+    this.#batches.quiet();
     if (this.#batching) {
       this.#batching = false;
       for (const { follower } of this.#streams) void follower.release().catch(this.#options.failed);
@@ -202,49 +183,10 @@ export class OutputCapture {
   }
 
   // Entries first reach server.log and only then is the offset saved: a crash in between
-  // can repeat those lines after a restart but never lose them. Every line reaches server.log,
-  // those the rate limit dropped included: editor.out is emptied once read, and nothing is lost.
+  // can repeat those lines after a restart but never lose them.
   async #store(stream: OutputStream, data: Buffer): Promise<void> {
-    const ranges = lineRanges(data);
-    const count = ranges.starts.length;
-    if (count > 0) {
-      const { clock, limit, entry } = this.#options;
-      const now = clock();
-      const timestamp = new Date(now).toISOString();
-      // Queued now, so that server.log keeps the batch ahead of any event recorded meanwhile.
-      const written = this.#options.file.appendBytes(prefixedLines(data, ranges, Buffer.from(`${timestamp} [${stream.level}] [server] `)));
-      written.catch(() => {}); // awaited below; not an unhandled rejection while the slices run
-      const kept = limit ? limit.take(count) : count;
-      if (kept < count) {
-        if (this.#undeclared === 0) this.#undeclaredSince = now;
-        this.#undeclared += count - kept;
-        this.#dropped += count - kept;
-        this.#options.dropped(count - kept);
-      }
-      // At most SLICE_LINES entries a turn of the event loop: a backlog read at once (up to a
-      // read's 256 KiB) must not hold up the requests of every other editor meanwhile.
-      for (let from = 0; from < kept || from === 0; from += SLICE_LINES) {
-        if (from > 0) await new Promise((resolve) => setImmediate(resolve));
-        const to = Math.min(kept, from + SLICE_LINES);
-        const entries: LogEntry[] = [];
-        const sizes: number[] = [];
-        for (let i = from; i < to; i++) {
-          entries.push(entry(stream.level, 'server', lineText(data, ranges, i), timestamp));
-          sizes.push(ranges.ends[i] - ranges.starts[i]);
-        }
-        if (to === kept && this.#undeclared > 0 && now - this.#undeclaredSince >= MARKER_INTERVAL_MS) entries.push(this.#marker(timestamp));
-        this.#options.publish(entries, sizes);
-      }
-      await written;
-    }
+    await this.#batches.store(stream.level, data);
     // While batching, the offset is saved about once a second (and on stop), not after every batch.
     await stream.follower.commit(this.#batching ? COMMIT_INTERVAL_MS : 0);
-  }
-
-  /** The marker entry for the dropped lines no marker has reported yet. */
-  #marker(timestamp: string): LogEntry {
-    const message = droppedMarker(this.#undeclared, this.#options.limit?.linesPerSec ?? 0);
-    this.#undeclared = 0;
-    return this.#options.entry('WARN', 'controller', message, timestamp);
   }
 }

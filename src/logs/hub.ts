@@ -1,6 +1,7 @@
 // The log hub: follows each editor's output files (capture.ts, at a bounded cost per editor),
-// records controller events, keeps a bounded history per server in memory and on disk, and
-// tells subscribers about every new entry.
+// or, for a runtime that writes none here, its log stream while the editor runs
+// (stream-capture.ts); records controller events, keeps a bounded history per server in memory
+// and on disk, and tells subscribers about every new entry.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { OutputCapture } from './capture.ts';
 import { EntryRing, entryBytes } from './entry-ring.ts';
 import { RotatingLogFile, readTailLines } from './log-file.ts';
 import { LineRateLimit } from './rate-limit.ts';
+import { StreamCapture, type EditorOutputSource } from './stream-capture.ts';
 
 export interface LogHubOptions {
   logsDir: string;
@@ -34,6 +36,11 @@ export interface LogHubOptions {
   clock?: () => number;
   /** Where failures to read or write log files are reported. Default console.error. */
   log?: (message: string) => void;
+  /**
+   * For a runtime that writes no output files here: its log stream, read for each server while
+   * follow() says its editor runs. Unset: each server's editor.out and editor.err are followed.
+   */
+  output?: EditorOutputSource;
 }
 
 // Defined in entry.ts; re-exported for the modules that import it from here.
@@ -44,11 +51,13 @@ type Listener = (entry: LogEntry) => void;
 type BatchListener = (entries: readonly LogEntry[]) => void;
 
 const DEFAULT_LINES_PER_SEC = 5000;
+/** How long a stream is still read after its editor stopped, for its last lines. */
+const DRAIN_MS = 5000;
 
 interface Tracked {
   server: TrackedServer;
   file: RotatingLogFile;
-  capture: OutputCapture;
+  capture: OutputCapture | StreamCapture;
   ring: EntryRing;
   stopped: boolean;
 }
@@ -77,6 +86,7 @@ export class LogHub {
   readonly #batchIntervalMs: number;
   readonly #clock: () => number;
   readonly #log: (message: string) => void;
+  readonly #output: EditorOutputSource | undefined;
   readonly #servers = new Map<string, Tracked>();
   readonly #listeners = new Map<string | null, Set<Listener>>();
   readonly #batchListeners = new Map<string | null, Set<BatchListener>>();
@@ -94,6 +104,7 @@ export class LogHub {
     this.#batchIntervalMs = options.batchIntervalMs ?? 50;
     this.#clock = options.clock ?? (() => Date.now());
     this.#log = options.log ?? ((message) => console.error(message));
+    this.#output = options.output;
     this.#pollTimer = setInterval(() => {
       for (const tracked of this.#servers.values()) tracked.capture.pump();
     }, options.pollIntervalMs ?? 1000);
@@ -112,9 +123,10 @@ export class LogHub {
   }
 
   /**
-   * Starts following a server's editor.out (INFO) and editor.err (WARN). Idempotent; a second
-   * call only updates the id and display name. Reloads history from server.log, so after a
-   * service restart tail() answers as before and reading resumes at the saved offsets.
+   * Starts following a server's editor.out (INFO) and editor.err (WARN), or with an output
+   * source, makes ready to follow its stream (follow()). Idempotent; a second call only updates
+   * the id and display name. Reloads history from server.log, so after a service restart tail()
+   * answers as before and reading resumes at the saved offsets.
    */
   track(server: TrackedServer): void {
     const existing = this.#servers.get(server.name);
@@ -128,23 +140,25 @@ export class LogHub {
     const { dir, stdout, stderr } = this.rawPaths(server.name);
     fs.mkdirSync(dir, { recursive: true });
     // Create the output files so they can be watched before the editor first starts.
-    for (const file of [stdout, stderr]) fs.closeSync(fs.openSync(file, 'a'));
+    if (!this.#output) for (const file of [stdout, stderr]) fs.closeSync(fs.openSync(file, 'a'));
 
     const file = new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
+    const batches = {
+      file,
+      clock: this.#clock,
+      limit: this.#linesPerSec > 0 ? new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock }) : undefined,
+      entry: (level: LogLevel, source: LogSource, message: string, timestamp: string) => this.#entry(tracked, level, source, message, timestamp),
+      publish: (entries: LogEntry[], messageBytes: readonly number[]) => this.#publish(tracked, entries, messageBytes),
+      dropped: (count: number) => (this.#dropped += count),
+      failed: (err: unknown) => this.#reportFailure(tracked, err),
+      batchIntervalMs: this.#batchIntervalMs,
+    };
     const tracked: Tracked = {
       server: ownStrings(server),
       file,
-      capture: new OutputCapture({
-        stdout, stderr, file,
-        maxFileBytes: this.#maxFileBytes,
-        batchIntervalMs: this.#batchIntervalMs,
-        clock: this.#clock,
-        limit: this.#linesPerSec > 0 ? new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock }) : undefined,
-        entry: (level, source, message, timestamp) => this.#entry(tracked, level, source, message, timestamp),
-        publish: (entries, messageBytes) => this.#publish(tracked, entries, messageBytes),
-        dropped: (count) => (this.#dropped += count),
-        failed: (err) => this.#reportFailure(tracked, err),
-      }),
+      capture: this.#output
+        ? new StreamCapture({ ...batches, name: server.name, source: this.#output })
+        : new OutputCapture({ ...batches, stdout, stderr, maxFileBytes: this.#maxFileBytes }),
       ring: new EntryRing(this.#maxBufferBytes),
       stopped: false,
     };
@@ -155,6 +169,22 @@ export class LogHub {
     this.#servers.set(server.name, tracked);
     const failed = tracked.capture.start();
     if (failed) this.#log(`logs: cannot watch ${dir}, polling only: ${failed.message}`);
+  }
+
+  /**
+   * With an output source: the server's editor runs, so its stream is read (a stream already read
+   * carries on). `since` 'start' for an editor launched in this run of the service (its whole
+   * output is new), 'now' for one adopted. Without a source (output files) it does nothing.
+   */
+  follow(name: string, since: 'now' | 'start'): void {
+    const capture = this.#servers.get(name)?.capture;
+    if (capture instanceof StreamCapture) capture.follow(since);
+  }
+
+  /** With an output source: the server's editor no longer runs; its stream is read a few seconds more, for its last lines. */
+  unfollow(name: string): void {
+    const capture = this.#servers.get(name)?.capture;
+    if (capture instanceof StreamCapture) capture.unfollow(DRAIN_MS);
   }
 
   /** Records a controller event for a tracked server; an unknown name is ignored. */

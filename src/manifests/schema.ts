@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject } from 'ajv';
 import { projectFile, readProjectJson } from '../core/project.ts';
 import { settingsProblems } from './limits.ts';
+import { resourceProblems } from './resources.ts';
 import type { EditorServer } from './types.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
@@ -29,6 +30,11 @@ export function manifestErrors(value: unknown, fileName?: string): ErrorObject[]
   // The same limits as POST /servers, so no file carries what the API refuses.
   const settings = (value as EditorServer | null)?.spec?.settings;
   if (settings !== null && typeof settings === 'object') errors.push(...settingsProblems(settings).map((p) => ownError('/spec/settings', p)));
+  // A request above its limit, which the cluster would refuse.
+  const resources = (value as EditorServer | null)?.spec?.resources;
+  if (resources !== null && typeof resources === 'object') {
+    errors.push(...resourceProblems(resources).map(([path, message]) => ownError(`/spec/resources/${path.join('/')}`, message)));
+  }
   const name = (value as EditorServer | null)?.metadata?.name;
   if (fileName !== undefined && typeof name === 'string' && name !== fileName) {
     errors.push(ownError('/metadata/name', `"${name}" must equal the file name "${fileName}"`));

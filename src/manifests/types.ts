@@ -1,4 +1,7 @@
 // The EditorServer resource: one YAML manifest per server, shaped like a Kubernetes object.
+import type { Resources } from './resources.ts';
+
+export type { Resources };
 
 export const API_VERSION = 'devbox.dev/v1alpha1';
 export const KIND = 'EditorServer';
@@ -37,6 +40,8 @@ export interface EditorServerSpec {
   extensionGroups?: string[];
   extensions?: string[];
   settings?: Record<string, unknown>;
+  /** CPU and memory in Kubernetes' own shape, over the config's runtime.kubernetes.resources; local processes ignore them. */
+  resources?: Resources;
 }
 
 export interface Condition {

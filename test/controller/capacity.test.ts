@@ -105,4 +105,18 @@ describe('Capacity', () => {
     capacity.noticeChange();
     expect(queued).toEqual(['b']);
   });
+
+  it('sets no memory limit of its own with auto on a runtime without memory to share (a cluster: the scheduler decides)', () => {
+    const running = new Set(['a', 'b', 'c']);
+    const cluster = new Capacity({
+      config: () => ({ ...DEFAULT_CONFIG.capacity, maxMemoryMb: 'auto' }),
+      running: () => running,
+      memoryOf: () => 4096,
+      lastUsed: () => undefined,
+      enqueue: () => {},
+      machine: () => undefined,
+    });
+    expect(cluster.admit('d')).toEqual({ kind: 'admitted' });
+    expect(cluster.read()).toMatchObject({ memory_limit_mb: null, memory_free_mb: null, memory_limit_source: expect.stringContaining('no limit of ours') });
+  });
 });

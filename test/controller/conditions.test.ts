@@ -21,5 +21,9 @@ describe('conditions', () => {
     const failed: EditorServerStatus = { phase: 'Failed', reason: 'Crashed' };
     deriveConditions(failed);
     expect(failed.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'Crashed' })]);
+    // The status's words come along: what the runtime said keeps the editor from serving.
+    const pulling: EditorServerStatus = { phase: 'Starting', reason: 'ImagePullBackOff', message: 'Back-off pulling image' };
+    deriveConditions(pulling);
+    expect(pulling.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'ImagePullBackOff', message: 'Back-off pulling image' })]);
   });
 });

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import type { Clock } from '../../src/core/clock.ts';
 import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
-import type {
-  EditorEndpoint, EditorRuntime, EditorState, EditorUsage, ExitInfo, HealthResult, RunningEditor, RuntimeRef, StartedEditor, StartSpec,
+import {
+  EditorNotPlaced,
+  type EditorEndpoint, type EditorOutput, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult, type MachineMemory,
+  type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../../src/runtime/interface.ts';
 import { LocalStorage } from '../../src/runtime/process-storage.ts';
 import type { DataLayout } from '../../src/workspace/layout.ts';
@@ -55,6 +57,11 @@ interface FakeEditor {
   port: number;
   /** Answers /healthz (set at start from FakeRuntime.answersHealth). */
   answers: boolean;
+  /** Why it does not serve, as a cluster runtime would say (see setProblem). */
+  problem?: EditorProblem;
+  /** What it printed (print), and the log streams following it. */
+  output?: EditorOutput[];
+  readers?: Set<() => void>;
 }
 
 /**
@@ -73,6 +80,17 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   answersHealth = true;
   /** Ports portIsFree() reports as held by a program the service does not manage. */
   readonly heldPorts = new Set<number>();
+  /**
+   * Set to have the platform take starts without placing them, as a cluster without room does:
+   * start() throws EditorNotPlaced, and the request stands (list() and stop() see it) until a
+   * start after this is cleared places it.
+   */
+  notPlaced: EditorProblem | undefined;
+  /** Starts taken but not placed, by server name. */
+  private readonly unplaced = new Map<string, FakeEditor>();
+  private eventListeners: Array<(name: string, event: RuntimeEvent) => void> = [];
+  /** Log streams waiting for an editor to start. */
+  private readonly outputWaiters = new Set<() => void>();
   private readonly editors = new Map<number, FakeEditor>();
   /** Dead editors whose exit is not reported yet, as zombies before Node.js reaps them. */
   private readonly unreaped = new Map<number, FakeEditor>();
@@ -91,14 +109,84 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   async start(spec: StartSpec): Promise<StartedEditor> {
     if (this.launchError) throw this.launchError;
     await this.prepare(spec.name);
-    const ref = { kind: 'fake', id: this.nextId++ };
-    this.editors.set(ref.id, { name: spec.name, ref, port: spec.port, answers: this.answersHealth });
     this.launches.push(spec);
-    return { ref, endpoint: endpointOn(spec.port) };
+    // A request that stands is found again, not made twice.
+    const standing = this.unplaced.get(spec.name);
+    if (this.notPlaced) {
+      if (!standing) this.unplaced.set(spec.name, { name: spec.name, ref: { kind: 'fake', id: this.nextId++ }, port: spec.port, answers: this.answersHealth });
+      throw new EditorNotPlaced(this.notPlaced);
+    }
+    this.unplaced.delete(spec.name);
+    const editor = standing ?? { name: spec.name, ref: { kind: 'fake', id: this.nextId++ }, port: spec.port, answers: this.answersHealth };
+    this.editors.set(idOf(editor.ref)!, editor);
+    for (const wake of [...this.outputWaiters]) wake();
+    return { ref: editor.ref, endpoint: endpointOn(spec.port) };
+  }
+
+  /** The start of the server taken but not placed, if one stands. */
+  unplacedOf(name: string): RuntimeRef | undefined {
+    return this.unplaced.get(name)?.ref;
+  }
+
+  /** The server's live editor prints a line: its log stream (logs()) gives it, as a Pod's log would. */
+  print(name: string, line: string, stream: EditorOutput['stream'] = 'stdout'): void {
+    const editor = this.liveEditor(name);
+    (editor.output ??= []).push({ stream, line });
+    for (const wake of editor.readers ?? []) wake();
+  }
+
+  /**
+   * Like a Pod's log, one editor at a time: since 'start', what the server's running editor has
+   * printed, then what it prints; since 'now', only what it prints from now on; with no editor
+   * running, the next one's from its start. Ends when that editor exits, or the signal aborts.
+   * (Output files are the process runtime's; this runtime writes none.)
+   */
+  async *logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
+    const { signal } = options;
+    const running = () => [...this.editors.values()].find((e) => e.name === name);
+    let editor = running();
+    let at = editor && options.since !== 'start' ? editor.output?.length ?? 0 : 0;
+    for (;;) {
+      if (signal.aborted) return;
+      if (editor) {
+        const output = editor.output ?? [];
+        while (at < output.length) yield output[at++];
+        if (!this.editors.has(idOf(editor.ref)!)) return;
+      }
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal.removeEventListener('abort', wake);
+          for (const e of this.editors.values()) e.readers?.delete(wake);
+          this.outputWaiters.delete(wake);
+          resolve();
+        };
+        signal.addEventListener('abort', wake, { once: true });
+        if (editor) (editor.readers ??= new Set()).add(wake);
+        else this.outputWaiters.add(wake);
+      });
+      editor ??= running();
+    }
+  }
+
+  /** Says why the server's live editor does not serve (undefined: it is over), as a cluster runtime's watch would, and tells the listeners. */
+  setProblem(name: string, problem: EditorProblem | undefined): void {
+    this.liveEditor(name).problem = problem;
+    for (const listener of this.listeners) listener(name);
+  }
+
+  /** Something the platform says about the server's editor (a Kubernetes event). */
+  emitEvent(name: string, event: RuntimeEvent): void {
+    for (const listener of this.eventListeners) listener(name, event);
   }
 
   /** Stops only the live editor started for that very name; records every stop done. */
   async stop(name: string, ref: RuntimeRef): Promise<boolean> {
+    const standing = this.unplaced.get(name);
+    if (standing && idOf(standing.ref) === idOf(ref)) {
+      this.unplaced.delete(name);
+      this.stops.push(standing.ref);
+      return true;
+    }
     const editor = this.editorOf(ref);
     if (editor?.name !== name) return false;
     this.stops.push(editor.ref);
@@ -110,7 +198,10 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     const id = idOf(ref);
     const editor = this.editorOf(ref) ?? (id === undefined ? undefined : this.unreaped.get(id));
     if (editor && editor.name !== name) return { state: 'foreign' };
-    if (id !== undefined && this.editors.has(id)) return { state: 'running', endpoint: endpointOn(editor!.port) };
+    if (id !== undefined && this.editors.has(id)) {
+      // An editor with a problem is not serving: starting, with the runtime's reason, as a Pod not Ready.
+      return editor!.problem ? { state: 'starting', endpoint: endpointOn(editor!.port), problem: editor!.problem } : { state: 'running', endpoint: endpointOn(editor!.port) };
+    }
     if (id !== undefined && this.unreaped.has(id)) return { state: 'exited', exit: undefined };
     const exit = id === undefined ? undefined : this.exits.get(id);
     return exit ? { state: 'exited', exit } : ref.kind === this.kind ? { state: 'gone' } : { state: 'foreign' };
@@ -122,7 +213,7 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   }
 
   async list(): Promise<RunningEditor[]> {
-    return [...this.editors.values()].map((e) => ({ name: e.name, port: e.port, ref: e.ref }));
+    return [...this.editors.values(), ...this.unplaced.values()].map((e) => ({ name: e.name, port: e.port, ref: e.ref }));
   }
 
   async health(endpoint: EditorEndpoint): Promise<HealthResult> {
@@ -137,9 +228,11 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     return false;
   }
 
-  /** A machine of 6 GB. */
-  memory(): { totalMb: number; source: string } {
-    return { totalMb: 6144, source: 'a fake runtime' };
+  /** The memory the editors share: a machine of 6 GB; none (undefined), as a cluster's, when a test says so. */
+  machine: MachineMemory | undefined = { totalMb: 6144, source: 'a fake runtime' };
+
+  memory(): MachineMemory | undefined {
+    return this.machine;
   }
 
   /** Every live editor idles at 1 % CPU and 10 MB. */
@@ -151,8 +244,9 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     this.listeners.push(listener);
   }
 
-  /** Local processes have no platform to speak about them. */
-  onEvent(): void {}
+  onEvent(listener: (name: string, event: RuntimeEvent) => void): void {
+    this.eventListeners.push(listener);
+  }
 
   /** Its view (the editors' folders and /proc) is read as asked: current at once. */
   async synced(): Promise<void> {}
@@ -183,6 +277,7 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     const editor = this.liveEditor(name);
     this.editors.delete(idOf(editor.ref)!);
     this.unreaped.set(idOf(editor.ref)!, editor);
+    for (const wake of [...editor.readers ?? []]) wake();
     return editor.ref;
   }
 
@@ -197,11 +292,13 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
 
   dispose(): void {
     this.listeners = [];
+    this.eventListeners = [];
   }
 
   /** Forgets every editor. */
   async close(): Promise<void> {
     this.editors.clear();
+    this.unplaced.clear();
     this.listeners = [];
   }
 
@@ -219,6 +316,7 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   private exit(editor: FakeEditor, exit: ExitInfo): void {
     const id = idOf(editor.ref)!;
     if (!this.editors.delete(id)) return;
+    for (const wake of [...editor.readers ?? []]) wake();
     this.exits.set(id, exit);
     for (const listener of this.listeners) listener(editor.name);
   }

@@ -57,6 +57,8 @@ export interface SettingsOverrides {
   persistTo?: string;
   /** More of the persistence settings: retry waits, the clock. */
   persist?: Partial<PersistSettings>;
+  /** Where editors run (DEVBOX_RUNTIME's settings); unset: local processes. */
+  runtime?: Settings['runtime'];
 }
 
 export async function makeSettings(overrides: SettingsOverrides = {}): Promise<Settings> {
@@ -74,6 +76,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     gitSync: overrides.gitSync ?? {},
     ...(overrides.platform ? { platform: overrides.platform } : {}),
     runRouter: overrides.runRouter ?? false,
+    ...(overrides.runtime ? { runtime: overrides.runtime } : {}),
     ...(overrides.configFile ? { configFile: overrides.configFile } : {}),
     ...(overrides.persistTo ? { persist: { target: overrides.persistTo, from: 'DEVBOX_PERSIST_TO' as const, retryInitialMs: 50, retryMaxMs: 1000, ...overrides.persist } } : {}),
     config: overrides.configFile ? loadConfig(overrides.configFile) : {

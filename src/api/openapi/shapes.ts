@@ -69,6 +69,10 @@ export const SCHEMAS: Record<string, Schema> = {
     restart_policy: { enum: ['Never', 'OnFailure', 'Always'] },
     idle_timeout_seconds: nullable('number', { description: 'spec.idleTimeoutSeconds; null: the config\'s editor.idleTimeoutSeconds applies.' }),
     idle_stopped_at: nullable('string', { format: 'date-time', description: 'When the controller stopped it for idleness.' }),
+    resources: {
+      anyOf: [ref('Resources'), { type: 'null' }],
+      description: 'spec.resources: CPU and memory in Kubernetes\' shape, over the config\'s defaults (the Kubernetes runtime enforces them, local processes ignore them); null when the manifest gives none.',
+    },
     extension_status: { type: 'array', items: ref('ExtensionStatus') },
     conditions: { type: 'array', items: ref('Condition') },
     generation: nullable('integer', { description: 'Spec changes counted (metadata.generation).' }),
@@ -79,6 +83,15 @@ export const SCHEMAS: Record<string, Schema> = {
       description: 'Its snapshots at the persistence target (DEVBOX_PERSIST_TO); null when the service keeps none.',
     },
   }, ['id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb', 'manifest', 'phase']),
+
+  Resources: object({
+    requests: ref('ResourceAmounts'),
+    limits: ref('ResourceAmounts'),
+  }, []),
+  ResourceAmounts: object({
+    cpu: { type: 'string', description: 'A Kubernetes quantity: "500m", "2".' },
+    memory: { type: 'string', description: 'A Kubernetes quantity: "512Mi", "2Gi".' },
+  }, []),
 
   PersistenceState: object({
     last_snapshot_at: nullable('string', { format: 'date-time', description: 'When the last snapshot was committed; null before the first.' }),

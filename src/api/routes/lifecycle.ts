@@ -114,7 +114,9 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     } else if (server.status?.phase === 'Failed') {
       throw apiError('EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, { details: lifecycleView(done) });
     } else {
-      res.status(202).json(envelope(done, `server "${display}" is still starting; poll GET /servers/${server.metadata.uid}`));
+      // Why, when status says (Pending, Unschedulable: the cluster has no room; ImagePullBackOff …).
+      const why = server.status?.reason ? ` (${server.status.reason}${server.status.message ? `: ${server.status.message}` : ''})` : '';
+      res.status(202).json(envelope(done, `server "${display}" is still starting${why}; poll GET /servers/${server.metadata.uid}`));
     }
   }
 }

@@ -39,6 +39,8 @@ export interface ServerRecord {
   reason: string | null;
   message: string | null;
   restart_policy: string;
+  /** spec.resources in Kubernetes' shape; null when the manifest gives none. */
+  resources?: Resources | null;
   extension_status: ExtensionState[];
   generation: number | null;
   observed_generation: number | null;
@@ -46,6 +48,11 @@ export interface ServerRecord {
   conditions?: Condition[];
   /** Its snapshots at the persistence target; null when the service keeps none. */
   persistence?: PersistenceState | null;
+}
+
+export interface Resources {
+  requests?: { cpu?: string; memory?: string };
+  limits?: { cpu?: string; memory?: string };
 }
 
 export interface PersistenceState {

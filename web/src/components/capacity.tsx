@@ -37,7 +37,7 @@ export function useCapacity(running: number): CapacityFigures | undefined {
 
 /** "Capacity: 2 of 3 editors running, 96 MB of 4.8 GB memory used (4.7 GB free)", from live records. */
 export function CapacitySummary({ servers }: { servers: ServerRecord[] }) {
-  const running = servers.filter((s) => s.pid !== null);
+  const running = servers.filter((s) => s.start_time !== null);
   const figures = useCapacity(running.length);
   if (!figures) return null;
   const used = running.reduce((total, s) => total + (s.memory_mb ?? 0), 0);

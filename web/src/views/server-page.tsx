@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { getEvents, getManifest, snapshotServer } from '../api/servers.ts';
-import type { Condition, PersistenceState, ServerEvent, ServerRecord } from '../api/types.ts';
+import type { Condition, PersistenceState, Resources, ServerEvent, ServerRecord } from '../api/types.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
 import { ServerActions } from '../components/server-actions.tsx';
 import { nameOf, ServerNameText } from '../components/names.tsx';
@@ -91,10 +91,11 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
         <Fact term="Port">{server.port ?? '—'}</Fact>
         <Fact term="PID">{server.pid ?? '—'}</Fact>
         <Fact term="Uptime">{uptime === null ? '—' : formatDuration(uptime)}</Fact>
-        <Fact term="Started"><RelativeTime value={server.pid !== null ? server.start_time : null} /></Fact>
-        <Fact term="CPU">{server.pid !== null ? formatPercent(server.cpu_percent) : '—'}</Fact>
-        <Fact term="Memory">{server.pid !== null ? formatMb(server.memory_mb) : '—'}</Fact>
+        <Fact term="Started"><RelativeTime value={server.start_time} /></Fact>
+        <Fact term="CPU">{server.start_time !== null ? formatPercent(server.cpu_percent) : '—'}</Fact>
+        <Fact term="Memory">{server.start_time !== null ? formatMb(server.memory_mb) : '—'}</Fact>
         <Fact term="Restart policy">{server.restart_policy}</Fact>
+        <Fact term="Resources">{resourcesText(server.resources)}</Fact>
         <Fact term="Owner">{server.owner ?? '—'}</Fact>
         <Fact term="Manifest"><code>{server.manifest}.yaml</code></Fact>
         <Fact term="Workspace"><code class="wrap">{server.workspace_path ?? '—'}</code></Fact>
@@ -202,6 +203,16 @@ function Snapshots({ id, label, state }: { id: string; label: string; state: Per
       </p>
     </>
   );
+}
+
+/** "requests cpu 1, memory 2Gi; limits memory 4Gi", or a dash when the manifest gives none. */
+function resourcesText(resources: Resources | null | undefined): string {
+  const part = (label: string, amounts: Resources['requests']) => {
+    const given = Object.entries(amounts ?? {}).map(([name, value]) => `${name} ${value}`);
+    return given.length > 0 ? [`${label} ${given.join(', ')}`] : [];
+  };
+  const text = [...part('requests', resources?.requests), ...part('limits', resources?.limits)].join('; ');
+  return text || '—';
 }
 
 function Fact({ term, children }: { term: string; children: ComponentChildren }) {

@@ -26,7 +26,7 @@ const COLUMNS: { key: Column; label: string; numeric?: boolean }[] = [
 
 /** Seconds the editor has run, from its start time, as of `now`. */
 export function uptimeSeconds(server: ServerRecord, now: number): number | null {
-  if (server.pid === null || !server.start_time) return null;
+  if (!server.start_time) return null;
   return Math.max(0, (now - Date.parse(server.start_time)) / 1000);
 }
 
@@ -39,9 +39,9 @@ function sortValue(server: ServerRecord, column: Column): string | number | null
     case 'port': return server.port;
     case 'pid': return server.pid;
     // The start time orders uptimes without the clock: an earlier start is a longer uptime.
-    case 'uptime': return server.pid !== null && server.start_time ? -Date.parse(server.start_time) : null;
-    case 'cpu': return server.pid !== null ? server.cpu_percent : null;
-    case 'memory': return server.pid !== null ? server.memory_mb : null;
+    case 'uptime': return server.start_time ? -Date.parse(server.start_time) : null;
+    case 'cpu': return server.start_time ? server.cpu_percent : null;
+    case 'memory': return server.start_time ? server.memory_mb : null;
     case 'extensions': return server.extensions.length;
     case 'owner': return server.owner?.toLowerCase() ?? null;
   }
@@ -173,7 +173,8 @@ export function ServersView() {
 
 function ServerRow({ server, name, now }: { server: ServerRecord; name: ServerName; now: number }) {
   const uptime = uptimeSeconds(server, now);
-  const live = server.pid !== null;
+  // An editor runs: a process (with a pid) or a Pod (without one).
+  const live = server.start_time !== null;
   return (
     <tr>
       <td class="col-name">

@@ -1,0 +1,92 @@
+// Which runtime runs the editors, chosen by the settings (runtime.kind, DEVBOX_RUNTIME): local
+// code-server processes, whose output the log hub follows in files, or Pods in a Kubernetes
+// cluster, whose output the hub reads from the runtime's log stream while each editor runs.
+import type { RuntimeSettings, Settings } from './config/settings.ts';
+import type { ServerIndex } from './index/server-index.ts';
+import type { LogHub } from './logs/index.ts';
+import { StartupError } from './service-errors.ts';
+import type { EditorBinary } from './runtime/editor-binary.ts';
+import type { EditorRuntime } from './runtime/interface.ts';
+import { DEFAULT_EDITOR_IMAGE, type KubernetesRuntimeOptions } from './runtime/kubernetes/options.ts';
+import { KubernetesRuntime } from './runtime/kubernetes/runtime.ts';
+
+/** How long the service waits for a cluster runtime's first list of its objects before it gives up starting. */
+export const RUNTIME_SYNC_TIMEOUT_MS = 60_000;
+
+type KubernetesSettings = Extract<RuntimeSettings, { kind: 'kubernetes' }>;
+
+/** The Kubernetes runtime's options from the settings: the config's section, its namespace resolved, the pinned image by default. */
+export function kubernetesRuntimeOptions(settings: KubernetesSettings, log: (message: string) => void): KubernetesRuntimeOptions {
+  const k = structuredClone(settings.kubernetes);
+  return {
+    ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}),
+    namespace: k.namespace,
+    image: k.image ?? DEFAULT_EDITOR_IMAGE,
+    imagePullPolicy: k.imagePullPolicy,
+    command: k.command,
+    storage: k.storage,
+    resources: k.resources,
+    runAsUser: k.runAsUser,
+    extraMounts: k.extraMounts,
+    env: k.env,
+    namePrefix: k.namePrefix,
+    log: (level, message) => log(`kubernetes${level === 'info' ? '' : ` (${level})`}: ${message}`),
+  };
+}
+
+/** The Kubernetes runtime, built from the settings. */
+export function kubernetesRuntime(settings: KubernetesSettings, log: (message: string) => void): KubernetesRuntime {
+  const options = kubernetesRuntimeOptions(settings, log);
+  log(`runtime: kubernetes, namespace ${options.namespace} (from ${settings.namespaceFrom}), image ${options.image}`);
+  return new KubernetesRuntime(options);
+}
+
+/** What GET /health says runs the editors: the local code-server, or the image of their Pods. */
+export function editorDescription(settings: Settings, editor: EditorBinary | undefined): string {
+  if (editor) return editor.path;
+  const image = settings.runtime?.kind === 'kubernetes' ? settings.runtime.kubernetes.image ?? DEFAULT_EDITOR_IMAGE : 'none';
+  return `${image} (Kubernetes)`;
+}
+
+/** Persistence keeps local folders: with Pods, each server's work is in its volume in the cluster. */
+export function refusePersistence(): never {
+  throw new StartupError('a persistence target (DEVBOX_PERSIST_TO, persistence.target) keeps the folders of local editors; with the Kubernetes runtime each server\'s work lives in its PersistentVolumeClaim: unset the target');
+}
+
+/**
+ * For a runtime that writes no output files here: the log hub reads each server's editor output
+ * while its status names a running editor, from its start for an editor launched since `startedAt`
+ * (this run of the service), from now on for one adopted.
+ */
+export function followEditorOutput(index: ServerIndex, logs: LogHub, startedAt: number): void {
+  index.on('changed', (name) => {
+    const status = index.serverNamed(name)?.status;
+    if (!status?.runtimeRef) return logs.unfollow(name);
+    logs.follow(name, Date.parse(status.startTime ?? '') >= startedAt ? 'start' : 'now');
+  });
+}
+
+/**
+ * Waits until the runtime's view is current (a cluster runtime's first list of its objects), so
+ * the controller adopts from it; a cluster that does not answer in time refuses the start.
+ */
+export async function runtimeSynced(runtime: EditorRuntime, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = setTimeout(() => log(`runtime: waiting for the ${runtime.kind} runtime's first view of its editors…`), 2000);
+  try {
+    await Promise.race([
+      runtime.synced().catch((error) => {
+        throw new StartupError(`the ${runtime.kind} runtime could not see its editors: ${(error as Error).message}`);
+      }),
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new StartupError(
+          `the ${runtime.kind} runtime had no view of its editors after ${timeoutMs / 1000} s: check that the cluster answers (kubeconfig, namespace, the service account's permissions)`,
+        )), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(late);
+  }
+}
+
