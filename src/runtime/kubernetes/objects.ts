@@ -110,7 +110,8 @@ export class ServerObjects {
               name: EDITOR_CONTAINER,
               image: this.#options.image,
               imagePullPolicy: this.#options.imagePullPolicy,
-              command: this.#options.command,
+              // Run once per Pod: the controller's restartPolicy decides about a second run, not the kubelet.
+              command: ['sh', '-c', RUN_ONCE, 'code-server', ...this.#options.command],
               args: editorArgs(port),
               ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
               env: this.#env(),
@@ -171,6 +172,7 @@ export class ServerObjects {
   #mounts() {
     return [
       { name: 'data', mountPath: DATA_ROOT },
+      { name: 'run', mountPath: RUN_DIR },
       ...this.#options.extraMounts.map((m) => ({ name: m.name, mountPath: m.mountPath, readOnly: m.readOnly ?? true })),
     ];
   }
@@ -178,6 +180,7 @@ export class ServerObjects {
   #volumes(name: string) {
     return [
       { name: 'data', persistentVolumeClaim: { claimName: this.#names.object(name) } },
+      { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
       ...this.#options.extraMounts.map((m) => ({
         name: m.name,
         ...(m.hostPath ? { hostPath: m.hostPath } : {}),
@@ -186,6 +189,17 @@ export class ServerObjects {
     ];
   }
 }
+
+/** A folder of the Pod's own (it outlives a container, not the Pod). */
+const RUN_DIR = '/run/devbox';
+
+/**
+ * The editor's container runs the editor once. A StatefulSet's Pod restarts a container that
+ * ended (restartPolicy Always, fixed); the second run finds the marker and ends at once, so an
+ * editor that crashed is not silently started again: the runtime reports the exit and the
+ * controller's spec.restartPolicy decides, as with local processes.
+ */
+const RUN_ONCE = `if [ -e ${RUN_DIR}/started ]; then echo "devbox: the editor already ran in this Pod: the controller decides whether it starts again" >&2; exit 0; fi; : > ${RUN_DIR}/started; exec "$@"`;
 
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
 

@@ -13,10 +13,15 @@ export function editorStatus(pod: V1Pod): V1ContainerStatus | undefined {
   return pod.status?.containerStatuses?.find((c) => c.name === EDITOR_CONTAINER);
 }
 
+/** The port the editor's container serves on (the server's route number). */
+export function containerPort(pod: V1Pod): number | undefined {
+  return pod.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER)?.ports?.[0]?.containerPort;
+}
+
 /** Where the editor answers: the Pod's IP (once its sandbox exists) and its container's port. */
 export function podEndpoint(pod: V1Pod): { host: string; port: number } | undefined {
   const ip = podIp(pod);
-  const port = pod.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER)?.ports?.[0]?.containerPort;
+  const port = containerPort(pod);
   return ip && port ? { host: ip, port } : undefined;
 }
 
@@ -76,12 +81,20 @@ export function editorEnded(pod: V1Pod): (ExitInfo & { containerId: string | und
 
 /**
  * True once the kubelet reports that the container it started again after `endedId` ended has
- * been stopped too, the Pod being deleted: nothing of the editor runs, though its object stays a
- * few seconds more. (A report naming the ended container itself may be from before the restart.)
+ * ended too (it runs the editor only once per Pod): nothing of the editor runs, though the Pod's
+ * object stays a while. (A report naming the ended container itself may be from before the
+ * restart, so it proves nothing.)
  */
-export function restartStopped(pod: V1Pod, endedId: string | undefined): boolean {
+export function restartEnded(pod: V1Pod, endedId: string | undefined): boolean {
   const terminated = editorStatus(pod)?.state?.terminated;
-  return isOver(pod) && terminated !== undefined && endedId !== undefined && terminated.containerID !== undefined && terminated.containerID !== endedId;
+  return terminated !== undefined && endedId !== undefined && terminated.containerID !== undefined && terminated.containerID !== endedId;
+}
+
+/** True once the kubelet reports a container run after the one `endedId` names. */
+export function restarted(pod: V1Pod, endedId: string | undefined): boolean {
+  const status = editorStatus(pod);
+  const current = status?.state?.running ? status.containerID : status?.state?.terminated?.containerID;
+  return endedId !== undefined && current !== undefined && current !== endedId;
 }
 
 /** A container's exit as a process's: 128 + n is signal n (as a shell reports it), else the code. */

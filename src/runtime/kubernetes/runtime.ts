@@ -21,7 +21,7 @@ import { ListWatch } from './list-watch.ts';
 import { Names, ROLE_LABEL, selector } from './names.ts';
 import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
-import { editorEnded, editorStatus, isOver, isReady, isRunningContainer, podEndpoint, podIp, podProblem, restartStopped } from './pod-state.ts';
+import { containerPort, editorEnded, editorStatus, isOver, isReady, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
 import { podLogs } from './pod-logs.ts';
 import { KubernetesStorage } from './storage.ts';
 
@@ -108,7 +108,7 @@ export class KubernetesRuntime implements EditorRuntime {
       void this.#endEditor(name, pod, exit);
     }
     const ended = this.#ended.get(uid);
-    if (ended && !ended.gone && restartStopped(pod, ended.containerId)) ended.gone = true;
+    if (ended && !ended.gone && restartEnded(pod, ended.containerId)) ended.gone = true;
     // What state() answers from (not readiness: whether it serves is the health checks' to say).
     const said = JSON.stringify([isRunningContainer(pod), podIp(pod), podProblem(pod)?.reason, this.#ended.has(uid), isOver(pod), ended?.gone]);
     if (this.#seen.get(uid) !== said) {
@@ -138,10 +138,19 @@ export class KubernetesRuntime implements EditorRuntime {
     ended.containerId = containerId;
     if (ended.stopped) return;
     this.#log('info', `the editor of ${name} (Pod ${pod.metadata?.name}) ended: ${exit.signal ?? `exit code ${exit.code}`}`);
+    // The kubelet runs the container again, which ends at once (objects.ts: it runs once per Pod):
+    // that second end is the kubelet's word that nothing of the editor runs. Only then (or after
+    // a few seconds, should it not come) do the StatefulSet and the Pod go, which takes a while.
+    const uid = pod.metadata!.uid!;
+    const deadline = Date.now() + 3000;
+    while (!this.#disposed && Date.now() < deadline) {
+      const now = this.#pods.get(pod.metadata!.name!);
+      if (now?.metadata?.uid !== uid || restarted(now, containerId)) break;
+      await this.#nextChange(name, deadline - Date.now());
+    }
     try {
-      // The Pod first: the kubelet has already started the container again, and ends it now.
-      await this.#client.delete('v1', 'Pod', pod.metadata!.name!, { uid: pod.metadata!.uid, graceSeconds: 1 });
       await this.#scale(name, 0);
+      await this.#client.delete('v1', 'Pod', pod.metadata!.name!, { uid, graceSeconds: 1 });
     } catch (error) {
       this.#log('warn', `stopping the ended editor of ${name}: ${messageOf(error)}`);
     }
@@ -294,7 +303,8 @@ export class KubernetesRuntime implements EditorRuntime {
     const found: RunningEditor[] = [];
     for (const pod of this.#pods.values()) {
       const name = this.#names.serverOf(pod.metadata);
-      if (name && this.#editorPod(name) === pod) found.push({ name, ref: this.#names.refOf(pod), port: undefined });
+      // The editor listens on its route number in its Pod: the container's port is the server's port.
+      if (name && this.#editorPod(name) === pod) found.push({ name, ref: this.#names.refOf(pod), port: podEndpoint(pod)?.port ?? containerPort(pod) });
     }
     return found;
   }
