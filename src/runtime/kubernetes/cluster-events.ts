@@ -5,10 +5,12 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import type { RuntimeEvent } from '../interface.ts';
 import type { KubeClient } from './client.ts';
 import { ListWatch } from './list-watch.ts';
-import type { Names } from './names.ts';
+
+/** The server an object of this service (its Pod, StatefulSet, claim, helper) belongs to, when known. */
+export type ServerOfObject = (objectName: string) => string | undefined;
 
 export function watchEvents(
-  client: KubeClient, names: Names, emit: (name: string, event: RuntimeEvent) => void, trouble: (error: Error) => void,
+  client: KubeClient, serverOfObject: ServerOfObject, emit: (name: string, event: RuntimeEvent) => void, trouble: (error: Error) => void,
 ): () => Promise<void> {
   const since = Date.now();
   /** What was passed on, by event uid: its count then (a repeated event counts up). */
@@ -20,7 +22,7 @@ export function watchEvents(
     if ((told.get(uid) ?? 0) >= count || !(when >= since - 1000)) return;
     told.set(uid, count);
     if (told.size > 5000) told.delete(told.keys().next().value!);
-    const name = serverOfObject(names, event.involvedObject?.name ?? '');
+    const name = serverOfObject(event.involvedObject?.name ?? '');
     if (!name) return;
     emit(name, {
       level: event.type === 'Warning' ? 'WARN' : 'INFO',
@@ -36,11 +38,4 @@ export function watchEvents(
   }, { backoff: { initialMs: 500, maxMs: 15_000 } });
   watch.start();
   return () => watch.close();
-}
-
-/** The server an object of this service is named for: `<prefix><name>`, `-0` (its Pod) or `-storage`. */
-function serverOfObject(names: Names, objectName: string): string | undefined {
-  if (!objectName.startsWith(names.prefix)) return undefined;
-  const rest = objectName.slice(names.prefix.length).replace(/-(0|storage)$/, '');
-  return rest && names.object(rest) === objectName.replace(/-(0|storage)$/, '') ? rest : undefined;
 }

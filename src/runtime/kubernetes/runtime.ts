@@ -23,6 +23,7 @@ import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 import { containerPort, editorEnded, editorStatus, isOver, isReady, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
 import { podLogs } from './pod-logs.ts';
+import { summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
 
 /** How long start() waits for the Pod to exist and get an address. */
@@ -55,6 +56,8 @@ export class KubernetesRuntime implements EditorRuntime {
   readonly #listeners: Array<(name: string) => void> = [];
   readonly #eventListeners: Array<(name: string, event: RuntimeEvent) => void> = [];
   readonly #podWatch: ListWatch<V1Pod>;
+  /** The server each object name of this service belongs to (for the events about them). */
+  readonly #serverOfObject = new Map<string, string>();
   readonly #closeEvents: () => Promise<void>;
   #disposed = false;
 
@@ -81,7 +84,7 @@ export class KubernetesRuntime implements EditorRuntime {
       trouble: (error, delayMs) => this.#log('warn', `watching Pods in ${options.namespace}: ${error.message}; again in ${Math.round(delayMs)} ms`),
     }, { relistMs: 5 * 60_000, backoff: { initialMs: 250, maxMs: 10_000 } });
     this.#podWatch.start();
-    this.#closeEvents = watchEvents(this.#client, this.#names, (name, event) => {
+    this.#closeEvents = watchEvents(this.#client, (objectName) => this.#serverOfObject.get(objectName), (name, event) => {
       for (const listener of this.#eventListeners) listener(name, event);
     }, (error) => this.#log('warn', `watching events in ${options.namespace}: ${error.message}`));
   }
@@ -92,11 +95,17 @@ export class KubernetesRuntime implements EditorRuntime {
 
   // --- The watch cache ---
 
+  /** Remembers the names of a server's objects, whose events are then the server's. */
+  #know(name: string): void {
+    for (const objectName of [this.#names.object(name), this.#names.editorPod(name), this.#names.storagePod(name)]) this.#serverOfObject.set(objectName, name);
+  }
+
   #upsert(pod: V1Pod): void {
     const podName = pod.metadata?.name;
     if (!podName) return;
     this.#pods.set(podName, pod);
     const name = this.#names.serverOf(pod.metadata);
+    if (name) this.#know(name);
     if (!name || pod.metadata?.labels?.[ROLE_LABEL] !== 'editor') {
       this.#changes.emit(name ?? '', pod);
       return;
@@ -191,7 +200,10 @@ export class KubernetesRuntime implements EditorRuntime {
 
   // --- Storage ---
 
-  prepare(name: string): Promise<string> { return this.#storage.prepare(name); }
+  prepare(name: string): Promise<string> {
+    this.#know(name);
+    return this.#storage.prepare(name);
+  }
   workspaceEmpty(name: string): Promise<boolean> { return this.#storage.workspaceEmpty(name); }
   populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> { return this.#storage.populate(name, source, signal); }
   readSettings(name: string): Promise<string | undefined> { return this.#storage.readSettings(name); }
@@ -201,7 +213,10 @@ export class KubernetesRuntime implements EditorRuntime {
   installedExtensions(name: string): Promise<InstalledExtensions> { return this.#storage.installedExtensions(name); }
   installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> { return this.#storage.installExtension(name, id, signal); }
   uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> { return this.#storage.uninstallExtension(name, id, signal); }
-  remove(name: string): Promise<void> { return this.#storage.remove(name); }
+  async remove(name: string): Promise<void> {
+    await this.#storage.remove(name);
+    for (const [objectName, server] of this.#serverOfObject) if (server === name) this.#serverOfObject.delete(objectName);
+  }
 
   // --- The editor ---
 
@@ -236,6 +251,7 @@ export class KubernetesRuntime implements EditorRuntime {
 
   async start(spec: StartSpec): Promise<StartedEditor> {
     const { name } = spec;
+    this.#know(name);
     const owner = await this.#storage.owner(name);
     await this.#storage.prepare(name);
     // One Pod on the volume at a time: the storage helper goes before the editor comes.
@@ -323,36 +339,11 @@ export class KubernetesRuntime implements EditorRuntime {
   }
 
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
-  async usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
-    const byUid = new Map<string, RuntimeRef>();
-    const nodes = new Set<string>();
-    for (const ref of refs) {
+  usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
+    return summaryUsage(this.#client, refs, (ref) => {
       const pod = typeof ref.pod === 'string' ? this.#pods.get(ref.pod) : undefined;
-      if (!pod || pod.metadata?.uid !== ref.uid || this.#ended.has(ref.uid as string) || isOver(pod) || !pod.spec?.nodeName) continue;
-      byUid.set(ref.uid as string, ref);
-      nodes.add(pod.spec.nodeName);
-    }
-    const usage = new Map<RuntimeRef, EditorUsage>();
-    for (const node of nodes) {
-      const summary = await this.#client.nodeSummary(node).catch((error) => {
-        this.#log('warn', `the kubelet summary of ${node}: ${messageOf(error)}`);
-        return undefined;
-      });
-      for (const pod of summary?.pods ?? []) {
-        const ref = byUid.get(pod.podRef?.uid ?? '');
-        const container = pod.containers?.find((c) => c.name === 'editor');
-        if (!ref || !container?.memory?.workingSetBytes) continue;
-        const memoryBytes = container.memory.workingSetBytes;
-        const started = Date.parse(container.startTime ?? '');
-        usage.set(ref, {
-          cpuPercent: Math.round((container.cpu?.usageNanoCores ?? 0) / 1e5) / 100,
-          memoryMb: Math.round(memoryBytes / 1048576),
-          memoryBytes,
-          uptime: Number.isFinite(started) ? Math.max(0, Math.round((Date.now() - started) / 1000)) : 0,
-        });
-      }
-    }
-    return usage;
+      return pod && pod.metadata?.uid === ref.uid && !this.#ended.has(String(ref.uid)) && !isOver(pod) ? pod : undefined;
+    }, (message) => this.#log('warn', message));
   }
 
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
