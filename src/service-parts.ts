@@ -89,7 +89,7 @@ export async function buildParts(
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
   // The editors' runtime, by the settings: Pods in a cluster, whose output the hub reads from the
   // runtime's log stream, or local processes (the default), writing to files the hub follows.
-  const cluster = settings.runtime?.kind === 'kubernetes' ? kubernetesRuntime(settings.runtime, log) : undefined;
+  const cluster = settings.runtime?.kind === 'kubernetes' ? await kubernetesRuntime(settings.runtime, log) : undefined;
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({
     logsDir: layout.logsDir, maxBufferBytes: 256 * 1024,

@@ -8,7 +8,7 @@ import { StartupError } from './service-errors.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
 import type { EditorRuntime } from './runtime/interface.ts';
 import { DEFAULT_EDITOR_IMAGE, type KubernetesRuntimeOptions } from './runtime/kubernetes/options.ts';
-import { KubernetesRuntime } from './runtime/kubernetes/runtime.ts';
+import type { KubernetesRuntime } from './runtime/kubernetes/runtime.ts';
 
 /** How long the service waits for a cluster runtime's first list of its objects before it gives up starting. */
 export const RUNTIME_SYNC_TIMEOUT_MS = 60_000;
@@ -34,8 +34,9 @@ export function kubernetesRuntimeOptions(settings: KubernetesSettings, log: (mes
   };
 }
 
-/** The Kubernetes runtime, built from the settings. */
-export function kubernetesRuntime(settings: KubernetesSettings, log: (message: string) => void): KubernetesRuntime {
+/** The Kubernetes runtime, built from the settings; loaded only then (the Kubernetes client is not small). */
+export async function kubernetesRuntime(settings: KubernetesSettings, log: (message: string) => void): Promise<KubernetesRuntime> {
+  const { KubernetesRuntime } = await import('./runtime/kubernetes/runtime.ts');
   const options = kubernetesRuntimeOptions(settings, log);
   log(`runtime: kubernetes, namespace ${options.namespace} (from ${settings.namespaceFrom}), image ${options.image}`);
   return new KubernetesRuntime(options);
