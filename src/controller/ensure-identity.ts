@@ -1,5 +1,6 @@
 // Step: the server's uid, and whether its status is its own. A copied manifest keeps neither
 // the uid nor the status of the server it was copied from.
+import { dirname } from 'node:path';
 import type { EditorServer } from '../manifests/types.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { ResolvedUid, ServerIdentities } from './identity.ts';
@@ -10,10 +11,20 @@ export function inheritedStatus(layout: DataLayout, name: string, server: Editor
     return `metadata.uid ${resolved.refused} belongs to server "${resolved.holder}" (is this file a copy of its manifest?): this server gets a uid of its own, ${resolved.uid}, and its own port and editor`;
   }
   const workspace = server.status?.workspacePath;
-  if (workspace !== undefined && workspace !== layout.workspace(name)) {
+  if (workspace !== undefined && isAnothersWorkspace(layout, name, workspace)) {
     return `status names the workspace ${workspace}, not this server's (is this file a copy of another manifest?): its status is started afresh, with a port and editor of its own`;
   }
   return undefined;
+}
+
+/**
+ * True when `workspace` is another server's folder in this data folder. A path of no folder here
+ * says nothing about whose it is: a cluster runtime's workspace is the same path (`/data/workspace`)
+ * in every server's own volume.
+ */
+function isAnothersWorkspace(layout: DataLayout, name: string, workspace: string): boolean {
+  const own = layout.workspace(name);
+  return workspace !== own && dirname(workspace) === dirname(own);
 }
 
 /**
