@@ -23,7 +23,9 @@ export function watchEvents(
     told.set(uid, count);
     if (told.size > 5000) told.delete(told.keys().next().value!);
     const name = serverOfObject(event.involvedObject?.name ?? '');
-    if (!name) return;
+    // The readiness probe fails while code-server is starting, at every start: the service's own
+    // health checks say when an editor does not serve, so these are not passed on.
+    if (!name || (event.reason === 'Unhealthy' && /^Readiness probe failed/.test(event.message ?? ''))) return;
     emit(name, {
       level: event.type === 'Warning' ? 'WARN' : 'INFO',
       reason: event.reason ?? '',

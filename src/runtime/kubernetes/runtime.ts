@@ -370,6 +370,7 @@ export class KubernetesRuntime implements EditorRuntime {
 
   dispose(): void {
     this.#disposed = true;
+    this.#storage.dispose();
     this.#listeners.length = 0;
     this.#eventListeners.length = 0;
     void this.#podWatch.close();

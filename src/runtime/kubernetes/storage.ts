@@ -43,11 +43,15 @@ export interface StorageDeps {
 }
 
 const EXTENSION_TIMEOUT_MS = 180_000;
+/** How long a helper Pod waits for more storage work before it goes. */
+const HELPER_IDLE_MS = 60_000;
 
 export class KubernetesStorage {
   readonly #deps: StorageDeps;
   /** Anchors made in this run, by server: the owner of the server's other objects. */
   readonly #owners = new Map<string, Owner>();
+  /** When each helper Pod goes unless used again: a stopped server keeps no Pod for long. */
+  readonly #helperTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(deps: StorageDeps) {
     this.#deps = deps;
@@ -209,14 +213,18 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
     }
   }
 
-  /** Ends the helper Pod (before the editor starts on the volume). */
+  /**
+   * Ends the helper Pod as the editor starts. Not waited for (a Pod's deletion takes seconds):
+   * its work is done, it only sleeps, and a ReadWriteOnce volume may be mounted by two Pods of
+   * one node; on another node the editor's Pod waits for the volume by itself.
+   */
   async releaseHelper(name: string): Promise<void> {
+    clearTimeout(this.#helperTimers.get(name));
+    this.#helperTimers.delete(name);
     const { client, names } = this.#deps;
     const pod = await client.read<V1Pod>('v1', 'Pod', names.storagePod(name));
     if (!pod || names.serverOf(pod.metadata) !== name) return;
     await client.delete('v1', 'Pod', names.storagePod(name), { uid: pod.metadata?.uid, graceSeconds: 0 });
-    const deadline = Date.now() + 60_000;
-    while ((await client.read('v1', 'Pod', names.storagePod(name))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   }
 
   async #readFile(name: string, path: string): Promise<string | undefined> {
@@ -246,7 +254,26 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   async #mounted(name: string): Promise<Mounted> {
     const editor = this.#deps.runningEditor(name);
     if (editor?.metadata?.name) return { pod: editor.metadata.name, container: EDITOR_CONTAINER };
-    return { pod: await this.#helper(name), container: 'storage' };
+    const pod = await this.#helper(name);
+    this.#releaseLater(name);
+    return { pod, container: 'storage' };
+  }
+
+  /** The helper Pod goes a minute after its last use (a start or remove ends it sooner). */
+  #releaseLater(name: string): void {
+    clearTimeout(this.#helperTimers.get(name));
+    const timer = setTimeout(() => {
+      this.#helperTimers.delete(name);
+      this.releaseHelper(name).catch(() => undefined);
+    }, HELPER_IDLE_MS);
+    timer.unref();
+    this.#helperTimers.set(name, timer);
+  }
+
+  /** Forgets the helpers' timers (the service stops; a helper left behind ends by its own deadline). */
+  dispose(): void {
+    for (const timer of this.#helperTimers.values()) clearTimeout(timer);
+    this.#helperTimers.clear();
   }
 
   /** The helper Pod, started when missing, once it runs. */
