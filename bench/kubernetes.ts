@@ -7,11 +7,12 @@
 // at the end.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
+import { KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
 import { KubeClient } from '../src/runtime/kubernetes/client.ts';
 import { NO_CLUSTER, testCluster, type TestCluster } from '../test/helpers/cluster.ts';
 import { killContainer, kubectl, realEditor, runtimeOptions, stubEditor, testNamespace } from '../test/helpers/kube-runtime.ts';
 import { bareNodeRssMb, benchPorts, median, percentile, round, sharedMemoryMb, sleep, startBenchService, STUB_EDITOR, type BenchService } from './harness.ts';
+import { connectionsTo } from './service-proxy.ts';
 
 type RuntimeKind = 'process' | 'kubernetes';
 
@@ -37,14 +38,44 @@ const CHANGE_TIMEOUT_MS = 30_000;
 const RECOVER_TIMEOUT_MS = 180_000;
 const NAMESPACE_GONE_MS = 180_000;
 
-/**
- * A service's watch stream (GET /servers?watch=1), read as it comes: each server's latest record,
- * and a wait for a record to pass a test, resolved with the moment (performance.now()) the bytes
- * that made it pass arrived.
- */
-class RecordWatch {
-  readonly records = new Map<string, ServerRecord>();
+/** The latest value of each key as a stream delivers it, and waits for one to pass a test. */
+class Latest<T> {
+  readonly values = new Map<string, T>();
   readonly #waiters = new Set<(at: number) => void>();
+
+  /** A value (undefined: the key is gone) that arrived at `at` (performance.now()). */
+  set(key: string, value: T | undefined, at: number): void {
+    if (value === undefined) this.values.delete(key);
+    else this.values.set(key, value);
+    // Each message on its own: a passing state followed at once by another still counts.
+    for (const waiter of this.#waiters) waiter(at);
+  }
+
+  /** When the value of `key` first passes `test` (now, if it does already), the moment its bytes arrived. */
+  until(key: string, test: (value: T | undefined) => boolean, timeoutMs: number, what: string): Promise<number> {
+    if (test(this.values.get(key))) return Promise.resolve(performance.now());
+    return new Promise((resolve, reject) => {
+      const check = (at: number) => {
+        if (!test(this.values.get(key))) return;
+        done();
+        resolve(at);
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`${what}: not within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+      };
+      this.#waiters.add(check);
+    });
+  }
+}
+
+/** A service's watch stream (GET /servers?watch=1), read as it comes: each server's latest record. */
+class RecordWatch {
+  readonly records = new Latest<ServerRecord>();
   readonly #abort = new AbortController();
 
   static async open(base: string): Promise<RecordWatch> {
@@ -71,10 +102,7 @@ class RecordWatch {
           if (!data) continue; // `: ping`
           const { type, object } = JSON.parse(data.slice(6)) as { type: string; object: ServerRecord };
           if (type === 'SYNCED') onSynced();
-          else if (type === 'DELETED') this.records.delete(object.id);
-          else this.records.set(object.id, object);
-          // Each message on its own: a passing state followed at once by another still counts.
-          for (const waiter of this.#waiters) waiter(at);
+          else this.records.set(object.id, type === 'DELETED' ? undefined : object, at);
         }
       }
     } catch (error) {
@@ -82,32 +110,41 @@ class RecordWatch {
     }
   }
 
-  /** When the record of `id` first passes `test` (now, if it does already). */
-  until(id: string, test: (record: ServerRecord) => boolean, timeoutMs: number, what: string): Promise<number> {
-    const now = this.records.get(id);
-    if (now && test(now)) return Promise.resolve(performance.now());
-    return new Promise((resolve, reject) => {
-      const check = (at: number) => {
-        const record = this.records.get(id);
-        if (record && test(record)) {
-          done();
-          resolve(at);
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`${what}: not within ${timeoutMs / 1000} s (status ${this.records.get(id)?.status})`));
-      }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-      };
-      this.#waiters.add(check);
-    });
+  close(): void {
+    this.#abort.abort();
+  }
+}
+
+/**
+ * The bench's own watch of the namespace's Pods, beside the service's: when the cluster itself
+ * said what happened to an editor (the kubelet's report of its container, the Pod's deletion),
+ * the floor under the service's figure. Opened again when it ends (an API server restart), a
+ * bounded number of times.
+ */
+class PodWatch {
+  readonly pods = new Latest<V1Pod>();
+  #abort: AbortController | undefined;
+  #closed = false;
+  #opens = 0;
+
+  static async open(kubeconfig: string, namespace: string): Promise<PodWatch> {
+    const config = new KubeConfig();
+    config.loadFromFile(kubeconfig);
+    const watch = new PodWatch();
+    await watch.#open(new Watch(config), `/api/v1/namespaces/${namespace}/pods`);
+    return watch;
+  }
+
+  async #open(watch: Watch, path: string): Promise<void> {
+    if (this.#closed || ++this.#opens > 100) return;
+    this.#abort = await watch.watch(path, {}, (type, pod: V1Pod) => {
+      this.pods.set(pod.metadata!.name!, type === 'DELETED' ? undefined : pod, performance.now());
+    }, () => void sleep(1000).then(() => this.#open(watch, path)).catch(() => {}));
   }
 
   close(): void {
-    this.#abort.abort();
+    this.#closed = true;
+    this.#abort?.abort();
   }
 }
 
@@ -199,10 +236,15 @@ interface Fault {
   label: string;
   side: Side;
   watch: RecordWatch;
-  /** What it takes to do it to the server's running editor (untimed); the deed itself is timed. */
-  prepare(record: ServerRecord): Promise<() => Promise<unknown>>;
+  /**
+   * What it takes to do it to the server's running editor (untimed): the deed, timed, and for a
+   * Pod what the cluster says once it has seen it (the Pod absent: gone).
+   */
+  prepare(record: ServerRecord): Promise<{ deed: () => Promise<unknown>; podSaid?: (pod: V1Pod | undefined) => boolean }>;
   trials: number;
   change: number[];
+  podReported: number[];
+  afterPodReport: number[];
   deed: number[];
   recover: number[];
   discarded: number;
@@ -211,21 +253,24 @@ interface Fault {
 
 /**
  * One fault on one running server: ms from just before the deed to the first record on the watch
- * stream that is no longer that running editor, and to running again (the controller restarts it
- * under restartPolicy Always, after its backoff). False when the API server restarted meanwhile:
- * the trial is discarded.
+ * stream that is no longer that running editor, to the Pod's own report of it (the bench's Pod
+ * watch), and to running again (the controller restarts it under restartPolicy Always, after its
+ * backoff). False when the API server restarted meanwhile: the trial is discarded.
  */
-async function trial(fault: Fault, id: string, cluster: TestCluster): Promise<boolean> {
+async function trial(fault: Fault, id: string, cluster: TestCluster, pods: PodWatch): Promise<boolean> {
   const { watch } = fault;
-  await watch.until(id, (r) => r.status === 'running', RECOVER_TIMEOUT_MS, `${fault.label}: server ${id} running before the trial`);
-  const before = watch.records.get(id)!;
-  const deed = await fault.prepare(before);
+  const { records } = watch;
+  await records.until(id, (r) => r?.status === 'running', RECOVER_TIMEOUT_MS, `${fault.label}: server ${id} running before the trial`);
+  const before = records.values.get(id)!;
+  const { deed, podSaid } = await fault.prepare(before);
   const apiBefore = apiServer(cluster);
   const began = performance.now();
   const done = deed().then(() => performance.now());
-  const changedAt = await watch.until(id, (r) => r.status !== 'running' || r.start_time !== before.start_time, CHANGE_TIMEOUT_MS, `${fault.label}: status change of ${id}`);
+  const podSaidAt = podSaid ? pods.pods.until(`devbox-${before.manifest}-0`, podSaid, CHANGE_TIMEOUT_MS, 'the Pod\'s report').catch(() => undefined) : undefined;
+  const changedAt = await records.until(id, (r) => r?.status !== 'running' || r.start_time !== before.start_time, CHANGE_TIMEOUT_MS, `${fault.label}: status change of ${id}`);
   const doneAt = await done;
-  const backAt = await watch.until(id, (r) => r.status === 'running' && r.start_time !== before.start_time, RECOVER_TIMEOUT_MS, `${fault.label}: ${id} running again`);
+  const reportedAt = await podSaidAt;
+  const backAt = await records.until(id, (r) => r?.status === 'running' && r.start_time !== before.start_time, RECOVER_TIMEOUT_MS, `${fault.label}: ${id} running again`);
   if (apiBefore === 'down' || apiServer(cluster) !== apiBefore) {
     fault.discarded++;
     return false;
@@ -233,18 +278,31 @@ async function trial(fault: Fault, id: string, cluster: TestCluster): Promise<bo
   fault.change.push(changedAt - began);
   fault.deed.push(doneAt - began);
   fault.recover.push(backAt - began);
+  if (reportedAt !== undefined) {
+    fault.podReported.push(reportedAt - began);
+    fault.afterPodReport.push(changedAt - reportedAt);
+  }
   return true;
 }
 
-/** The editor container of the server's Pod, as its status names it. */
-async function editorContainer(client: KubeClient, record: ServerRecord): Promise<string> {
+const editorOf = (pod: V1Pod | undefined) => pod?.status?.containerStatuses?.find((c) => c.name === 'editor');
+
+/** The server's Pod and its running editor container, as its status names it. */
+async function editorContainer(client: KubeClient, record: ServerRecord): Promise<{ uid: string; containerId: string }> {
   const pod = await client.read<V1Pod>('v1', 'Pod', `devbox-${record.manifest}-0`);
-  const container = pod?.status?.containerStatuses?.find((c) => c.name === 'editor');
-  if (!container?.containerID || !container.state?.running) throw new Error(`no running editor container in the Pod of ${record.manifest}`);
-  return container.containerID;
+  const container = editorOf(pod);
+  if (!pod || !container?.containerID || !container.state?.running) throw new Error(`no running editor container in the Pod of ${record.manifest}`);
+  return { uid: pod.metadata!.uid!, containerId: container.containerID };
 }
 
+/** The kubelet has reported the container ended (or the Pod is another, or gone). */
+const containerEnded = (uid: string, containerId: string) => (pod: V1Pod | undefined) => {
+  const container = editorOf(pod);
+  return pod?.metadata?.uid !== uid || !container || container.containerID !== containerId || container.state?.running === undefined;
+};
+
 function spread(values: number[]) {
+  if (values.length === 0) return undefined;
   return { p50_ms: round(median(values), 0), p95_ms: round(percentile(values, 95), 0), max_ms: round(Math.max(...values), 0) };
 }
 
@@ -261,7 +319,7 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
   const editor = podEditor ? 'code-server' : 'stub editor';
   const namespace = await testNamespace(cluster, 'devbox-bench');
   const sides: Side[] = [];
-  const watches: RecordWatch[] = [];
+  const watches: { close(): void }[] = [];
   try {
     const processes: Side = { runtime: 'process', service: await startBenchService(podEditor ? processBin : STUB_EDITOR, benchPorts(offset)) };
     sides.push(processes);
@@ -272,12 +330,14 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
       }),
     };
     sides.push(pods);
+    const apiPort = Number(new URL(cluster.server).port);
     const health = async (side: Side) => (await side.service.call('GET', '/health')) as { editor: string; memory_mb: { heap_used: number } };
     if (!(await health(pods)).editor.endsWith('(Kubernetes)')) throw new Error('the second service does not run its editors on Kubernetes');
     const memory = async (side: Side) => ({
       rss_mb: round(side.service.rssMb(), 1),
       uss_mb: round(sharedMemoryMb(side.service.pid).uss, 1),
       heap_used_mb: (await health(side)).memory_mb.heap_used,
+      api_server_connections: connectionsTo(side.service.pid, apiPort),
     });
     const atRest = { process: await memory(processes), kubernetes: await memory(pods), bare_node_rss_mb: round(await bareNodeRssMb(), 1) };
 
@@ -311,18 +371,24 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
     const client = new KubeClient(namespace.name, cluster.kubeconfig);
     const processWatch = await RecordWatch.open(processes.service.url);
     const kubernetesWatch = await RecordWatch.open(pods.service.url);
-    watches.push(processWatch, kubernetesWatch);
+    const podWatch = await PodWatch.open(cluster.kubeconfig, namespace.name);
+    watches.push(processWatch, kubernetesWatch, podWatch);
     const fault = (label: string, side: Side, watch: RecordWatch, trials: number, prepare: Fault['prepare']): Fault =>
-      ({ label, side, watch, prepare, trials, change: [], deed: [], recover: [], discarded: 0, failed: [] });
+      ({ label, side, watch, prepare, trials, change: [], podReported: [], afterPodReport: [], deed: [], recover: [], discarded: 0, failed: [] });
     const containerKilled = fault('Kubernetes: the editor\'s container SIGKILLed through containerd', pods, kubernetesWatch, quick ? 6 : 20, async (record) => {
-      const container = await editorContainer(client, record);
-      return () => killContainer(cluster, container);
+      const { uid, containerId } = await editorContainer(client, record);
+      return { deed: () => killContainer(cluster, containerId), podSaid: containerEnded(uid, containerId) };
     });
     // The editor leads its own process group (the runtime starts it detached): all of it goes, as in a crash.
     const processKilled = fault('process: the editor\'s process group SIGKILLed', processes, processWatch, quick ? 6 : 20, async (record) =>
-      async () => process.kill(-record.pid!, 'SIGKILL'));
-    const podDeleted = fault('Kubernetes: the editor\'s Pod deleted (its default grace)', pods, kubernetesWatch, quick ? 3 : 10, async (record) =>
-      () => client.delete('v1', 'Pod', `devbox-${record.manifest}-0`));
+      ({ deed: async () => process.kill(-record.pid!, 'SIGKILL') }));
+    const podDeleted = fault('Kubernetes: the editor\'s Pod deleted (its default grace)', pods, kubernetesWatch, quick ? 3 : 10, async (record) => {
+      const { uid } = await editorContainer(client, record);
+      return {
+        deed: () => client.delete('v1', 'Pod', `devbox-${record.manifest}-0`),
+        podSaid: (pod) => pod?.metadata?.uid !== uid || pod.metadata.deletionTimestamp !== undefined,
+      };
+    });
     const ids = (side: Side) => created[side.runtime].at(-1)!.ids;
     // Kills on both runtimes in alternation, so load and drift hit both; a discarded or failed trial is done again (a few at most).
     for (const group of [[containerKilled, processKilled], [podDeleted]]) {
@@ -331,7 +397,7 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
         for (const f of group) {
           const n = done.get(f)!;
           if (n >= f.trials) continue;
-          const ok = await trial(f, ids(f.side)[n % servers], cluster).catch((error: Error) => void f.failed.push(error.message));
+          const ok = await trial(f, ids(f.side)[n % servers], cluster, podWatch).catch((error: Error) => void f.failed.push(error.message));
           if (ok) done.set(f, n + 1);
         }
       }
@@ -340,6 +406,10 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
       fault: f.label,
       trials: f.change.length,
       change: spread(f.change),
+      change_ms: f.change.map((ms) => round(ms, 0)),
+      // The cluster's own word (the bench's watch of the Pod), and what the service took after it.
+      pod_reported: spread(f.podReported),
+      service_after_the_pod_report: spread(f.afterPodReport),
       // How long the deed itself took to return (the ctr command, the DELETE, the kill call).
       deed_returned_ms_median: round(median(f.deed), 0),
       running_again: spread(f.recover),
@@ -348,7 +418,7 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
     });
     const after = { process: await memory(processes), kubernetes: await memory(pods) };
 
-    const wallRatios = created.kubernetes.map((k, i) => k.wallMs / created.process[i].wallMs);
+    const wall = (runtime: RuntimeKind) => created[runtime].reduce((sum, c) => sum + c.wallMs, 0);
     return {
       editor,
       servers,
@@ -357,7 +427,9 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
       create_to_page: {
         process: createFigures('process'),
         kubernetes: createFigures('kubernetes'),
-        wall_ratio_kubernetes_to_process: round(median(wallRatios), 2),
+        // Over the rounds together (each round's own ratio beside it).
+        wall_ratio_kubernetes_to_process: round(wall('kubernetes') / wall('process'), 2),
+        wall_ratio_each_round: created.kubernetes.map((k, i) => round(k.wallMs / created.process[i].wallMs, 2)),
         per_server_median_ratio_kubernetes_to_process: round(median(created.kubernetes.flatMap((c) => c.pageMs)) / median(created.process.flatMap((c) => c.pageMs)), 2),
       },
       status_change: {
