@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
 import { KubeClient } from '../src/runtime/kubernetes/client.ts';
-import { NO_CLUSTER, testCluster, type TestCluster } from '../test/helpers/cluster.ts';
+import { RUN_DIR, testCluster, type TestCluster } from '../test/helpers/cluster.ts';
 import { killContainer, kubectl, realEditor, runtimeOptions, stubEditor, testNamespace } from '../test/helpers/kube-runtime.ts';
 import { bareNodeRssMb, benchPorts, median, percentile, round, sharedMemoryMb, sleep, startBenchService, STUB_EDITOR, type BenchService } from './harness.ts';
 import { connectionsTo } from './service-proxy.ts';
@@ -266,6 +266,7 @@ async function trial(fault: Fault, id: string, cluster: TestCluster, pods: PodWa
   const apiBefore = apiServer(cluster);
   const began = performance.now();
   const done = deed().then(() => performance.now());
+  done.catch(() => {}); // awaited below, unless the status never changes
   const podSaidAt = podSaid ? pods.pods.until(`devbox-${before.manifest}-0`, podSaid, CHANGE_TIMEOUT_MS, 'the Pod\'s report').catch(() => undefined) : undefined;
   const changedAt = await records.until(id, (r) => r?.status !== 'running' || r.start_time !== before.start_time, CHANGE_TIMEOUT_MS, `${fault.label}: status change of ${id}`);
   const doneAt = await done;
@@ -314,7 +315,7 @@ function spread(values: number[]) {
  */
 export async function benchKubernetes(processBin: string, quick: boolean, offset: number, servers = 10) {
   const cluster = await testCluster();
-  if (!cluster) return { skipped: NO_CLUSTER };
+  if (!cluster) return { skipped: `no Kubernetes test cluster answers (${RUN_DIR}): the kubernetes section is skipped; \`scripts/test-cluster.sh up\` (root) starts one (docs/kubernetes-test-cluster.md)` };
   const podEditor = realEditor();
   const editor = podEditor ? 'code-server' : 'stub editor';
   const namespace = await testNamespace(cluster, 'devbox-bench');
@@ -325,6 +326,7 @@ export async function benchKubernetes(processBin: string, quick: boolean, offset
     sides.push(processes);
     const pods: Side = {
       runtime: 'kubernetes',
+      // The editor binary plays no part there (GET /health is checked below to say so).
       service: await startBenchService(STUB_EDITOR, benchPorts(offset + 1), {
         config: { runtime: { kind: 'kubernetes', kubernetes: runtimeOptions(namespace.name, podEditor ?? stubEditor(), cluster) } },
       }),
