@@ -48,18 +48,19 @@ export interface BenchService {
 
 /**
  * `env`: variables beside the bench's own (DEVBOX_METRICS=0 …); `editor`: config keys of `editor`
- * beside its own; `checkout`: the checkout whose service runs (default this one), built first.
+ * beside its own; `config`: other top-level config sections (`runtime` …); `checkout`: the
+ * checkout whose service runs (default this one), built first.
  */
 export async function startBenchService(
   editorBin: string, ports: { min: number; max: number },
-  extra: { env?: Record<string, string>; editor?: Record<string, unknown>; checkout?: string } = {},
+  extra: { env?: Record<string, string>; editor?: Record<string, unknown>; config?: Record<string, unknown>; checkout?: string } = {},
 ): Promise<BenchService> {
   const checkout = extra.checkout ?? ROOT;
   buildService(checkout);
   const start = startCommand(checkout);
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
-  await fs.writeFile(configFile, stringify({ ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
+  await fs.writeFile(configFile, stringify({ ...extra.config, ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
   const dataDir = join(root, 'data');
   const child = spawn(process.execPath, start.args, {
     cwd: checkout,

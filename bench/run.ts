@@ -1,5 +1,5 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests, kubernetes (editors as Pods on the test cluster against local processes; skipped without a cluster) (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 // `npm run bench -- compare <base-ref> …` measures another commit's service against this one's
 // instead, alternating in one run (bench/compare.ts).
@@ -8,6 +8,7 @@ import { compareBuilds } from './compare.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchBusyList } from './busy-list.ts';
 import { benchDashboard } from './dashboard.ts';
+import { benchKubernetes } from './kubernetes.ts';
 import { benchManifestRead } from './manifests.ts';
 import { benchObservability } from './observability.ts';
 import { benchPersistence, fakeFilesApi, throughStore } from './persistence.ts';
@@ -82,6 +83,9 @@ if (wanted('manifests')) {
 if (wanted('persistence')) {
   report('persistence: snapshot and restore of 2,000 files, 50 MB, vs tar', await benchPersistence(quick ? 3 : 7));
   report('persistence through the fake Files API, 20 ms a request', await throughStore('fake Files API (SDK, VolumeStore), 20 ms a request', () => fakeFilesApi(20), quick ? 1 : 3));
+}
+if (wanted('kubernetes')) {
+  report('editors on Kubernetes ÷ local processes, 10 servers', await benchKubernetes(realEditor, quick, 15));
 }
 const rows = targetRows(results);
 if (rows.length > 0) console.log(`\n## targets\n${targetTable(rows)}`);

@@ -46,6 +46,7 @@ export function targetRows(results: Results): TargetRow[] {
   const workbench = 'code-server workbench in Chromium: navigation → usable, proxy ÷ direct';
   const persistence = 'persistence: snapshot and restore of 2,000 files, 50 MB, vs tar';
   const persistenceRemote = 'persistence through the fake Files API, 20 ms a request';
+  const kube = 'editors on Kubernetes ÷ local processes, 10 servers';
   const rows = [
     row('GET /servers p95, 30 servers', at(results, list30, 'p95_ms'), ' ms', 1, true),
     row('GET /servers/{id} p95, 30 servers', at(results, list30, 'one_server', 'p95_ms'), ' ms', 1, true),
@@ -86,6 +87,14 @@ export function targetRows(results: Results): TargetRow[] {
     row('full snapshot, 20 ms a request', at(results, persistenceRemote, 'full_snapshot_median_ms'), ' ms', 10_000, true),
     row('SIGTERM snapshot after 10 changes, 20 ms a request', at(results, persistenceRemote, 'shutdown_snapshot_after_10_changes_median_ms'), ' ms', 3000, true),
     row('restore, 20 ms a request', at(results, persistenceRemote, 'restore_median_ms'), ' ms', 10_000, true),
+    row('Kubernetes: editor container killed → server status p95', at(results, kube, 'status_change', 'container_killed', 'change', 'p95_ms'), ' ms', 1000, true, [
+      ['a local editor process killed, same run', at(results, kube, 'status_change', 'process_killed_floor', 'change', 'p95_ms')],
+    ]),
+    info('the same, p50', at(results, kube, 'status_change', 'container_killed', 'change', 'p50_ms'), ' ms'),
+    row('Kubernetes: editor Pod deleted → server status p95', at(results, kube, 'status_change', 'pod_deleted', 'change', 'p95_ms'), ' ms', 1000, true),
+    info('Kubernetes ÷ processes: 10 servers created at once → every editor page through the proxy', at(results, kube, 'create_to_page', 'wall_ratio_kubernetes_to_process'), '×'),
+    info('service RSS, 10 editors on Kubernetes', at(results, kube, 'service_memory', 'running', 'kubernetes', 'rss_mb'), ' MB'),
+    info('service RSS, 10 editors as local processes, same run', at(results, kube, 'service_memory', 'running', 'process', 'rss_mb'), ' MB'),
   ];
   return rows.filter((r): r is TargetRow => r !== undefined);
 }
