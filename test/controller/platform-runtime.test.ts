@@ -200,3 +200,31 @@ describe('the resources a start carries', () => {
     expect(runtime.launches[0].resources).toEqual({ requests: { cpu: '2', memory: '1Gi' }, limits: { memory: '4Gi' } });
   });
 });
+
+describe('a workspace that has the same path for every server (a Pod\'s, in each server\'s own volume)', () => {
+  it('is no sign of a copied status: the status of each server stays its own across reconciles', async () => {
+    const podPaths = Object.assign(runtime, {
+      prepare: async (name: string) => {
+        await FakeRuntime.prototype.prepare.call(runtime, name);
+        return '/data/workspace';
+      },
+    });
+    const warnings: string[] = [];
+    reconciler = new Reconciler({
+      store, runtime: podPaths, ports: new PortAllocator(config.ports), layout: new DataLayout(join(root, 'data')), logs, config,
+      enqueue: () => undefined,
+      log: (line) => warnings.push(line),
+    });
+    await writeManifest('one');
+    await writeManifest('two');
+    const one = await untilRunning('one');
+    const two = await untilRunning('two');
+    expect(one.workspacePath).toBe('/data/workspace');
+    await reconciler.reconcile('one');
+    await reconciler.reconcile('two');
+    expect(await statusOf('one')).toMatchObject({ phase: 'Running', runtimeRef: one.runtimeRef, port: one.port, startTime: one.startTime });
+    expect(await statusOf('two')).toMatchObject({ phase: 'Running', runtimeRef: two.runtimeRef, port: two.port, startTime: two.startTime });
+    expect(runtime.launches).toHaveLength(2);
+    expect([...warnings, ...reconciler.records.get('one')?.warnings ?? []].join('\n')).not.toMatch(/not this server's/);
+  });
+});
