@@ -8,7 +8,7 @@
 // controller's restartPolicy decides what happens next, as with local processes (the kubelet's
 // own restart of the container is not relied upon).
 import { EventEmitter } from 'node:events';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { checkHealth, waitHealthy, type HealthResult } from '../health.ts';
 import {
   EditorNotPlaced, type EditorEndpoint, type EditorOutput, type EditorRuntime, type EditorState, type EditorUsage,
@@ -24,6 +24,9 @@ import type { KubernetesRuntimeOptions } from './options.ts';
 import { containerPort, editorEnded, editorStatus, isOver, isReady, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
 import { podLogs } from './pod-logs.ts';
 import { KubernetesStorage } from './storage.ts';
+
+/** The label the StatefulSet controller gives each Pod: the template revision it was made from. */
+const REVISION_LABEL = 'controller-revision-hash';
 
 /** How long start() waits for the Pod to exist and get an address. */
 const PLACE_TIMEOUT_MS = 60_000;
@@ -234,6 +237,35 @@ export class KubernetesRuntime implements EditorRuntime {
     return port ? { port, resources: container?.resources as StartSpec['resources'] } : undefined;
   }
 
+  /**
+   * The StatefulSet's Pod as an earlier start made it, when its editor never ran (not placed, its
+   * image not pulled) and the template has changed since (other resources, another image): the
+   * StatefulSet controller waits for that Pod to be Ready before it replaces anything
+   * (kubernetes/kubernetes#67250), so the new start would wait behind it forever. It is deleted,
+   * and the StatefulSet makes it again from the template just applied. A Pod whose editor ran is
+   * never touched here.
+   */
+  async #replaceUnstarted(name: string): Promise<void> {
+    const pod = this.#editorPod(name);
+    if (!pod || pod.status?.phase !== 'Pending' || editorStatus(pod)?.state?.running || editorStatus(pod)?.state?.terminated) return;
+    const revision = await this.#updateRevision(name);
+    if (!revision || pod.metadata?.labels?.[REVISION_LABEL] === revision) return;
+    this.#log('info', `the Pod ${pod.metadata?.name} of ${name} never ran and has an earlier template: it is made again from the new one`);
+    await this.#client.delete('v1', 'Pod', pod.metadata!.name!, { uid: pod.metadata!.uid!, graceSeconds: 0 });
+  }
+
+  /** The StatefulSet's current template revision, once its controller has seen the last change (a bounded wait). */
+  async #updateRevision(name: string): Promise<string | undefined> {
+    const deadline = Date.now() + 5000;
+    while (true) {
+      const set = await this.#client.read<V1StatefulSet>('apps/v1', 'StatefulSet', this.#names.object(name));
+      if (!set) return undefined;
+      if ((set.status?.observedGeneration ?? 0) >= (set.metadata?.generation ?? 0)) return set.status?.updateRevision;
+      if (Date.now() > deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   async start(spec: StartSpec): Promise<StartedEditor> {
     const { name } = spec;
     const owner = await this.#storage.owner(name);
@@ -242,6 +274,7 @@ export class KubernetesRuntime implements EditorRuntime {
     await this.#storage.releaseHelper(name);
     await this.#client.apply(this.#objects.service(name, owner, spec.port));
     await this.#scale(name, 1, { port: spec.port, resources: spec.resources });
+    await this.#replaceUnstarted(name);
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
     while (true) {
       const pod = this.#editorPod(name);
