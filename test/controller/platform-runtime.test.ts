@@ -117,6 +117,29 @@ describe('a start the platform has not placed', () => {
     expect(await untilRunning('big')).toMatchObject({ phase: 'Running', runtimeRef: standing });
   });
 
+  it('is asked again without reading the extensions anew while the spec wants the same ones (on a cluster each read runs a Pod)', async () => {
+    let reads = 0;
+    const read = runtime.installedExtensions.bind(runtime);
+    runtime.installedExtensions = (name) => {
+      reads++;
+      return read(name);
+    };
+    runtime.notPlaced = UNSCHEDULABLE;
+    await writeManifest('tries');
+    for (let i = 0; i < 4; i++) await reconciler.reconcile('tries');
+    expect(runtime.launches).toHaveLength(4);
+    expect(reads).toBe(1);
+    // Other extensions wanted: they are looked at again before the next try.
+    await writeManifest('tries', { extensions: ['acme.tool'] });
+    await reconciler.reconcile('tries');
+    expect(reads).toBe(2);
+    runtime.notPlaced = undefined;
+    await eventually(async () => {
+      await reconciler.reconcile('tries');
+      return (await statusOf('tries')).extensions?.[0]?.state === 'Installed' && (await statusOf('tries')).phase !== 'Pending';
+    }, 5000, 10);
+  });
+
   it('is withdrawn when the spec no longer wants the editor, so it never starts later', async () => {
     runtime.notPlaced = UNSCHEDULABLE;
     await writeManifest('withdrawn');
