@@ -47,6 +47,8 @@ export interface Live {
    * and reading it on a cluster means a helper Pod on the node at every try.
    */
   extensionsReady?: string;
+  /** Reconciles in a row that found the server's storage out of reach (StorageUnavailable). */
+  storageTries?: number;
   /** The platform took the last start but has not placed the editor (EditorNotPlaced): how many tries so far. */
   notPlaced?: { attempts: number };
   /** What the runtime last said keeps the live editor from serving, and whether it had been Running when it came. */

@@ -12,6 +12,7 @@ import { PortAllocator } from '../../src/controller/ports.ts';
 import { Reconciler } from '../../src/controller/reconciler.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import type { EditorServerSpec, EditorServerStatus } from '../../src/manifests/types.ts';
+import { StorageUnavailable } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -152,6 +153,30 @@ describe('a start the platform has not placed', () => {
     const stopped = await statusOf('withdrawn');
     expect(stopped.phase).toBe('Stopped');
     expect(stopped.reason).toBeUndefined();
+  });
+});
+
+describe('storage the platform cannot reach while no editor runs', () => {
+  it('is Pending with the platform\'s reason, said once, asked again with backoff, and the server starts once it can be reached', async () => {
+    let unavailable: StorageUnavailable | undefined = new StorageUnavailable({ reason: 'ImagePullBackOff', message: 'the Pod devbox-cut-storage that mounts the server\'s volume cannot run: Back-off pulling image "registry.example/editor:1"' });
+    const read = runtime.installedExtensions.bind(runtime);
+    runtime.installedExtensions = async (name) => {
+      if (unavailable) throw unavailable;
+      return read(name);
+    };
+    await writeManifest('cut');
+    expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 1000 });
+    expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 2000 });
+    const pending = await statusOf('cut');
+    expect(pending).toMatchObject({ phase: 'Pending', reason: 'ImagePullBackOff', message: unavailable.problem.message });
+    expect(readyOf(pending)).toMatchObject({ status: 'False', reason: 'ImagePullBackOff' });
+    expect(eventsOf('cut').filter((e) => e.includes('ImagePullBackOff'))).toEqual([`WARN its storage cannot be reached yet: ImagePullBackOff: ${unavailable.problem.message}`]);
+    expect(runtime.launches).toEqual([]);
+
+    unavailable = undefined;
+    const running = await untilRunning('cut');
+    expect(running.reason).toBeUndefined();
+    expect(runtime.launches).toHaveLength(1);
   });
 });
 
