@@ -43,3 +43,39 @@ describe('podProblem', () => {
     }))).toBeUndefined();
   });
 });
+
+describe('podProblem of a Pod on a node that stopped reporting', () => {
+  // As the node controller leaves it (Kubernetes 1.20, MarkPodsNotReady): the Ready condition
+  // copied from the kubelet's (which has no reason) with its status False; the containers as the
+  // kubelet last reported them, running and ready.
+  const lost = pod({
+    phase: 'Running',
+    conditions: [
+      { type: 'Initialized', status: 'True' },
+      { type: 'Ready', status: 'False', lastTransitionTime: new Date('2026-11-26T23:10:00Z') },
+      { type: 'ContainersReady', status: 'True' },
+      { type: 'PodScheduled', status: 'True' },
+    ],
+    containerStatuses: [{ name: 'editor', image: 'i', imageID: '', ready: true, restartCount: 0, state: running }],
+  });
+
+  it('is NodeNotReady, naming the node', () => {
+    expect(podProblem(lost)).toEqual({ reason: 'NodeNotReady', message: expect.stringMatching(/^node devbox-node is not ready: /) });
+  });
+
+  it('is the reason the Ready condition gives, when it gives one', () => {
+    const said = structuredClone(lost);
+    said.status!.conditions![1] = { type: 'Ready', status: 'False', reason: 'NodeNotReady', message: 'Node is not ready' };
+    expect(podProblem(said)).toEqual({ reason: 'NodeNotReady', message: 'Node is not ready' });
+  });
+
+  it('is over once the kubelet reports again (not ready until its probe answers, then ready)', () => {
+    const back = structuredClone(lost);
+    back.status!.conditions![1] = { type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [editor]' };
+    back.status!.containerStatuses![0].ready = false;
+    expect(podProblem(back)).toBeUndefined();
+    back.status!.conditions![1] = { type: 'Ready', status: 'True' };
+    back.status!.containerStatuses![0].ready = true;
+    expect(podProblem(back)).toBeUndefined();
+  });
+});
