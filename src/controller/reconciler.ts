@@ -285,10 +285,14 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       case 'evict':
         // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
         return stopForCapacity(this, record, uid, status, action.for);
-      case 'supervise':
-        // Extensions follow the spec while the editor runs too (installs never hold its health checks).
-        await ensureExtensions(this, record, uid, status, 'running');
+      case 'supervise': {
+        // Extensions follow the spec while the editor runs too: installs never hold its health
+        // checks, and neither does a failure to look at them (on a cluster that is an exec through
+        // the node's kubelet, which may be the very thing that is down).
+        const extensions = await ensureExtensions(this, record, uid, status, 'running').catch((error: unknown) => error as Error);
+        if (extensions instanceof Error) this.log(`the extensions of ${name} were not looked at: ${extensions.message}`);
         return ensureIdle(this, record, uid, status, live, await observeRunning(this, record, uid, status, live, port));
+      }
       default:
         // The editor does not run. holdIdleStop settles the idle stop as decide() read it: it
         // records the hold (hold idle-stop: stopped for idleness, it starts again when woken),

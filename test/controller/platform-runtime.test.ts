@@ -221,6 +221,19 @@ describe('a problem the runtime reports for a live editor', () => {
   });
 });
 
+describe('a running editor whose storage cannot be looked at (its node\'s kubelet down)', () => {
+  it('still shows the runtime\'s problem: the extensions that could not be read do not hold its status', async () => {
+    await writeManifest('lost');
+    const before = await untilRunning('lost');
+    runtime.installedExtensions = async () => {
+      throw new Error('exec in devbox-lost-0 failed: error dialing backend: dial tcp 10.233.77.1:10350: connect: connection refused');
+    };
+    runtime.setProblem('lost', NODE_NOT_READY);
+    await reconciler.reconcile('lost');
+    expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', ...NODE_NOT_READY, runtimeRef: before.runtimeRef, startTime: before.startTime });
+  });
+});
+
 describe('what the platform says about an editor', () => {
   it('goes to the server\'s log and its events, and is dropped for a server the controller does not know', async () => {
     await writeManifest('talked');
