@@ -355,6 +355,9 @@ export class KubernetesRuntime implements EditorRuntime {
     return undefined;
   }
 
+  /** The last failure of each node's kubelet summary, while it lasts. */
+  readonly #summaryTrouble = new Map<string, string>();
+
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
   async usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
     const byUid = new Map<string, RuntimeRef>();
@@ -368,9 +371,13 @@ export class KubernetesRuntime implements EditorRuntime {
     const usage = new Map<RuntimeRef, EditorUsage>();
     for (const node of nodes) {
       const summary = await this.#client.nodeSummary(node).catch((error) => {
-        this.#log('warn', `the kubelet summary of ${node}: ${messageOf(error)}`);
+        // Said once while it lasts (it is asked for at every sample), and when it is over.
+        const message = messageOf(error);
+        if (this.#summaryTrouble.get(node) !== message) this.#log('warn', `the kubelet summary of ${node}: ${message}`);
+        this.#summaryTrouble.set(node, message);
         return undefined;
       });
+      if (summary && this.#summaryTrouble.delete(node)) this.#log('info', `the kubelet summary of ${node} answers again`);
       for (const pod of summary?.pods ?? []) {
         const ref = byUid.get(pod.podRef?.uid ?? '');
         const container = pod.containers?.find((c) => c.name === 'editor');
