@@ -144,9 +144,12 @@ afterAll(async () => {
   // Whatever happened above, the shared cluster gets its API server back (nothing is done if it runs).
   if (cluster) await startComponent('kube-apiserver');
   await loop?.close();
-  await service?.stop();
-  await editors?.remove();
-  await objects?.remove();
+  try {
+    await service?.stop();
+  } finally {
+    await editors?.remove();
+    await objects?.remove();
+  }
 });
 
 describe.skipIf(!cluster)(cluster ? 'the API server killed and started again' : `the API server killed and started again (${NO_CLUSTER})`, { timeout: 120_000 }, () => {

@@ -24,8 +24,11 @@ beforeAll(async () => {
 afterAll(async () => {
   // Whatever happened above, the shared node gets its kubelet back (nothing is done if it runs).
   if (cluster) await startComponent('kubelet');
-  await service?.stop();
-  await namespace?.remove();
+  try {
+    await service?.stop();
+  } finally {
+    await namespace?.remove();
+  }
 });
 
 describe.skipIf(!cluster)(cluster ? 'a node whose kubelet stops' : `a node whose kubelet stops (${NO_CLUSTER})`, { timeout: 180_000 }, () => {

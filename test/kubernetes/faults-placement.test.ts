@@ -28,8 +28,11 @@ describe.skipIf(!cluster)(cluster ? 'editors the cluster cannot run as asked' : 
       });
     });
     afterAll(async () => {
-      await service?.stop();
-      await namespace?.remove();
+      try {
+        await service?.stop();
+      } finally {
+        await namespace?.remove();
+      }
     });
 
     it('shows the kubelet\'s pull error in the server\'s status within seconds, not a hang', async () => {
@@ -73,8 +76,11 @@ describe.skipIf(!cluster)(cluster ? 'editors the cluster cannot run as asked' : 
       service = await startServiceOnCluster(cluster!, namespace.name, stubEditor(), { config: { editor: { startTimeoutSeconds: 5 } } });
     });
     afterAll(async () => {
-      await service?.stop();
-      await namespace?.remove();
+      try {
+        await service?.stop();
+      } finally {
+        await namespace?.remove();
+      }
     });
 
     const manifest = (memory: string) => [
