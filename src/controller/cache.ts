@@ -41,6 +41,14 @@ export interface Live {
   waking?: boolean;
   /** The fresh heartbeat read before an idle stop got no answer once: the stop waits for one more try. */
   idleReadMissed?: boolean;
+  /**
+   * The wanted extensions (as JSON) last found all in place before a start. A start the platform
+   * has not placed is asked again with them as they were: no editor has used the volume since,
+   * and reading it on a cluster means a helper Pod on the node at every try.
+   */
+  extensionsReady?: string;
+  /** Reconciles in a row that found the server's storage out of reach (StorageUnavailable). */
+  storageTries?: number;
   /** The platform took the last start but has not placed the editor (EditorNotPlaced): how many tries so far. */
   notPlaced?: { attempts: number };
   /** What the runtime last said keeps the live editor from serving, and whether it had been Running when it came. */

@@ -54,6 +54,7 @@ export async function ensureExtensions(
   for (const [id, entry] of op?.data.outcomes ?? []) if (wanted.includes(id)) known.set(id, entry);
   const tried = new Set(op?.data.removed ?? []);
   const live = ctx.cache.live(name);
+  if (mode === 'stopped' && live.notPlaced && !op && live.extensionsReady === key) return 'ready';
   if (op?.settled && op.data.changedWhileRunning) reloadNeeded.add(live);
   if (mode === 'stopped') reloadNeeded.delete(live);
   if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
@@ -90,6 +91,7 @@ export async function ensureExtensions(
           ? { type: 'ExtensionsInstalled', status: 'True', reason: 'ReloadRequired', message: 'extensions changed while the editor runs: reload its window (or restart the server) to use them' }
           : { type: 'ExtensionsInstalled', status: 'True', reason: 'Installed' });
     }
+    if (mode === 'stopped') live.extensionsReady = key;
     return 'ready';
   }
   const data: Work = { outcomes: new Map(), removed: [], changedWhileRunning: mode === 'running' };

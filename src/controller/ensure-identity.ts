@@ -10,6 +10,8 @@ export function inheritedStatus(layout: DataLayout, name: string, server: Editor
   if (resolved.holder !== undefined && resolved.holder !== name) {
     return `metadata.uid ${resolved.refused} belongs to server "${resolved.holder}" (is this file a copy of its manifest?): this server gets a uid of its own, ${resolved.uid}, and its own port and editor`;
   }
+  // Only a workspace in this service's data folder names a server: a cluster's editor has the same
+  // path (its Pod's /data/workspace) in every server's own volume, which says nothing of whose it is.
   const workspace = server.status?.workspacePath;
   if (workspace !== undefined && isAnothersWorkspace(layout, name, workspace)) {
     return `status names the workspace ${workspace}, not this server's (is this file a copy of another manifest?): its status is started afresh, with a port and editor of its own`;

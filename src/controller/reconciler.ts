@@ -8,7 +8,7 @@ import { LiveServerIndex } from '../index/live-index.ts';
 import type { ServerIndex } from '../index/server-index.ts';
 import type { LogLevel } from '../logs/entry.ts';
 import { displayNameOf, RESTARTED_AT, type EditorServer, type EditorServerStatus, type Phase, type WakeState } from '../manifests/types.ts';
-import { describeRef, isRunning, type EditorEndpoint, type RuntimeRef } from '../runtime/interface.ts';
+import { describeRef, isRunning, StorageUnavailable, type EditorEndpoint, type RuntimeRef } from '../runtime/interface.ts';
 import { deleteServer, markInvalid, teardown, whileMissing } from './absence.ts';
 import { ServerCache, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext, ReconcilerDeps } from './context.ts';
@@ -29,7 +29,7 @@ import { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
 import { TerminalError, type ReconcileResult } from './queue.ts';
 import { clearProcess, commitStatus } from './status-commit.ts';
-import { recordCrash, startProcess, stopForShutdown, stopProcess, withdrawStart } from './supervision.ts';
+import { recordCrash, startProcess, stopForShutdown, stopProcess, storageUnavailable, withdrawStart } from './supervision.ts';
 
 // Re-exported for the modules (and tests) that import them from here.
 export type { LogLevel, ServerRecord };
@@ -162,6 +162,17 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
+    try {
+      const result = await this.#reconcile(name);
+      if (this.cache.lives.has(name)) this.cache.live(name).storageTries = undefined;
+      return result;
+    } catch (error) {
+      if (error instanceof StorageUnavailable) return storageUnavailable(this, name, error);
+      throw error;
+    }
+  }
+
+  async #reconcile(name: string): Promise<ReconcileResult> {
     const { deps, cache } = this;
     const read = await deps.store.read(name);
     if (read.kind === 'missing') return whileMissing(this, name);
@@ -274,10 +285,14 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       case 'evict':
         // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
         return stopForCapacity(this, record, uid, status, action.for);
-      case 'supervise':
-        // Extensions follow the spec while the editor runs too (installs never hold its health checks).
-        await ensureExtensions(this, record, uid, status, 'running');
+      case 'supervise': {
+        // Extensions follow the spec while the editor runs too: installs never hold its health
+        // checks, and neither does a failure to look at them (on a cluster that is an exec through
+        // the node's kubelet, which may be the very thing that is down).
+        const extensions = await ensureExtensions(this, record, uid, status, 'running').catch((error: unknown) => error as Error);
+        if (extensions instanceof Error) this.log(`the extensions of ${name} were not looked at: ${extensions.message}`);
         return ensureIdle(this, record, uid, status, live, await observeRunning(this, record, uid, status, live, port));
+      }
       default:
         // The editor does not run. holdIdleStop settles the idle stop as decide() read it: it
         // records the hold (hold idle-stop: stopped for idleness, it starts again when woken),

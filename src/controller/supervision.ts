@@ -4,7 +4,7 @@
 import { backoffMs } from '../core/backoff.ts';
 import { effectiveResources } from '../manifests/resources.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import { EditorNotPlaced, isRunning, type StartedEditor } from '../runtime/interface.ts';
+import { EditorNotPlaced, isRunning, type StartedEditor, type StorageUnavailable } from '../runtime/interface.ts';
 import { forgetEditor, type Live, type ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import { startProbe } from './ensure-health.ts';
@@ -90,6 +90,27 @@ async function notPlaced(
   }
   await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Pending', reason, message });
   return { requeueAfterMs: backoffMs(attempts, { initialMs: 1000, maxMs: NOT_PLACED_MAX_BACKOFF_MS }) };
+}
+
+/**
+ * The server's storage cannot be reached while no editor runs (StorageUnavailable: on a cluster,
+ * the Pod that mounts its volume cannot run, say its image cannot be pulled): Pending with the
+ * platform's reason and words, said once, asked again with the backoff of a start not placed.
+ * Thrown on when an editor runs: its storage is reached through it, so this is something else.
+ */
+export async function storageUnavailable(ctx: ReconcileContext, name: string, error: StorageUnavailable): Promise<ReconcileResult> {
+  const record = ctx.cache.records.get(name);
+  const uid = record?.server?.metadata.uid;
+  const live = ctx.cache.live(name);
+  if (!record?.server || !uid || live.ref) throw error;
+  const { reason, message } = error.problem;
+  live.storageTries = (live.storageTries ?? 0) + 1;
+  const before = record.server.status;
+  if (before?.phase !== 'Pending' || before.reason !== reason || before.message !== message) {
+    ctx.deps.logs.event(name, 'WARN', `its storage cannot be reached yet: ${reason}: ${message}`);
+  }
+  await ctx.commit(record, uid, { ...clearProcess(structuredClone(before ?? { phase: 'Pending' })), phase: 'Pending', reason, message });
+  return { requeueAfterMs: backoffMs(live.storageTries, { initialMs: 1000, maxMs: NOT_PLACED_MAX_BACKOFF_MS }) };
 }
 
 /** Withdraws a start the platform has not placed (it stands there, without a reference here). */

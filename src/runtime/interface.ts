@@ -80,6 +80,20 @@ export class EditorNotPlaced extends Error {
   }
 }
 
+/**
+ * A storage call throws this when what reaches the server's storage cannot run as things stand
+ * (on a cluster, the helper Pod that mounts its volume while no editor runs: not placed, or its
+ * image not pulled). Nothing is lost: the controller shows the problem in status and asks again.
+ */
+export class StorageUnavailable extends Error {
+  readonly problem: EditorProblem;
+  constructor(problem: EditorProblem) {
+    super(`${problem.reason}: ${problem.message}`);
+    this.name = 'StorageUnavailable';
+    this.problem = problem;
+  }
+}
+
 /** Something the runtime's platform said about a server's editor (a Kubernetes event), shown among the server's events. */
 export interface RuntimeEvent {
   level: 'INFO' | 'WARN';

@@ -1,6 +1,6 @@
 // Where a server's files live under the data folder, and creating and removing them.
 import { promises as fs } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { writeEditorConfig } from '../core/editor-config.ts';
 
 export class DataLayout {
@@ -25,6 +25,11 @@ export class DataLayout {
 
   workspace(name: string): string {
     return join(this.dataDir, 'workspaces', name);
+  }
+
+  /** The server whose workspace `path` is in this data folder; undefined for any other path. */
+  workspaceOwner(path: string): string | undefined {
+    return dirname(path) === join(this.dataDir, 'workspaces') ? basename(path) : undefined;
   }
 
   editor(name: string): { root: string; userDataDir: string; extensionsDir: string; configPath: string } {

@@ -12,6 +12,7 @@ import { PortAllocator } from '../../src/controller/ports.ts';
 import { Reconciler } from '../../src/controller/reconciler.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import type { EditorServerSpec, EditorServerStatus } from '../../src/manifests/types.ts';
+import { StorageUnavailable } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -117,6 +118,29 @@ describe('a start the platform has not placed', () => {
     expect(await untilRunning('big')).toMatchObject({ phase: 'Running', runtimeRef: standing });
   });
 
+  it('is asked again without reading the extensions anew while the spec wants the same ones (on a cluster each read runs a Pod)', async () => {
+    let reads = 0;
+    const read = runtime.installedExtensions.bind(runtime);
+    runtime.installedExtensions = (name) => {
+      reads++;
+      return read(name);
+    };
+    runtime.notPlaced = UNSCHEDULABLE;
+    await writeManifest('tries');
+    for (let i = 0; i < 4; i++) await reconciler.reconcile('tries');
+    expect(runtime.launches).toHaveLength(4);
+    expect(reads).toBe(1);
+    // Other extensions wanted: they are looked at again before the next try.
+    await writeManifest('tries', { extensions: ['acme.tool'] });
+    await reconciler.reconcile('tries');
+    expect(reads).toBe(2);
+    runtime.notPlaced = undefined;
+    await eventually(async () => {
+      await reconciler.reconcile('tries');
+      return (await statusOf('tries')).extensions?.[0]?.state === 'Installed' && (await statusOf('tries')).phase !== 'Pending';
+    }, 5000, 10);
+  });
+
   it('is withdrawn when the spec no longer wants the editor, so it never starts later', async () => {
     runtime.notPlaced = UNSCHEDULABLE;
     await writeManifest('withdrawn');
@@ -129,6 +153,30 @@ describe('a start the platform has not placed', () => {
     const stopped = await statusOf('withdrawn');
     expect(stopped.phase).toBe('Stopped');
     expect(stopped.reason).toBeUndefined();
+  });
+});
+
+describe('storage the platform cannot reach while no editor runs', () => {
+  it('is Pending with the platform\'s reason, said once, asked again with backoff, and the server starts once it can be reached', async () => {
+    let unavailable: StorageUnavailable | undefined = new StorageUnavailable({ reason: 'ImagePullBackOff', message: 'the Pod devbox-cut-storage that mounts the server\'s volume cannot run: Back-off pulling image "registry.example/editor:1"' });
+    const read = runtime.installedExtensions.bind(runtime);
+    runtime.installedExtensions = async (name) => {
+      if (unavailable) throw unavailable;
+      return read(name);
+    };
+    await writeManifest('cut');
+    expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 1000 });
+    expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 2000 });
+    const pending = await statusOf('cut');
+    expect(pending).toMatchObject({ phase: 'Pending', reason: 'ImagePullBackOff', message: unavailable.problem.message });
+    expect(readyOf(pending)).toMatchObject({ status: 'False', reason: 'ImagePullBackOff' });
+    expect(eventsOf('cut').filter((e) => e.includes('ImagePullBackOff'))).toEqual([`WARN its storage cannot be reached yet: ImagePullBackOff: ${unavailable.problem.message}`]);
+    expect(runtime.launches).toEqual([]);
+
+    unavailable = undefined;
+    const running = await untilRunning('cut');
+    expect(running.reason).toBeUndefined();
+    expect(runtime.launches).toHaveLength(1);
   });
 });
 
@@ -173,6 +221,19 @@ describe('a problem the runtime reports for a live editor', () => {
   });
 });
 
+describe('a running editor whose storage cannot be looked at (its node\'s kubelet down)', () => {
+  it('still shows the runtime\'s problem: the extensions that could not be read do not hold its status', async () => {
+    await writeManifest('lost');
+    const before = await untilRunning('lost');
+    runtime.installedExtensions = async () => {
+      throw new Error('exec in devbox-lost-0 failed: error dialing backend: dial tcp 10.233.77.1:10350: connect: connection refused');
+    };
+    runtime.setProblem('lost', NODE_NOT_READY);
+    await reconciler.reconcile('lost');
+    expect(await statusOf('lost')).toMatchObject({ phase: 'Failed', ...NODE_NOT_READY, runtimeRef: before.runtimeRef, startTime: before.startTime });
+  });
+});
+
 describe('what the platform says about an editor', () => {
   it('goes to the server\'s log and its events, and is dropped for a server the controller does not know', async () => {
     await writeManifest('talked');
@@ -198,5 +259,33 @@ describe('the resources a start carries', () => {
     await writeManifest('sized', { resources: { requests: { cpu: '2' }, limits: { memory: '4Gi' } } });
     await reconciler.reconcile('sized');
     expect(runtime.launches[0].resources).toEqual({ requests: { cpu: '2', memory: '1Gi' }, limits: { memory: '4Gi' } });
+  });
+});
+
+describe('a workspace that has the same path for every server (a Pod\'s, in each server\'s own volume)', () => {
+  it('is no sign of a copied status: the status of each server stays its own across reconciles', async () => {
+    const podPaths = Object.assign(runtime, {
+      prepare: async (name: string) => {
+        await FakeRuntime.prototype.prepare.call(runtime, name);
+        return '/data/workspace';
+      },
+    });
+    const warnings: string[] = [];
+    reconciler = new Reconciler({
+      store, runtime: podPaths, ports: new PortAllocator(config.ports), layout: new DataLayout(join(root, 'data')), logs, config,
+      enqueue: () => undefined,
+      log: (line) => warnings.push(line),
+    });
+    await writeManifest('one');
+    await writeManifest('two');
+    const one = await untilRunning('one');
+    const two = await untilRunning('two');
+    expect(one.workspacePath).toBe('/data/workspace');
+    await reconciler.reconcile('one');
+    await reconciler.reconcile('two');
+    expect(await statusOf('one')).toMatchObject({ phase: 'Running', runtimeRef: one.runtimeRef, port: one.port, startTime: one.startTime });
+    expect(await statusOf('two')).toMatchObject({ phase: 'Running', runtimeRef: two.runtimeRef, port: two.port, startTime: two.startTime });
+    expect(runtime.launches).toHaveLength(2);
+    expect([...warnings, ...reconciler.records.get('one')?.warnings ?? []].join('\n')).not.toMatch(/not this server's/);
   });
 });

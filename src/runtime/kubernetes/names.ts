@@ -13,6 +13,8 @@ export const FIELD_MANAGER = 'devbox-controller';
 export const KIND = 'kubernetes';
 /** The editor's container in its Pod. */
 export const EDITOR_CONTAINER = 'editor';
+/** The storage helper Pod's one container. */
+export const HELPER_CONTAINER = 'storage';
 /** Where the server's volume is mounted, in the editor's Pod and the storage helper's. */
 export const DATA_ROOT = '/data';
 export const WORKSPACE = `${DATA_ROOT}/workspace`;

@@ -12,7 +12,7 @@
 // volume), and a stable Pod name the runtime can check references against.
 import type { ResourceRequirements } from '../interface.ts';
 import {
-  CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, USER_DATA_DIR, WORKSPACE, type Names,
+  CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
@@ -139,7 +139,7 @@ export class ServerObjects {
         activeDeadlineSeconds: 3600,
         terminationGracePeriodSeconds: 1,
         containers: [{
-          name: 'storage',
+          name: HELPER_CONTAINER,
           image: this.#options.image,
           imagePullPolicy: this.#options.imagePullPolicy,
           command: ['sh', '-c', `mkdir -p ${WORKSPACE} ${EDITOR_ROOT}; trap 'exit 0' TERM; sleep 3600 & wait`],

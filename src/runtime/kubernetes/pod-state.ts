@@ -9,8 +9,9 @@ import { EDITOR_CONTAINER } from './names.ts';
 /** Waiting reasons that mean the editor cannot start as things stand (a person has to act or wait). */
 const STUCK = new Set(['ImagePullBackOff', 'ErrImagePull', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'CrashLoopBackOff', 'RunContainerError']);
 
-export function editorStatus(pod: V1Pod): V1ContainerStatus | undefined {
-  return pod.status?.containerStatuses?.find((c) => c.name === EDITOR_CONTAINER);
+/** The status of the Pod's editor container (or of another of its containers, by name). */
+export function editorStatus(pod: V1Pod, container = EDITOR_CONTAINER): V1ContainerStatus | undefined {
+  return pod.status?.containerStatuses?.find((c) => c.name === container);
 }
 
 /** The port the editor's container serves on (the server's route number). */
@@ -47,22 +48,32 @@ export function isOver(pod: V1Pod): boolean {
 /**
  * Why the editor's Pod does not serve, when Kubernetes says: not scheduled (with the scheduler's
  * message), its container waiting for a reason that needs someone (ImagePullBackOff), or its node
- * gone quiet (Ready False while the container still runs). Undefined while things merely progress.
+ * gone quiet (NodeNotReady: Ready False while the container still runs, as its kubelet last said).
+ * Undefined while things merely progress.
+ * `container` names the container that matters (the storage helper's, for its Pod).
  */
-export function podProblem(pod: V1Pod): EditorProblem | undefined {
+export function podProblem(pod: V1Pod, container = EDITOR_CONTAINER): EditorProblem | undefined {
   const conditions = pod.status?.conditions ?? [];
   const scheduled = conditions.find((c) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False') {
     return { reason: scheduled.reason || 'Unschedulable', message: scheduled.message || 'the Pod cannot be placed on any node' };
   }
-  const waiting = editorStatus(pod)?.state?.waiting;
+  const waiting = editorStatus(pod, container)?.state?.waiting;
   if (waiting?.reason && STUCK.has(waiting.reason)) {
     return { reason: waiting.reason, message: waiting.message || `the editor's container is waiting: ${waiting.reason}` };
   }
   const ready = conditions.find((c) => c.type === 'Ready');
-  const running = editorStatus(pod)?.state?.running !== undefined;
-  if (running && ready?.status === 'False' && ready.reason && ready.reason !== 'ContainersNotReady') {
-    return { reason: ready.reason, message: ready.message || `the Pod is not ready: ${ready.reason}` };
+  const status = editorStatus(pod, container);
+  if (status?.state?.running !== undefined && ready?.status === 'False') {
+    if (ready.reason && ready.reason !== 'ContainersNotReady') {
+      return { reason: ready.reason, message: ready.message || `the Pod is not ready: ${ready.reason}` };
+    }
+    // The kubelet never says Ready False of a Pod whose container it reports ready: the node
+    // controller does, when the node stops reporting (Kubernetes 1.20 leaves the reason empty and
+    // records a NodeNotReady event). The container is as the kubelet last said: running.
+    if (!ready.reason && status.ready) {
+      return { reason: 'NodeNotReady', message: `node ${pod.spec?.nodeName ?? '(unknown)'} is not ready: the cluster marked the editor's Pod not ready; its container was running when the node's kubelet last reported` };
+    }
   }
   if (pod.status?.reason === 'NodeLost' || pod.status?.reason === 'Evicted') {
     return { reason: pod.status.reason, message: pod.status.message || pod.status.reason };

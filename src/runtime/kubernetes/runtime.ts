@@ -25,6 +25,7 @@ import { containerPort, editorEnded, editorStatus, isOver, isReady, isRunningCon
 import { podLogs } from './pod-logs.ts';
 import { summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
+import { Workload } from './workload.ts';
 
 /** How long start() waits for the Pod to exist and get an address. */
 const PLACE_TIMEOUT_MS = 60_000;
@@ -47,6 +48,7 @@ export class KubernetesRuntime implements EditorRuntime {
   readonly #names: Names;
   readonly #objects: ServerObjects;
   readonly #storage: KubernetesStorage;
+  readonly #workload: Workload;
   /** Every Pod of this service in the namespace (editors and storage helpers), by name. */
   readonly #pods = new Map<string, V1Pod>();
   readonly #ended = new Map<string, Ended>();
@@ -70,6 +72,12 @@ export class KubernetesRuntime implements EditorRuntime {
       client: this.#client, names: this.#names, objects: this.#objects, editorCommand: options.command,
       runningEditor: (name) => this.#servingPod(name),
       vsixDir: process.env.DEVBOX_VSIX_DIR || undefined,
+    });
+    this.#workload = new Workload({
+      client: this.#client, names: this.#names, objects: this.#objects,
+      owner: (name) => this.#storage.owner(name),
+      lastEditorPod: (name) => this.#lastEditorPod(name),
+      log: (level, message) => this.#log(level, message),
     });
     this.#changes.setMaxListeners(0);
     const path = `/api/v1/namespaces/${options.namespace}/pods`;
@@ -158,7 +166,7 @@ export class KubernetesRuntime implements EditorRuntime {
       await this.#nextChange(name, deadline - Date.now());
     }
     try {
-      await this.#scale(name, 0);
+      await this.#workload.scale(name, 0);
       await this.#client.delete('v1', 'Pod', pod.metadata!.name!, { uid, graceSeconds: 1 });
     } catch (error) {
       this.#log('warn', `stopping the ended editor of ${name}: ${messageOf(error)}`);
@@ -225,30 +233,6 @@ export class KubernetesRuntime implements EditorRuntime {
     return true;
   }
 
-  /** The port and resources of the last start, kept for a scale to zero (an apply states the whole object). */
-  readonly #launched = new Map<string, { port: number; resources?: StartSpec['resources'] }>();
-
-  async #scale(name: string, replicas: 0 | 1, launch?: { port: number; resources?: StartSpec['resources'] }): Promise<void> {
-    const owner = await this.#storage.owner(name);
-    if (launch) this.#launched.set(name, launch);
-    const last = this.#launched.get(name) ?? this.#fromCluster(name);
-    if (!last) {
-      // Nothing known of it in this run and no Pod to read: scale the StatefulSet there is, if any.
-      if ((await this.#client.read('apps/v1', 'StatefulSet', this.#names.object(name))) === undefined) return;
-      await this.#client.scale(this.#names.object(name), replicas);
-      return;
-    }
-    await this.#client.apply(this.#objects.statefulSet(name, owner, replicas, last.port, last.resources));
-  }
-
-  /** The port (and resources) the server's Pod runs with, when the cache has it. */
-  #fromCluster(name: string): { port: number; resources?: StartSpec['resources'] } | undefined {
-    const pod = this.#lastEditorPod(name);
-    const container = pod?.spec?.containers?.find((c) => c.name === 'editor');
-    const port = container?.ports?.[0]?.containerPort;
-    return port ? { port, resources: container?.resources as StartSpec['resources'] } : undefined;
-  }
-
   async start(spec: StartSpec): Promise<StartedEditor> {
     const { name } = spec;
     this.#know(name);
@@ -257,7 +241,8 @@ export class KubernetesRuntime implements EditorRuntime {
     // One Pod on the volume at a time: the storage helper goes before the editor comes.
     await this.#storage.releaseHelper(name);
     await this.#client.apply(this.#objects.service(name, owner, spec.port));
-    await this.#scale(name, 1, { port: spec.port, resources: spec.resources });
+    await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources });
+    await this.#workload.replaceUnstarted(name, this.#editorPod(name));
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
     while (true) {
       const pod = this.#editorPod(name);
@@ -287,7 +272,7 @@ export class KubernetesRuntime implements EditorRuntime {
       if (ended) ended.stopped = true;
       else this.#ended.set(named.uid, { exit: undefined, gone: false, stopped: true });
     }
-    await this.#scale(name, 0);
+    await this.#workload.scale(name, 0);
     if (pod?.metadata?.uid === named.uid) await this.#client.delete('v1', 'Pod', named.pod, { uid: named.uid, graceSeconds: Math.max(1, Math.ceil(graceMs / 1000)) });
     return true;
   }
@@ -338,12 +323,23 @@ export class KubernetesRuntime implements EditorRuntime {
     return undefined;
   }
 
+  /** The last failure of each node's kubelet summary, while it lasts. */
+  readonly #summaryTrouble = new Map<string, string>();
+
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
   usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
     return summaryUsage(this.#client, refs, (ref) => {
       const pod = typeof ref.pod === 'string' ? this.#pods.get(ref.pod) : undefined;
       return pod && pod.metadata?.uid === ref.uid && !this.#ended.has(String(ref.uid)) && !isOver(pod) ? pod : undefined;
-    }, (message) => this.#log('warn', message));
+    }, (node, message) => {
+      // Said once while it lasts (it is asked for at every sample), and when it is over.
+      if (message === undefined) {
+        if (this.#summaryTrouble.delete(node)) this.#log('info', `the kubelet summary of ${node} answers again`);
+      } else {
+        if (this.#summaryTrouble.get(node) !== message) this.#log('warn', `the kubelet summary of ${node}: ${message}`);
+        this.#summaryTrouble.set(node, message);
+      }
+    });
   }
 
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {

@@ -16,9 +16,9 @@ import { extensionFolder, extensionName, findVsix, isVsixPath, parseExtensionsLi
 import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
 import { extractInto } from '../../workspace/archive-source.ts';
 import { cloneInto } from '../../workspace/git-source.ts';
-import type { ExtensionOutcome, InstalledExtensions, PopulateOutcome, PopulateSource } from '../interface.ts';
+import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
 import { messageOf, type KubeClient } from './client.ts';
-import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
+import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { isOver, podIp, podProblem } from './pod-state.ts';
 
@@ -45,6 +45,8 @@ export interface StorageDeps {
 const EXTENSION_TIMEOUT_MS = 180_000;
 /** How long a helper Pod waits for more storage work before it goes. */
 const HELPER_IDLE_MS = 60_000;
+/** How long a helper Pod may stay Unschedulable before a storage call says so (StorageUnavailable). */
+const HELPER_PLACE_MS = 10_000;
 
 export class KubernetesStorage {
   readonly #deps: StorageDeps;
@@ -256,7 +258,7 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
     if (editor?.metadata?.name) return { pod: editor.metadata.name, container: EDITOR_CONTAINER };
     const pod = await this.#helper(name);
     this.#releaseLater(name);
-    return { pod, container: 'storage' };
+    return { pod, container: HELPER_CONTAINER };
   }
 
   /** The helper Pod goes a minute after its last use (a start or remove ends it sooner). */
@@ -281,6 +283,7 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
     const { client, names, objects } = this.#deps;
     const podName = names.storagePod(name);
     const deadline = Date.now() + (this.#deps.helperTimeoutMs ?? 120_000);
+    const placeBy = Date.now() + HELPER_PLACE_MS;
     while (true) {
       let pod = await client.read<V1Pod>('v1', 'Pod', podName);
       if (pod && names.serverOf(pod.metadata) !== name) throw new Error(`a Pod named ${podName} that this service did not make is in the way: delete or rename it`);
@@ -297,8 +300,12 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
       } else if (pod.status?.phase === 'Running' && podIp(pod)) {
         return podName;
       } else {
-        const problem = podProblem(pod);
-        if (problem && problem.reason !== 'Unschedulable' && Date.now() > deadline - 100_000) throw new Error(`the storage helper cannot run: ${problem.reason}: ${problem.message}`);
+        // Its image cannot be had (or its container made): said at once, and the controller asks
+        // again. Not placed: after a while, as a claim being bound makes a moment's Unschedulable.
+        const problem = podProblem(pod, HELPER_CONTAINER);
+        if (problem && (problem.reason !== 'Unschedulable' || Date.now() > placeBy)) {
+          throw new StorageUnavailable({ reason: problem.reason, message: `the Pod ${podName} that mounts the server's volume cannot run: ${problem.message}` });
+        }
       }
       if (Date.now() > deadline) throw new Error(`the storage helper ${podName} did not run within ${(this.#deps.helperTimeoutMs ?? 120_000) / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 200));

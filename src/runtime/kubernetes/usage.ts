@@ -5,9 +5,9 @@ import type { EditorUsage, RuntimeRef } from '../interface.ts';
 import { messageOf, type KubeClient } from './client.ts';
 import { EDITOR_CONTAINER } from './names.ts';
 
-/** The usage of each reference whose Pod `podOf` finds running; one summary per node. */
+/** The usage of each reference whose Pod `podOf` finds running; one summary per node, each one's failure (or answer: undefined) reported. */
 export async function summaryUsage(
-  client: KubeClient, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, warn: (message: string) => void,
+  client: KubeClient, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, report: (node: string, failure: string | undefined) => void,
 ): Promise<Map<RuntimeRef, EditorUsage>> {
   const byUid = new Map<string, RuntimeRef>();
   const nodes = new Set<string>();
@@ -20,9 +20,10 @@ export async function summaryUsage(
   const usage = new Map<RuntimeRef, EditorUsage>();
   for (const node of nodes) {
     const summary = await client.nodeSummary(node).catch((error) => {
-      warn(`the kubelet summary of ${node}: ${messageOf(error)}`);
+      report(node, messageOf(error));
       return undefined;
     });
+    if (summary) report(node, undefined);
     for (const pod of summary?.pods ?? []) {
       const ref = byUid.get(pod.podRef?.uid ?? '');
       const container = pod.containers?.find((c) => c.name === EDITOR_CONTAINER);
