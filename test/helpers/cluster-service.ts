@@ -3,32 +3,14 @@
 // the host folder of its volume.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG } from '../../src/config/settings.ts';
-import type { KubernetesRuntimeOptions } from '../../src/runtime/kubernetes/options.ts';
 import { getObject, kubectl, type TestCluster } from './cluster.ts';
-import { runtimeOptions } from './kube-runtime.ts';
-import { startTestService, type SettingsOverrides, type TestService } from './service.ts';
+import type { TestService } from './service.ts';
 
 /**
  * Starts the service on the cluster, its editors' Pods in `namespace` running `editor` (stubEditor()
- * or realEditor()). `root` reuses a service's folders (a restart); the service's own waits are
- * long enough for a Pod's start, and a stop→start (a Pod's deletion takes ~10 s in Kubernetes 1.20).
+ * or realEditor()); `root` in the overrides reuses a service's folders (a restart).
  */
-export function startClusterService(
-  cluster: TestCluster, namespace: string, editor: Pick<KubernetesRuntimeOptions, 'command' | 'extraMounts'>, overrides: SettingsOverrides = {},
-): Promise<TestService> {
-  const kubernetes = { ...structuredClone(DEFAULT_CONFIG.runtime.kubernetes), ...runtimeOptions(namespace, editor, cluster) };
-  return startTestService({
-    ...overrides,
-    runtime: { kind: 'kubernetes', kubernetes, namespaceFrom: 'DEVBOX_K8S_NAMESPACE' },
-    config: {
-      // The defaults every start reads (spec.resources is laid over them): small, for a one-node cluster.
-      runtime: { kind: 'kubernetes', kubernetes },
-      ...overrides.config,
-      editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 2, ...overrides.config?.editor },
-    },
-  });
-}
+export { startServiceOnCluster as startClusterService } from './kube-service.ts';
 
 /** The server's objects left in the namespace, as `Kind name` (those labelled devbox.dev/server=<name>). */
 export async function objectsOf(cluster: TestCluster, namespace: string, name: string): Promise<string[]> {
