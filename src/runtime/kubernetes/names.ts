@@ -13,6 +13,11 @@ export const FIELD_MANAGER = 'devbox-controller';
 export const KIND = 'kubernetes';
 /** The editor's container in its Pod. */
 export const EDITOR_CONTAINER = 'editor';
+/**
+ * The code with which the editor's container ends when it finds that the editor already ran in
+ * its Pod (objects.ts): never the editor's own exit, which is the run before it.
+ */
+export const ALREADY_RAN_EXIT = 123;
 /** The storage helper Pod's one container. */
 export const HELPER_CONTAINER = 'storage';
 /** Where the server's volume is mounted, in the editor's Pod and the storage helper's. */

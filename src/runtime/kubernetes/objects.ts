@@ -12,7 +12,7 @@
 // volume), and a stable Pod name the runtime can check references against.
 import type { ResourceRequirements } from '../interface.ts';
 import {
-  CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
+  ALREADY_RAN_EXIT, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
@@ -199,7 +199,7 @@ const RUN_DIR = '/run/devbox';
  * editor that crashed is not silently started again: the runtime reports the exit and the
  * controller's spec.restartPolicy decides, as with local processes.
  */
-const RUN_ONCE = `if [ -e ${RUN_DIR}/started ]; then echo "devbox: the editor already ran in this Pod: the controller decides whether it starts again" >&2; exit 0; fi; : > ${RUN_DIR}/started; exec "$@"`;
+const RUN_ONCE = `if [ -e ${RUN_DIR}/started ]; then echo "devbox: the editor already ran in this Pod: the controller decides whether it starts again" >&2; exit ${ALREADY_RAN_EXIT}; fi; : > ${RUN_DIR}/started; exec "$@"`;
 
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
 

@@ -4,7 +4,7 @@
 import { constants } from 'node:os';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { EditorProblem, ExitInfo } from '../interface.ts';
-import { EDITOR_CONTAINER } from './names.ts';
+import { ALREADY_RAN_EXIT, EDITOR_CONTAINER } from './names.ts';
 
 /** Waiting reasons that mean the editor cannot start as things stand (a person has to act or wait). */
 const STUCK = new Set(['ImagePullBackOff', 'ErrImagePull', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'CrashLoopBackOff', 'RunContainerError']);
@@ -81,13 +81,23 @@ export function podProblem(pod: V1Pod, container = EDITOR_CONTAINER): EditorProb
   return undefined;
 }
 
-/** A nonzero restart count, or a terminated container: the editor's run ended, how, and which container it was. */
+/**
+ * A nonzero restart count, or a terminated container: the editor's run ended, how, and which
+ * container it was. The editor runs once per Pod: a later run ends at once with
+ * ALREADY_RAN_EXIT and is never the editor's exit; the kubelet keeps only the last two runs, so
+ * after more restarts than that (a long outage of the API server) how the editor ended is unknown.
+ */
 export function editorEnded(pod: V1Pod): (ExitInfo & { containerId: string | undefined }) | undefined {
   const status = editorStatus(pod);
   if (!status) return undefined;
-  const terminated = status.state?.terminated ?? (status.restartCount > 0 ? status.lastState?.terminated : undefined);
-  if (!terminated) return undefined;
-  return { ...exitOf(terminated.exitCode, terminated.signal), containerId: terminated.containerID };
+  const current = status.state?.terminated;
+  const last = status.restartCount > 0 ? status.lastState?.terminated : undefined;
+  if (!current && !last) return undefined;
+  const runs = [last, current].filter((t) => t !== undefined);
+  const editor = status.restartCount <= 1 ? runs.find((t) => t.exitCode !== ALREADY_RAN_EXIT) : undefined;
+  if (editor) return { ...exitOf(editor.exitCode, editor.signal), containerId: editor.containerID };
+  // Only runs after the editor's are left: it ended, how is not known any more.
+  return { code: null, signal: null, containerId: runs[0]!.containerID };
 }
 
 /**

@@ -98,4 +98,16 @@ describe("a Pod's status, read", () => {
     expect(restartEnded(second, 'containerd://c1')).toBe(true);
     expect(restartEnded(second, 'containerd://c2'), 'a report of the ended container itself proves nothing').toBe(false);
   });
+
+  it("tells the editor's own exit from the run after it, which finds the editor already ran", () => {
+    const status = (restartCount: number, last: number, current: number) => pod({ containerStatuses: [{
+      name: 'editor', ready: false, restartCount, image: 'x', imageID: '',
+      state: { terminated: { exitCode: current, containerID: 'containerd://c2' } },
+      lastState: { terminated: { exitCode: last, containerID: 'containerd://c1' } },
+    }] });
+    // Seen only after the second run ended (the watch was away): still the first run's SIGKILL.
+    expect(editorEnded(status(1, 137, 123))).toEqual({ code: null, signal: 'SIGKILL', containerId: 'containerd://c1' });
+    // After more runs than the kubelet keeps, how the editor ended is not known: never the later run's code.
+    expect(editorEnded(status(3, 123, 123))).toEqual({ code: null, signal: null, containerId: 'containerd://c1' });
+  });
 });
