@@ -44,7 +44,7 @@ export async function startProcess(
   try {
     // The manifest's resources over the config's, read now: an edit of either applies at this start.
     const resources = effectiveResources(deps.config.runtime.kubernetes.resources, record.server?.spec.resources);
-    launched = await deps.runtime.start({ name, port, ...(resources ? { resources } : {}) });
+    launched = await deps.runtime.start({ name, port, uid, ...(resources ? { resources } : {}) });
   } catch (error) {
     if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, live, error);
     const message = `could not launch the editor: ${(error as Error).message}`;

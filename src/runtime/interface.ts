@@ -34,6 +34,8 @@ export interface StartSpec {
   port: number;
   /** The manifest's spec.resources over the config's defaults; a runtime that cannot enforce them ignores them. */
   resources?: ResourceRequirements;
+  /** The server's metadata.uid, for a runtime that labels what it makes with it. */
+  uid?: string;
 }
 
 export interface StartedEditor {

@@ -145,8 +145,10 @@ describe('reconcile', () => {
     expect(runtime.launches).toHaveLength(1);
     const [launch] = runtime.launches;
     expect(starting).toMatchObject({ phase: 'Starting', runtimeRef: runtime.alive('web')[0], port: launch.port });
-    // The runtime is asked for the server, its port and the config's default resources; its storage (workspace, editor data) is prepared first.
-    expect(launch).toEqual({ name: 'web', port: starting.port, resources: config.runtime.kubernetes.resources });
+    // The runtime is asked for the server (its name and uid), its port and the config's default resources; its storage (workspace, editor data) is prepared first.
+    const uid = reconciler.index.serverNamed('web')?.metadata.uid;
+    expect(uid).toMatch(UUID);
+    expect(launch).toEqual({ name: 'web', uid, port: starting.port, resources: config.runtime.kubernetes.resources });
     expect(starting.workspacePath).toBe(layout.workspace('web'));
     expect(existsSync(layout.editor('web').userDataDir)).toBe(true);
     expect(existsSync(layout.editor('web').extensionsDir)).toBe(true);

@@ -9,6 +9,7 @@ export const MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGER = 'devbox-controller';
 export const SERVER_LABEL = 'devbox.dev/server';
 export const ROLE_LABEL = 'devbox.dev/role';
+export const UID_LABEL = 'devbox.dev/uid';
 export const FIELD_MANAGER = 'devbox-controller';
 export const KIND = 'kubernetes';
 /** The editor's container in its Pod. */
@@ -85,6 +86,11 @@ export class Names {
     if (kind !== KIND || namespace !== this.namespace || pod !== this.editorPod(name)) return undefined;
     return typeof uid === 'string' && uid !== '' ? { pod, uid } : undefined;
   }
+}
+
+/** The server's uid as a label (a value Kubernetes accepts), else nothing. */
+export function uidLabel(uid: string | undefined): Record<string, string> {
+  return uid !== undefined && /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(uid) ? { [UID_LABEL]: uid } : {};
 }
 
 /** `app.kubernetes.io/managed-by=devbox-controller`, optionally one server's. */

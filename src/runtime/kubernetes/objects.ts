@@ -12,7 +12,7 @@
 // volume), and a stable Pod name the runtime can check references against.
 import type { ResourceRequirements } from '../interface.ts';
 import {
-  ALREADY_RAN_EXIT, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
+  ALREADY_RAN_EXIT, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
@@ -92,17 +92,19 @@ export class ServerObjects {
   }
 
   /** The editor listens on the server's route number on its own Pod's address (each Pod has its own: no two collide). */
-  statefulSet(name: string, owner: Owner, replicas: 0 | 1, port: number, resources: ResourceRequirements | undefined): KubeObject {
+  statefulSet(name: string, owner: Owner, replicas: 0 | 1, port: number, resources: ResourceRequirements | undefined, uid?: string): KubeObject {
     const labels = this.#names.labels(name, 'editor');
+    const meta = this.#meta(name, this.#names.object(name), owner);
     return {
       apiVersion: 'apps/v1', kind: 'StatefulSet',
-      metadata: this.#meta(name, this.#names.object(name), owner),
+      metadata: { ...meta, labels: { ...meta.labels, ...uidLabel(uid) } },
       spec: {
         replicas,
         serviceName: this.#names.object(name),
+        // The selector never changes (Kubernetes refuses that): the server's name and role.
         selector: { matchLabels: labels },
         template: {
-          metadata: { labels },
+          metadata: { labels: { ...labels, ...uidLabel(uid) } },
           spec: {
             ...this.#podBasics(),
             terminationGracePeriodSeconds: 10,

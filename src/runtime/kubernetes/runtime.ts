@@ -241,7 +241,7 @@ export class KubernetesRuntime implements EditorRuntime {
     // One Pod on the volume at a time: the storage helper goes before the editor comes.
     await this.#storage.releaseHelper(name);
     await this.#client.apply(this.#objects.service(name, owner, spec.port));
-    await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources });
+    await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid });
     await this.#workload.replaceUnstarted(name, this.#editorPod(name));
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
     while (true) {

@@ -4,7 +4,7 @@
 import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { StartSpec } from '../interface.ts';
 import type { KubeClient } from './client.ts';
-import { EDITOR_CONTAINER, type Names } from './names.ts';
+import { EDITOR_CONTAINER, UID_LABEL, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { editorStatus } from './pod-state.ts';
 
@@ -14,6 +14,7 @@ const REVISION_LABEL = 'controller-revision-hash';
 interface Launch {
   port: number;
   resources?: StartSpec['resources'];
+  uid?: string;
 }
 
 export interface WorkloadDeps {
@@ -46,14 +47,15 @@ export class Workload {
       await client.scale(names.object(name), replicas);
       return;
     }
-    await client.apply(objects.statefulSet(name, owner, replicas, last.port, last.resources));
+    await client.apply(objects.statefulSet(name, owner, replicas, last.port, last.resources, last.uid));
   }
 
   /** The port (and resources) the server's Pod runs with, when the runtime's view has it. */
   #fromCluster(name: string): Launch | undefined {
-    const container = this.#deps.lastEditorPod(name)?.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER);
+    const pod = this.#deps.lastEditorPod(name);
+    const container = pod?.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER);
     const port = container?.ports?.[0]?.containerPort;
-    return port ? { port, resources: container?.resources as StartSpec['resources'] } : undefined;
+    return port ? { port, resources: container?.resources as StartSpec['resources'], uid: pod?.metadata?.labels?.[UID_LABEL] } : undefined;
   }
 
   /**

@@ -43,6 +43,11 @@ describe('the objects of a server', () => {
     expect(editor.resources).toEqual({ requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '4Gi' } });
     expect(pod.volumes[0]).toEqual({ name: 'data', persistentVolumeClaim: { claimName: 'devbox-alpha' } });
     expect(objects.statefulSet('alpha', owner, 0, 8010, undefined)).toMatchObject({ spec: { replicas: 0 } });
+    const labelled = objects.statefulSet('alpha', owner, 1, 8010, undefined, '5b0c6f1e-8a57-4d0e-9d3b-1f2e3d4c5b6a') as any;
+    expect(labelled.metadata.labels['devbox.dev/uid']).toBe('5b0c6f1e-8a57-4d0e-9d3b-1f2e3d4c5b6a');
+    expect(labelled.spec.template.metadata.labels['devbox.dev/uid']).toBe('5b0c6f1e-8a57-4d0e-9d3b-1f2e3d4c5b6a');
+    expect(labelled.spec.selector.matchLabels, 'the selector, which cannot change, leaves the uid out').not.toHaveProperty('devbox.dev/uid');
+    expect((objects.statefulSet('alpha', owner, 1, 8010, undefined, 'not a label value!') as any).metadata.labels).not.toHaveProperty('devbox.dev/uid');
   });
 
   it('ask for the volume in the configured size and class', () => {
