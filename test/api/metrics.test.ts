@@ -77,8 +77,9 @@ describe('GET /metrics', () => {
   it('shows each server\'s phase (one of them 1), restarts, and the memory and CPU time of its editor', async () => {
     const { families } = await eventually(async () => {
       const read = await scrape();
-      // The stats sampler runs every 0.5 s in tests: wait for its first sample of the editor.
-      return (valueOf(read.families, 'devbox_server_memory_bytes', server) ?? 0) > 0 ? read : undefined;
+      // The stats sampler runs every 0.5 s in tests: wait for a sample of the editor with its memory and its CPU time.
+      const sampled = (valueOf(read.families, 'devbox_server_memory_bytes', server) ?? 0) > 0 && (valueOf(read.families, 'devbox_server_cpu_seconds_total', server) ?? 0) > 0;
+      return sampled ? read : undefined;
     });
     const phases = families.get('devbox_server_phase')!.samples.filter((s) => s.labels.name === server.name);
     expect(phases.map((s) => s.labels.phase).sort()).toEqual(['Failed', 'Pending', 'Provisioning', 'Running', 'Starting', 'Stopped', 'Stopping', 'Terminating']);
