@@ -6,6 +6,7 @@
 // A stream that ends (the container ended) or fails is opened again for the output from then on,
 // after a pause that grows while streams give nothing.
 
+import { pause } from '../core/pause.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { LogLevel } from './entry.ts';
 import { OutputBatches, type OutputBatchesOptions } from './output-batches.ts';
@@ -180,16 +181,4 @@ export class StreamCapture {
     }
     return this.#storing;
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

@@ -1,6 +1,7 @@
 // The process runtime's storage: each server's workspace and editor data are folders under the
 // data folder on this machine (DataLayout), its settings a file in them, its extensions
 // installed there by code-server's own CLI, and its output two files the log hub follows.
+import { pause } from '../core/pause.ts';
 import { promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.ts';
@@ -145,17 +146,6 @@ class Tail {
   }
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
-}
 
 /** Writes the file atomically, making its folder first. */
 async function writeInFolder(file: string, text: string): Promise<void> {
