@@ -1,40 +1,28 @@
 // The Kubernetes runtime passes the runtime conformance suite, unchanged, against the real test
 // cluster (scripts/test-cluster.sh): editors are Pods on its kubelet (the stub editor from the
 // host, in the busybox image), storage is a claim bound by the cluster's provisioner.
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { KubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { testCluster, NO_CLUSTER } from '../helpers/cluster.ts';
 import { killContainer, kubectl, podRunsAnything, runtimeOptions, stubEditor, testNamespace, TEST_IMAGE } from '../helpers/kube-runtime.ts';
+import { conformanceSources, type ConformanceSources } from '../runtime/conformance-sources.ts';
 import { runtimeConformance, type Harness } from '../runtime/conformance.ts';
-import { makeRepo, serveGitDaemon, stalledGitServer, type GitDaemon } from '../workspace/git-fixtures.ts';
-import { buildZip } from '../workspace/zip-fixtures.ts';
+import { stalledGitServer } from '../workspace/git-fixtures.ts';
 
 const cluster = await testCluster();
 if (!cluster) console.log(NO_CLUSTER);
 
-let repos: string;
-let daemon: GitDaemon;
-let zipPath: string;
-let zipSha256: string;
+let sources: ConformanceSources;
 
 beforeAll(async () => {
   if (!cluster) return;
-  repos = await fs.mkdtemp(join(tmpdir(), 'devbox-k8s-conformance-'));
-  await makeRepo(repos, 'project');
-  daemon = await serveGitDaemon(repos);
-  const zip = buildZip([{ name: 'hello.txt', data: 'hello from a zip\n' }, { name: 'docs/notes.md', data: '# notes\n' }]);
-  zipPath = join(repos, 'source.zip');
-  await fs.writeFile(zipPath, zip);
-  zipSha256 = createHash('sha256').update(zip).digest('hex');
+  sources = await conformanceSources();
 });
 afterAll(async () => {
-  await daemon?.stop();
-  if (repos) await fs.rm(repos, { recursive: true, force: true });
+  await sources?.stop();
 });
 
 type Json = { metadata?: { name?: string; uid?: string }; spec?: Record<string, any>; status?: Record<string, any>; items?: Json[] };
@@ -99,8 +87,8 @@ async function kubernetesHarness(): Promise<Harness> {
       return (found.items ?? []).map((item) => `${(item as { kind?: string }).kind} ${item.metadata?.name}`);
     },
     sources: {
-      git: { source: { git: { url: daemon.url('project') }, schemes: ['git'], timeoutMs: 30_000 }, file: 'README.md', content: '# project\n' },
-      zip: { source: { archive: { sha256: zipSha256, path: zipPath } }, file: 'hello.txt', content: 'hello from a zip\n' },
+      git: sources.git,
+      zip: sources.zip,
       stalledGit: { git: { url: stalled.url }, schemes: ['git'], timeoutMs: 60_000 },
       stalledGitReached: stalled.reached,
     },

@@ -1,7 +1,6 @@
 // The process runtime passes the runtime conformance suite with the stub editor (fast), and
 // starts the real code-server from the cache when it is installed.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -12,29 +11,19 @@ import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
 import { discoverEditors, processOf, processRef, ProcessRuntime } from '../../src/runtime/processes.ts';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
-import { buildZip } from '../workspace/zip-fixtures.ts';
-import { makeRepo, serveGitDaemon, stalledGitServer, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { stalledGitServer } from '../workspace/git-fixtures.ts';
 import { freePort } from '../helpers/net.ts';
 import { eventually, killEditors, STUB_EDITOR } from '../helpers/service.ts';
+import { conformanceSources, type ConformanceSources } from './conformance-sources.ts';
 import { answers, logLine, runtimeConformance, type Harness } from './conformance.ts';
 
-let repos: string;
-let daemon: GitDaemon;
-let zipPath: string;
-let zipSha256: string;
+let sources: ConformanceSources;
 
 beforeAll(async () => {
-  repos = await fs.mkdtemp(join(tmpdir(), 'devbox-conformance-repos-'));
-  await makeRepo(repos, 'project');
-  daemon = await serveGitDaemon(repos);
-  const zip = buildZip([{ name: 'hello.txt', data: 'hello from a zip\n' }, { name: 'docs/notes.md', data: '# notes\n' }]);
-  zipPath = join(repos, 'source.zip');
-  await fs.writeFile(zipPath, zip);
-  zipSha256 = createHash('sha256').update(zip).digest('hex');
+  sources = await conformanceSources();
 });
 afterAll(async () => {
-  await daemon?.stop();
-  await fs.rm(repos, { recursive: true, force: true });
+  await sources?.stop();
 });
 
 /** A process runtime over a fresh data folder, launching `bin`. */
@@ -99,8 +88,8 @@ async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harn
       return [...found.flat(), ...beside, ...editors];
     },
     sources: {
-      git: { source: { git: { url: daemon.url('project') }, schemes: ['git'], timeoutMs: 30_000 }, file: 'README.md', content: '# project\n' },
-      zip: { source: { archive: { sha256: zipSha256, path: zipPath } }, file: 'hello.txt', content: 'hello from a zip\n' },
+      git: sources.git,
+      zip: sources.zip,
       stalledGit: { git: { url: stalled.url }, schemes: ['git'], timeoutMs: 60_000 },
       stalledGitReached: stalled.reached,
     },
