@@ -51,6 +51,8 @@ export class ClusterManifestStore extends ManifestStore {
   /** One change of the working copy (and of an object's status) at a time, per name. */
   readonly #sync = new KeyedMutex();
   readonly #pending = new Set<Promise<unknown>>();
+  /** Names whose status could not be written (the API server away): the next sight of the object writes it. */
+  readonly #unwritten = new Set<string>();
   #trouble: string | undefined;
 
   constructor(options: ClusterStoreOptions) {
@@ -238,6 +240,7 @@ export class ClusterManifestStore extends ManifestStore {
     if (typeof name !== 'string' || this.#creating.has(name)) return;
     if (this.#objects.get(name)?.metadata.uid !== object.metadata.uid && this.#objects.has(name)) return;
     this.#objects.delete(name);
+    this.#unwritten.delete(name);
     this.#track(this.#sync.run(name, () => this.#dropCopy(name)));
   }
 
@@ -257,7 +260,7 @@ export class ClusterManifestStore extends ManifestStore {
     const read = await super.read(name);
     const status = read.kind === 'ok' ? read.server.status : undefined;
     if (status && !sameData(object.status ?? null, status)) {
-      if (object.status !== undefined) this.#log(`cluster manifests: the status of ${this.api.describe(name)} was not the controller's (written by someone else?): put back`);
+      if (object.status !== undefined && !this.#unwritten.has(name)) this.#log(`cluster manifests: the status of ${this.api.describe(name)} was not the controller's (written by someone else?): put back`);
       await this.#pushStatus(name, status);
     }
   }
@@ -267,12 +270,15 @@ export class ClusterManifestStore extends ManifestStore {
     if (!object || sameData(object.status ?? null, status)) return;
     try {
       const written = await this.api.setStatus(name, status);
+      this.#unwritten.delete(name);
       const latest = this.#objects.get(name);
       // Only the status is new: the rest stays as the watch last showed it.
       if (latest) this.#objects.set(name, { ...latest, status: written.status ?? status });
     } catch (error) {
       // Gone meanwhile, or the API server away: the next sight of the object writes it again.
-      if (!(error instanceof ApiRefusal && error.status === 404)) this.#log(`cluster manifests: ${(error as Error).message}`);
+      if (error instanceof ApiRefusal && error.status === 404) return;
+      this.#unwritten.add(name);
+      this.#log(`cluster manifests: ${(error as Error).message}; written at the next sight of the object`);
     }
   }
 

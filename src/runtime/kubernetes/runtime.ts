@@ -267,13 +267,24 @@ export class KubernetesRuntime implements EditorRuntime {
     const pod = this.#pods.get(named.pod) ?? (await this.#client.read<V1Pod>('v1', 'Pod', named.pod));
     // A Pod of that name that is not this server's (a stranger's, or someone's copy) is never touched.
     if (pod && this.#names.serverOf(pod.metadata) !== name) return false;
-    if (pod?.metadata?.uid === named.uid) {
-      const ended = this.#ended.get(named.uid);
-      if (ended) ended.stopped = true;
+    // Marked stopped first, so its end is read as this stop, not an exit; unmarked when the stop
+    // could not be asked for (the API server away), so the next reconcile asks again.
+    const own = pod?.metadata?.uid === named.uid;
+    const before = this.#ended.get(named.uid);
+    const wasStopped = before?.stopped;
+    if (own) {
+      if (before) before.stopped = true;
       else this.#ended.set(named.uid, { exit: undefined, gone: false, stopped: true });
     }
-    await this.#workload.scale(name, 0);
-    if (pod?.metadata?.uid === named.uid) await this.#client.delete('v1', 'Pod', named.pod, { uid: named.uid, graceSeconds: Math.max(1, Math.ceil(graceMs / 1000)) });
+    try {
+      await this.#workload.scale(name, 0);
+      if (own) await this.#client.delete('v1', 'Pod', named.pod, { uid: named.uid, graceSeconds: Math.max(1, Math.ceil(graceMs / 1000)) });
+    } catch (error) {
+      const now = this.#ended.get(named.uid);
+      if (own && before) before.stopped = wasStopped ?? false;
+      else if (own && now && !now.gone && now.exit === undefined) this.#ended.delete(named.uid);
+      throw error;
+    }
     return true;
   }
 
