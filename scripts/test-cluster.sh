@@ -31,7 +31,10 @@ BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 BUILD_RECIPE=1
 
 # Addresses and ports: everything on loopback except the pods' bridge, which is the cluster's
-# own, on a private subnet that exists only on this machine.
+# own, on a private subnet that exists only on this machine. The API server and the kubelet
+# listen on the bridge's address (HOST_IP): the machine reaches it, and so do Pods (a controller
+# run in the cluster), which cannot reach loopback, nor the `kubernetes` Service's ClusterIP
+# without a kube-proxy.
 ETCD_PORT=${DEVBOX_K8S_ETCD_PORT:-23790}
 API_PORT=${DEVBOX_K8S_API_PORT:-16443}
 CM_PORT=${DEVBOX_K8S_CM_PORT:-10357}
@@ -41,6 +44,7 @@ KUBELET_HEALTHZ_PORT=${DEVBOX_K8S_KUBELET_HEALTHZ_PORT:-10348}
 POD_SUBNET_PREFIX=${DEVBOX_K8S_POD_SUBNET_PREFIX:-10.233.77}   # a /24
 SERVICE_RANGE=${DEVBOX_K8S_SERVICE_RANGE:-10.233.78.0/24}
 BRIDGE=devboxk8s0
+HOST_IP="$POD_SUBNET_PREFIX.1"
 NODE_NAME=devbox-node
 PAUSE_IMAGE=devbox.local/pause:1
 BUSYBOX_IMAGE=devbox.local/busybox:1
@@ -258,11 +262,12 @@ wait_for() {
   done
 }
 
-api_get() { curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN_DIR/pki/admin.token")" "https://127.0.0.1:$API_PORT$1"; }
+api_get() { curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN_DIR/pki/admin.token")" "https://$HOST_IP:$API_PORT$1"; }
 kubectl_() { "$BIN_DIR/kubectl" --kubeconfig "$RUN_DIR/kubeconfig" "$@"; }
 ctr_() { ctr -a "$RUN_DIR/containerd/containerd.sock" -n k8s.io "$@"; }
 
-# A CA, the apiserver's serving certificate (for 127.0.0.1 and localhost), the service-account
+# A CA, the apiserver's serving certificate (for the bridge's address, 127.0.0.1, localhost and
+# the `kubernetes` Service's names and ClusterIP), the service-account
 # signing key, and one bearer token per client in a static token file (a test cluster: no client
 # certificates to rotate).
 make_pki() {
@@ -272,8 +277,8 @@ make_pki() {
     -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
     -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:%s\n' \
-    "${SERVICE_RANGE%.*}.1" >"$pki/apiserver.ext"
+  printf 'subjectAltName=IP:%s,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:%s\n' \
+    "$HOST_IP" "${SERVICE_RANGE%.*}.1" >"$pki/apiserver.ext"
   openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
     -days 30 -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
@@ -303,7 +308,7 @@ kind: Config
 clusters:
 - name: devbox-test
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$HOST_IP:$API_PORT
     certificate-authority: $RUN_DIR/pki/ca.crt
 users:
 - name: devbox-test
@@ -464,6 +469,15 @@ cmd_up() {
   save_machine_state
   make_pki
 
+  # The bridge is made first rather than by the CNI plugin on the first pod so that the API
+  # server and the kubelet can serve on its address: a machine-local address that is not loopback
+  # (which Pods cannot reach, and the kubelet refuses as a node IP) and not the machine's
+  # outward one.
+  ip link add "$BRIDGE" type bridge
+  echo "$BRIDGE" >"$RUN_DIR/created-bridge"
+  ip addr add "$HOST_IP/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+
   start_component etcd
   start_component kube-apiserver
   log "apiserver ready ($((SECONDS - started)) s)"
@@ -480,14 +494,6 @@ cmd_up() {
   ctr_ images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
     || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
   log "containerd ready, images imported ($((SECONDS - started)) s)"
-
-  # The bridge is made here rather than by the CNI plugin on the first pod so that the kubelet
-  # can serve on its address: a machine-local address that is not loopback (which the kubelet
-  # refuses as a node IP) and not the machine's outward one.
-  ip link add "$BRIDGE" type bridge
-  ip addr add "$POD_SUBNET_PREFIX.1/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-  echo "$BRIDGE" >"$RUN_DIR/created-bridge"
 
   start_component kubelet
   log "node $NODE_NAME Ready ($((SECONDS - started)) s)"
@@ -549,12 +555,13 @@ start_etcd() {
 }
 
 # --kubelet-preferred-address-types: the node's hostname does not resolve, so the apiserver
-# (logs, exec) must dial the node's IP.
+# (logs, exec) must dial the node's IP. It serves on the bridge's address, and advertises it as
+# the `kubernetes` Service's endpoint, so that Pods reach it too (a controller run in the cluster).
 start_apiserver() {
   local pki="$RUN_DIR/pki"
   start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+    --bind-address "$HOST_IP" --advertise-address "$HOST_IP" --secure-port "$API_PORT" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --token-auth-file "$pki/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc \
@@ -621,8 +628,8 @@ YAML
     --container-runtime remote --container-runtime-endpoint "$sock" --image-service-endpoint "$sock" \
     --pod-infra-container-image "$PAUSE_IMAGE" \
     --fail-swap-on=false --cgroup-driver cgroupfs --cgroups-per-qos=false --enforce-node-allocatable= \
-    --hostname-override "$NODE_NAME" --node-ip "$POD_SUBNET_PREFIX.1" \
-    --address "$POD_SUBNET_PREFIX.1" --port "$KUBELET_PORT" --read-only-port 0 \
+    --hostname-override "$NODE_NAME" --node-ip "$HOST_IP" \
+    --address "$HOST_IP" --port "$KUBELET_PORT" --read-only-port 0 \
     --healthz-bind-address 127.0.0.1 --healthz-port "$KUBELET_HEALTHZ_PORT" \
     --root-dir "$RUN_DIR/kubelet" --cert-dir "$RUN_DIR/kubelet-pki" \
     --volume-plugin-dir "$RUN_DIR/volume-plugins" --seccomp-profile-root "$RUN_DIR/kubelet/seccomp" \
@@ -841,7 +848,7 @@ cmd_status() {
     fi
   done
   if [ -f "$RUN_DIR/pki/admin.token" ] && [ "$(api_get /readyz 2>/dev/null)" = ok ]; then
-    echo "apiserver                ready    https://127.0.0.1:$API_PORT"
+    echo "apiserver                ready    https://$HOST_IP:$API_PORT"
   else
     echo "apiserver                not ready"
   fi
