@@ -17,7 +17,7 @@ import { sameData } from './core/equal.ts';
 import { stopAllEditors } from './runtime/processes.ts';
 import type { ServiceHttp } from './service-http.ts';
 import type { Parts } from './service-parts.ts';
-import { runtimeSynced } from './service-runtime.ts';
+import { manifestsSynced, runtimeSynced } from './service-runtime.ts';
 
 export interface StopOptions {
   /** Stop the editors too (by default they keep running, and the next start adopts them). */
@@ -94,6 +94,12 @@ export function serviceComponents(
         ports.exclude(address.port, 'the port of this service itself (devbox-controller listens on it)');
       },
       stop: () => http.close(),
+    },
+    {
+      // A cluster's EditorServer objects are listed into their working copy before the controller lists it.
+      name: 'cluster manifests',
+      start: () => manifestsSynced(parts.store, log),
+      stop: () => (parts.store as { close?: () => Promise<void> }).close?.(),
     },
     // Servers the target holds and this data folder lacks come back: manifests before the controller lists them.
     { name: 'restore from the persistence target', start: () => persistence?.start() },

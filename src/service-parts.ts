@@ -34,7 +34,6 @@ import { Late } from './core/late.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { GitOps } from './gitops/gitops.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
-import { ManifestStore } from './manifests/store.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
 import { RouterProcess } from './platform/router-process.ts';
@@ -49,7 +48,7 @@ import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { editorDescription, followEditorOutput, kubernetesRuntime, refusePersistence } from './service-runtime.ts';
+import { editorDescription, followEditorOutput, kubernetesRuntime, manifestStoreFor, refusePersistence } from './service-runtime.ts';
 
 /** What the health page says without a persistence target. */
 const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';
@@ -84,7 +83,8 @@ export async function buildParts(
   // --- Files and folders, the editors' runtime ---
   const live = new LiveConfig({ file: settings.configFile, initial: config, log });
   const layout = new DataLayout(settings.dataDir);
-  const store = new ManifestStore(settings.manifestsDir, layout.statusDir);
+  // The manifests folder, or a cluster's EditorServer objects (runtime.kubernetes.source: crd).
+  const store = await manifestStoreFor(settings, layout, log);
   // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
   // The editors' runtime, by the settings: Pods in a cluster, whose output the hub reads from the

@@ -9,6 +9,9 @@ import type { EditorBinary } from './runtime/editor-binary.ts';
 import type { EditorRuntime } from './runtime/interface.ts';
 import { DEFAULT_EDITOR_IMAGE, type KubernetesRuntimeOptions } from './runtime/kubernetes/options.ts';
 import type { KubernetesRuntime } from './runtime/kubernetes/runtime.ts';
+import type { ClusterManifestStore } from './cluster/open.ts';
+import { ManifestStore } from './manifests/store.ts';
+import type { DataLayout } from './workspace/layout.ts';
 
 /** How long the service waits for a cluster runtime's first list of its objects before it gives up starting. */
 export const RUNTIME_SYNC_TIMEOUT_MS = 60_000;
@@ -40,6 +43,45 @@ export async function kubernetesRuntime(settings: KubernetesSettings, log: (mess
   const options = kubernetesRuntimeOptions(settings, log);
   log(`runtime: kubernetes, namespace ${options.namespace} (from ${settings.namespaceFrom}), image ${options.image}`);
   return new KubernetesRuntime(options);
+}
+
+/**
+ * Where the servers' manifests are: the manifests folder, or, with runtime.kubernetes.source crd,
+ * the namespace's EditorServer objects (through a working copy in the data folder). The cluster's
+ * code is loaded only then.
+ */
+export async function manifestStoreFor(settings: Settings, layout: DataLayout, log: (message: string) => void): Promise<ManifestStore | ClusterManifestStore> {
+  const runtime = settings.runtime;
+  if (runtime?.kind !== 'kubernetes' || runtime.kubernetes.source !== 'crd') return new ManifestStore(settings.manifestsDir, layout.statusDir);
+  const { openClusterManifests } = await import('./cluster/open.ts');
+  log(`manifests: the EditorServer objects of namespace ${runtime.kubernetes.namespace} (working copy in ${layout.clusterManifestsDir})`);
+  return openClusterManifests({
+    namespace: runtime.kubernetes.namespace, kubeconfig: runtime.kubernetes.kubeconfig,
+    dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log,
+  });
+}
+
+/**
+ * Waits until the cluster's manifests are listed and their working copy is level with them, so
+ * the controller lists what the cluster holds; a cluster that does not answer in time refuses the start.
+ */
+export async function manifestsSynced(store: ManifestStore, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
+  const cluster = store as Partial<ClusterManifestStore>;
+  if (typeof cluster.start !== 'function') return;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      cluster.start(),
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new StartupError(
+          `the EditorServer objects could not be listed after ${timeoutMs / 1000} s: check that the cluster answers and that the CRD is installed (kubectl apply -f deploy/kubernetes/crd.yaml)`,
+        )), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+  log(`manifests: ${(await store.list()).length} EditorServer object(s) listed`);
 }
 
 /** What GET /health says runs the editors: the local code-server, or the image of their Pods. */

@@ -19,7 +19,16 @@ export interface ExtraMountConfig {
   configMap?: { name: string };
 }
 
+/** Where the servers' manifests come from on a cluster: the manifests folder, or EditorServer objects in the namespace. */
+export type ManifestSource = 'files' | 'crd';
+
 export interface KubernetesConfig {
+  /**
+   * files: the manifests folder, as with local processes. crd: the EditorServer objects in the
+   * namespace are the manifests (kubectl, GitOps tools and the API act on the same objects).
+   * DEVBOX_K8S_SOURCE wins over it.
+   */
+  source: ManifestSource;
   /** Unset: DEVBOX_K8S_NAMESPACE, else the service's own namespace in a cluster, else `default`. */
   namespace?: string;
   /** Unset: code-server's published image at the pinned version (the runtime's default). */
@@ -47,6 +56,7 @@ export interface RuntimeConfig {
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
   kind: 'process',
   kubernetes: {
+    source: 'files',
     imagePullPolicy: 'IfNotPresent',
     command: ['code-server'],
     storage: { size: '10Gi' },
@@ -136,11 +146,15 @@ export function runtimeFrom(
   if (!namespace && runtime.kubernetes.namespace) [namespace, namespaceFrom] = [runtime.kubernetes.namespace, 'runtime.kubernetes.namespace'];
   if (!namespace) [namespace, namespaceFrom] = [readNamespaceFile()?.trim() || undefined, 'the namespace the service runs in'];
   if (!namespace) [namespace, namespaceFrom] = ['default', 'the default'];
+  const source = env.DEVBOX_K8S_SOURCE?.trim() || runtime.kubernetes.source;
+  if (source !== 'files' && source !== 'crd') {
+    throw new Error(`DEVBOX_K8S_SOURCE="${source}" must be files or crd, or unset for the config's runtime.kubernetes.source (${runtime.kubernetes.source})`);
+  }
   const given = runtime.kubernetes.kubeconfig;
   const kubeconfig = given === undefined ? undefined : resolve(given.replace(/^~(?=\/|$)/, homedir()));
   return {
     kind,
-    kubernetes: { ...structuredClone(runtime.kubernetes), namespace, leaderElection, ...(kubeconfig ? { kubeconfig } : {}) },
+    kubernetes: { ...structuredClone(runtime.kubernetes), namespace, source, leaderElection, ...(kubeconfig ? { kubeconfig } : {}) },
     namespaceFrom,
   };
 }

@@ -93,6 +93,7 @@ export interface EditorServerMetadata {
   uid?: string;
   generation?: number;
   annotations?: Record<string, string>;
+  labels?: Record<string, string>;
   deletionTimestamp?: string;
 }
 

@@ -23,6 +23,11 @@ export class DataLayout {
     return join(this.dataDir, 'status');
   }
 
+  /** The working copy of a cluster's EditorServer objects, when they are the manifests (runtime.kubernetes.source: crd). */
+  get clusterManifestsDir(): string {
+    return join(this.dataDir, 'cluster-manifests');
+  }
+
   workspace(name: string): string {
     return join(this.dataDir, 'workspaces', name);
   }

@@ -28,6 +28,7 @@ describe('runtime in the config file', () => {
     expect(DEFAULT_CONFIG.runtime).toEqual({
       kind: 'process',
       kubernetes: {
+        source: 'files',
         imagePullPolicy: 'IfNotPresent',
         command: ['code-server'],
         storage: { size: '10Gi' },
@@ -161,6 +162,19 @@ describe('the runtime the service starts', () => {
     expect(elects(runtimeFrom({ ...env, DEVBOX_LEADER_ELECTION: '0' }, configured, noFile))).toBe(false);
     expect(() => runtimeFrom({ ...env, DEVBOX_LEADER_ELECTION: 'yes' }, DEFAULT_CONFIG.runtime, noFile)).toThrow('DEVBOX_LEADER_ELECTION="yes" must be 1 (on) or 0 (off)');
     expect(() => loadSettings({ DEVBOX_LEADER_ELECTION: '1' })).toThrow('DEVBOX_LEADER_ELECTION=1 needs the Kubernetes runtime');
+  });
+
+  it('takes the manifests from the config\'s runtime.kubernetes.source unless DEVBOX_K8S_SOURCE says otherwise', () => {
+    const env = { DEVBOX_RUNTIME: 'kubernetes' };
+    const crd = structuredClone(DEFAULT_CONFIG.runtime);
+    crd.kubernetes.source = 'crd';
+    const sourceOf = (settings: ReturnType<typeof runtimeFrom>) => (settings.kind === 'kubernetes' ? settings.kubernetes.source : undefined);
+    expect(sourceOf(runtimeFrom(env, DEFAULT_CONFIG.runtime, noFile))).toBe('files');
+    expect(sourceOf(runtimeFrom(env, crd, noFile))).toBe('crd');
+    expect(sourceOf(runtimeFrom({ ...env, DEVBOX_K8S_SOURCE: 'crd' }, DEFAULT_CONFIG.runtime, noFile))).toBe('crd');
+    expect(sourceOf(runtimeFrom({ ...env, DEVBOX_K8S_SOURCE: 'files' }, crd, noFile))).toBe('files');
+    expect(() => runtimeFrom({ ...env, DEVBOX_K8S_SOURCE: 'etcd' }, DEFAULT_CONFIG.runtime, noFile)).toThrow('DEVBOX_K8S_SOURCE="etcd" must be files or crd');
+    expect(problemsOf('runtime: { kubernetes: { source: git } }').join('\n')).toMatch(/source/);
   });
 
   it('refuses a persistence target with the Kubernetes runtime: work lives in each server\'s volume there', () => {

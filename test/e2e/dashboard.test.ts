@@ -3,14 +3,14 @@
 // accessible name, as web/README.md lists them) and in the real outcome (the API's state, files
 // on disk, processes alive or gone). Every page must stay on the service's own address and raise
 // no console or page error. Screenshots of the main views go to ARTIFACTS_DIR.
-import { execFileSync } from 'node:child_process';
-import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import AdmZip from 'adm-zip';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { cellOf, clickAndAwait, ensureWebBuilt, menuItem, rowOf, serversTable, statusShows, textOf, UI_WAIT } from '../helpers/dashboard-page.ts';
 import { ARTIFACTS, closeBrowser, launchBrowser, screenshot, withCleanPage, type PageOptions, type WatchedPage } from '../helpers/browser.ts';
 import { eventually, processExists, startTestService, STUB_EDITOR, type TestService } from '../helpers/service.ts';
 import { writeTemplate, writeWhole } from '../templates/fixtures.ts';
@@ -21,22 +21,12 @@ declare const window: any, document: any, MutationObserver: any, getComputedStyl
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const UPDATE_SCREENSHOTS = process.env.DEVBOX_UPDATE_SCREENSHOTS === '1';
-// Generous: a 2-core shared machine. Nothing here is timed; these only bound a hang.
-const UI_WAIT = 20_000;
 
 let service: TestService;
 let browser: Browser;
 let daemon: GitDaemon;
 let repos: string;
 let templatesDir: string;
-
-/** The page is built by `npm run build:web` into dist/web/; build it when it is missing. */
-function ensureWebBuilt(): void {
-  if (existsSync(join(ROOT, 'dist', 'web', 'index.html'))) return;
-  const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts ?? {};
-  if (!scripts['build:web']) throw new Error('dist/web/index.html is missing and package.json has no build:web script');
-  execFileSync('npm', ['run', 'build:web', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-}
 
 beforeAll(async () => {
   ensureWebBuilt();
@@ -91,36 +81,6 @@ async function notReloaded(page: Page): Promise<boolean> {
   return page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument === true);
 }
 
-const serversTable = (page: Page) => page.getByRole('table', { name: 'Servers' });
-/** The row whose Name cell links the server's name. */
-const rowOf = (page: Page, name: string) =>
-  serversTable(page).getByRole('row').filter({ has: page.getByRole('link', { name, exact: true }) });
-
-/** A cell of a server's row, by its column header's text (Name may be a rowheader or a cell). */
-async function cellOf(page: Page, name: string, column: string): Promise<Locator> {
-  const headers = (await serversTable(page).getByRole('columnheader').allInnerTexts()).map((h) => h.trim().toLowerCase());
-  const index = headers.findIndex((h) => h.startsWith(column.toLowerCase()));
-  if (index < 0) throw new Error(`no column "${column}" among ${JSON.stringify(headers)}`);
-  const row = rowOf(page, name);
-  return row.getByRole('cell').or(row.getByRole('rowheader')).nth(index);
-}
-
-/** Text of a locator without waiting long (for polling). */
-async function textOf(locator: Locator): Promise<string> {
-  return ((await locator.textContent({ timeout: 1000 })) ?? '').replace(/\s+/g, ' ').trim();
-}
-
-/**
- * Waits until the server's Status cell starts with `word` (and contains `reason`, if given).
- * A leading mark (a shape drawn beside the word, hidden from assistive technology) is skipped.
- */
-async function statusShows(page: Page, name: string, word: string, reason?: string, timeoutMs = UI_WAIT): Promise<string> {
-  return eventually(async () => {
-    const text = (await textOf(await cellOf(page, name, 'Status'))).replace(/^[^a-z]+/i, '');
-    return text.toLowerCase().startsWith(word) && (!reason || text.includes(reason)) ? text : undefined;
-  }, timeoutMs, 100);
-}
-
 async function servers(): Promise<any[]> {
   const { status, body } = await service.request('GET', '/servers');
   expect(status).toBe(200);
@@ -145,26 +105,6 @@ async function openNewServer(page: Page): Promise<Locator> {
 async function fillNewServer(dialog: Locator, name: string): Promise<void> {
   await dialog.getByRole('textbox', { name: 'Name' }).fill(name);
   await dialog.getByRole('checkbox', { name: 'Start when created' }).setChecked(false);
-}
-
-/** Clicks a button and waits for the request it should make: proof the page asked the API. */
-async function clickAndAwait(page: Page, button: Locator, method: string, path: RegExp) {
-  const [response] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === method && path.test(new URL(r.url()).pathname), { timeout: UI_WAIT * 2 }),
-    button.click(),
-  ]);
-  return response;
-}
-
-/**
- * Opens a row's "More actions for {name}" menu and gives its item: Stop, Restart, Refresh, Logs
- * and Delete… live there (the row shows Open or Start itself).
- */
-async function menuItem(page: Page, name: string, item: string | RegExp): Promise<Locator> {
-  await page.getByRole('button', { name: `More actions for ${name}`, exact: true }).click();
-  const menu = page.getByRole('menu', { name: `More actions for ${name}`, exact: true });
-  await menu.waitFor();
-  return menu.getByRole('menuitem', { name: item });
 }
 
 const logLines = (page: Page) => page.getByRole('log', { name: 'Log lines' });
