@@ -120,12 +120,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!cluster || !ns) return;
+  // The controllers go first: a running one would put its finalizer back on the servers.
+  await kubectl(cluster, ['delete', 'deployment', 'devbox-controller', '-n', ns, '--wait=false']).catch(() => undefined);
+  await kubectl(cluster, ['delete', 'pods', '-n', ns, '-l', 'app.kubernetes.io/component=controller', '--grace-period=0', '--force']).catch(() => undefined);
+  await eventually(async () => (await controllerPods()).length === 0, 30_000, 500).catch(() => undefined);
   // Servers left by a failed test: their finalizer would hold the namespace once no controller runs.
   const left = await getObject(cluster, ['editorservers', '-n', ns]).catch(() => undefined);
   for (const item of left?.items ?? []) {
     await kubectl(cluster, ['patch', 'editorserver', item.metadata.name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']).catch(() => undefined);
   }
-  await kubectl(cluster, ['delete', 'deployment', 'devbox-controller', '-n', ns, '--wait=false']).catch(() => undefined);
   await namespace.remove();
   if (createdCrd) await kubectl(cluster, ['delete', 'crd', 'editorservers.devbox.dev', '--wait=false']).catch(() => undefined);
 }, 60_000);
