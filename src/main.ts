@@ -1,8 +1,11 @@
-// Entry point: `npm start`. Reads settings from the environment and serves until a signal.
+// Entry point: `npm start`. Reads settings from the environment and serves until a signal. With
+// leader election (runtime.kubernetes.leaderElection) it first waits for the Lease as a standby,
+// and exits with status 1 when it loses the Lease, leaving the editors to the next leader.
 import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
 import type { ShutdownSummary } from './persistence/service-persistence.ts';
 import { startService, StartupError } from './service.ts';
+import { leadershipFor } from './service-leadership.ts';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
 
@@ -11,6 +14,22 @@ const FINAL_SNAPSHOTS_MS = 12_000;
 
 try {
   const settings = loadSettings();
+  const leadership = leadershipFor(settings, log);
+  if (leadership) {
+    const standingBy = () => void leadership.stop();
+    process.once('SIGINT', standingBy);
+    process.once('SIGTERM', standingBy);
+    if (!(await leadership.acquired)) process.exit(0); // a signal while standing by
+    process.off('SIGINT', standingBy);
+    process.off('SIGTERM', standingBy);
+    // Another replica may lead from the renew deadline on: this one must stop managing editors at
+    // once, and cannot close in order (the API server may be gone). The editors keep running and
+    // the next leader adopts them; the kubelet starts this container again, as a standby.
+    void leadership.elector.lost.then((reason) => {
+      log(`leader election: lost the Lease (${reason}): exiting with status 1; the editors keep running for the next leader`);
+      process.exit(1);
+    });
+  }
   const service = await startService(settings, log);
   log(`devbox-controller serving on ${service.url} (manifests: ${settings.manifestsDir}, data: ${settings.dataDir})`);
   let closing = false;
@@ -28,6 +47,8 @@ try {
       log(summary instanceof Error ? `${signal}: the final snapshots failed: ${summary.message}` : finalSnapshots(signal, summary));
     }
     await service.close({ stopEditors });
+    // Handed back after the service stopped managing, so a standby takes over at once.
+    await leadership?.elector.release();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -7,7 +7,9 @@
 //      cached JSON (fast-reads.ts);
 //   5. everything else is express's (the API, the dashboard).
 // WebSocket upgrades pass the same refusals, then go to the log streams or an editor.
-// Requests that arrive before the service is ready wait for it; none sees it half-started.
+// Requests that arrive before the service is ready wait for it; none sees it half-started. Only
+// GET /livez is answered at once, before all of this: the process is alive, however long the
+// start takes (a liveness probe must not restart a service that is adopting its editors).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AllowedHosts, missingHost } from './api/allowed-hosts.ts';
@@ -73,6 +75,7 @@ export function serviceHttp(parts: Parts, log: (message: string) => void): Servi
     toProxy(req, res, () => reads(req, res) || toApp(req, res));
   }, apiHeaders);
   const server = createServer({ requireHostHeader: false }, (req, res) => {
+    if (isLiveness(req)) return answerLiveness(res, { status: 'alive' });
     if (ready) handle(req, res);
     else started.then(() => handle(req, res), () => res.destroy());
   });
@@ -121,4 +124,14 @@ export function serviceHttp(parts: Parts, log: (message: string) => void): Servi
       await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
     })(),
   };
+}
+
+/** GET /livez (with or without a query): the liveness probe's path, the same for a leader and a standby. */
+export function isLiveness(req: IncomingMessage): boolean {
+  return (req.method === 'GET' || req.method === 'HEAD') && (req.url === '/livez' || req.url?.startsWith('/livez?') === true);
+}
+
+export function answerLiveness(res: ServerResponse, body: { status: 'alive' | 'standby'; leader?: string }): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' }).end(text);
 }

@@ -1,7 +1,8 @@
 // The config's `runtime` section: where editors run (local processes, or Pods in a Kubernetes
 // cluster) and, for a cluster, how each server's objects are made. The file gives the policy;
-// DEVBOX_RUNTIME and DEVBOX_K8S_NAMESPACE, and the namespace the service itself runs in, are
-// laid over it at start-up (runtimeFrom), as the composition root builds the runtime from that.
+// DEVBOX_RUNTIME, DEVBOX_K8S_NAMESPACE and DEVBOX_LEADER_ELECTION, and the namespace the service
+// itself runs in, are laid over it at start-up (runtimeFrom), as the composition root builds the
+// runtime from that.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
@@ -43,6 +44,8 @@ export interface KubernetesConfig {
   namePrefix: string;
   /** Unset: KUBECONFIG, ~/.kube/config, else the Pod's service account. */
   kubeconfig?: string;
+  /** Replicas contend for a Lease and only its holder serves (src/runtime/kubernetes/leader.ts). */
+  leaderElection: boolean;
 }
 
 export interface RuntimeConfig {
@@ -62,6 +65,7 @@ export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
     extraMounts: [],
     env: {},
     namePrefix: 'devbox-',
+    leaderElection: false,
   },
 };
 
@@ -122,7 +126,17 @@ export function runtimeFrom(
     throw new Error(`DEVBOX_RUNTIME="${asked}" must be process or kubernetes, or unset for the config's runtime.kind (${runtime.kind})`);
   }
   const kind = (asked || runtime.kind) as RuntimeKind;
-  if (kind === 'process') return { kind };
+  const election = env.DEVBOX_LEADER_ELECTION?.trim();
+  if (election && election !== '1' && election !== '0') {
+    throw new Error(`DEVBOX_LEADER_ELECTION="${election}" must be 1 (on) or 0 (off), or unset for the config's runtime.kubernetes.leaderElection (${runtime.kubernetes.leaderElection})`);
+  }
+  if (kind === 'process') {
+    if (election === '1') {
+      throw new Error('DEVBOX_LEADER_ELECTION=1 needs the Kubernetes runtime (its Lease lives in the cluster): set DEVBOX_RUNTIME=kubernetes, or unset DEVBOX_LEADER_ELECTION');
+    }
+    return { kind };
+  }
+  const leaderElection = election ? election === '1' : runtime.kubernetes.leaderElection;
   const fromEnv = env.DEVBOX_K8S_NAMESPACE?.trim();
   if (fromEnv && !(DNS_LABEL.test(fromEnv) && fromEnv.length <= 63)) {
     throw new Error(`DEVBOX_K8S_NAMESPACE="${fromEnv}" is not a namespace name (lower-case letters, digits and "-", at most 63)`);
@@ -140,7 +154,7 @@ export function runtimeFrom(
   const kubeconfig = given === undefined ? undefined : resolve(given.replace(/^~(?=\/|$)/, homedir()));
   return {
     kind,
-    kubernetes: { ...structuredClone(runtime.kubernetes), namespace, source, ...(kubeconfig ? { kubeconfig } : {}) },
+    kubernetes: { ...structuredClone(runtime.kubernetes), namespace, source, leaderElection, ...(kubeconfig ? { kubeconfig } : {}) },
     namespaceFrom,
   };
 }

@@ -217,6 +217,12 @@ export const ERRORS = {
     message: ({ failure, hint }: { failure: string; hint: string }) => `the persistence target failed (${failure}): ${hint}`,
   },
   SHUTTING_DOWN: { status: 503, message: 'the service is shutting down: connect again once it is back' },
+  STANDBY: {
+    status: 503,
+    message: ({ holder }: { holder: string }) =>
+      `this replica is a standby (leader election): ${holder ? `${holder} leads and serves` : 'no replica leads yet'}; ` +
+      'reach the service through its Kubernetes Service, which routes to the Ready leader',
+  },
   TOO_MANY_WATCHERS: {
     status: 503,
     message: ({ max }: { max: number }) =>

@@ -37,6 +37,7 @@ describe('runtime in the config file', () => {
         extraMounts: [],
         env: {},
         namePrefix: 'devbox-',
+        leaderElection: false,
       },
     });
   });
@@ -148,6 +149,19 @@ describe('the runtime the service starts', () => {
     expect(namespaceOf(runtimeFrom(env, DEFAULT_CONFIG.runtime, inCluster))).toEqual(['from-pod', 'the namespace the service runs in']);
     expect(namespaceOf(runtimeFrom(env, DEFAULT_CONFIG.runtime, noFile))).toEqual(['default', 'the default']);
     expect(() => runtimeFrom({ ...env, DEVBOX_K8S_NAMESPACE: 'No_Such' }, DEFAULT_CONFIG.runtime, noFile)).toThrow('DEVBOX_K8S_NAMESPACE="No_Such" is not a namespace name');
+  });
+
+  it('elects a leader when DEVBOX_LEADER_ELECTION=1 or the config says so, with the Kubernetes runtime only', () => {
+    const env = { DEVBOX_RUNTIME: 'kubernetes' };
+    const configured = structuredClone(DEFAULT_CONFIG.runtime);
+    configured.kubernetes.leaderElection = true;
+    const elects = (settings: ReturnType<typeof runtimeFrom>) => settings.kind === 'kubernetes' && settings.kubernetes.leaderElection;
+    expect(elects(runtimeFrom(env, DEFAULT_CONFIG.runtime, noFile))).toBe(false);
+    expect(elects(runtimeFrom({ ...env, DEVBOX_LEADER_ELECTION: '1' }, DEFAULT_CONFIG.runtime, noFile))).toBe(true);
+    expect(elects(runtimeFrom(env, configured, noFile))).toBe(true);
+    expect(elects(runtimeFrom({ ...env, DEVBOX_LEADER_ELECTION: '0' }, configured, noFile))).toBe(false);
+    expect(() => runtimeFrom({ ...env, DEVBOX_LEADER_ELECTION: 'yes' }, DEFAULT_CONFIG.runtime, noFile)).toThrow('DEVBOX_LEADER_ELECTION="yes" must be 1 (on) or 0 (off)');
+    expect(() => loadSettings({ DEVBOX_LEADER_ELECTION: '1' })).toThrow('DEVBOX_LEADER_ELECTION=1 needs the Kubernetes runtime');
   });
 
   it('takes the manifests from the config\'s runtime.kubernetes.source unless DEVBOX_K8S_SOURCE says otherwise', () => {

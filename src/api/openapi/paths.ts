@@ -280,6 +280,12 @@ export const PATHS: Record<string, Json> = {
   '/health': {
     get: op('service', 'getServiceHealth', 'The service\'s own health', { 200: json(ref('ServiceHealth'), '`healthy`, or `degraded` with `problems`.') }),
   },
+  '/livez': {
+    get: op('service', 'getLiveness', 'Whether the process is alive (the liveness probe)', {
+      200: json({ type: 'object', required: ['status'], properties: { status: { enum: ['alive', 'standby'] }, leader: { type: 'string' } } },
+        '`alive`; a replica that waits for the Lease (runtime.kubernetes.leaderElection) answers `standby`, naming the `leader`. Answered at once, also while the service starts, without identity.'),
+    }),
+  },
   '/metrics': {
     get: op('service', 'getMetrics', 'Prometheus metrics of the fleet and the service', {
       200: { description: 'The Prometheus text format, version 0.0.4. Absent (404) when the service runs with DEVBOX_METRICS=0.', content: { 'text/plain': { schema: { type: 'string' } } } },
