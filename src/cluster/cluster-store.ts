@@ -20,7 +20,7 @@ import { ConflictError, ManifestStore, parseManifest, type ManifestRead, type Wr
 import type { Document } from 'yaml';
 import type { EditorServer, EditorServerStatus } from '../manifests/types.ts';
 import { ListWatch } from '../runtime/kubernetes/list-watch.ts';
-import { ApiRefusal, FINALIZER, type EditorServerApi, type EditorServerObject } from './editor-servers.ts';
+import { ApiRefusal, FINALIZER, type EditorServerObject, type EditorServers } from './editor-servers.ts';
 import { manifestText, objectFor, objectUpdated, sameManifest } from './render.ts';
 
 const MAX_ATTEMPTS = 5;
@@ -30,14 +30,14 @@ export interface ClusterStoreOptions {
   dir: string;
   /** The controller's status records. */
   statusDir: string;
-  api: EditorServerApi;
+  api: EditorServers;
   log: (message: string) => void;
   /** The watch's re-list interval (default 5 minutes). */
   relistMs?: number;
 }
 
 export class ClusterManifestStore extends ManifestStore {
-  readonly api: EditorServerApi;
+  readonly api: EditorServers;
   readonly #log: (message: string) => void;
   /** Writes the working copy for the cluster's side: a writer of its own, so the controller's store sees its writes as edits. */
   readonly #copies: ManifestStore;

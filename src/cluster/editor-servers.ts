@@ -43,7 +43,19 @@ export class ApiRefusal extends Error {
   }
 }
 
-export class EditorServerApi {
+/** What the cluster's manifests need of the API server (EditorServerApi; an in-memory one in tests). */
+export interface EditorServers {
+  readonly namespace: string;
+  describe(name: string): string;
+  get(name: string): Promise<EditorServerObject | undefined>;
+  create(object: EditorServerObject): Promise<EditorServerObject | undefined>;
+  replace(object: EditorServerObject): Promise<EditorServerObject>;
+  delete(name: string, uid?: string): Promise<boolean>;
+  setStatus(name: string, status: EditorServerStatus): Promise<EditorServerObject>;
+  transport(): ListWatchTransport<EditorServerObject>;
+}
+
+export class EditorServerApi implements EditorServers {
   readonly namespace: string;
   readonly #client: KubeClient;
   readonly #api: CustomObjectsApi;

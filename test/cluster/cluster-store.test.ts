@@ -1,0 +1,189 @@
+// The cluster's manifests over an in-memory API server: the working copy follows the objects
+// (and is written as someone else's edit, so the controller reconciles), the API's writes reach
+// the objects first and never overwrite a change made meanwhile, status goes through /status with
+// the object's generation and is put back when forged, a delete waits for the finalizer, and a
+// hostile object is only ever an invalid manifest.
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ClusterManifestStore } from '../../src/cluster/cluster-store.ts';
+import { FINALIZER } from '../../src/cluster/editor-servers.ts';
+import type { EditorServer } from '../../src/manifests/types.ts';
+import { FakeEditorServers } from './fake-editor-servers.ts';
+
+let root: string;
+let api: FakeEditorServers;
+let store: ClusterManifestStore;
+let lines: string[];
+
+function hello(name = 'hello', spec: Record<string, unknown> = { running: true }): EditorServer {
+  return { apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name }, spec } as unknown as EditorServer;
+}
+
+async function open(): Promise<ClusterManifestStore> {
+  const opened = new ClusterManifestStore({ dir: join(root, 'copy'), statusDir: join(root, 'status'), api, log: (line) => lines.push(line) });
+  await opened.start();
+  return opened;
+}
+
+async function fileOf(name: string): Promise<string | undefined> {
+  return fs.readFile(join(root, 'copy', `${name}.yaml`), 'utf8').catch(() => undefined);
+}
+
+beforeEach(async () => {
+  root = await fs.mkdtemp(join(tmpdir(), 'devbox-cluster-store-'));
+  api = new FakeEditorServers();
+  lines = [];
+});
+afterEach(async () => {
+  await store?.close();
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe('the working copy of the objects', () => {
+  it('holds every object at start, drops copies of objects that are gone, and puts the finalizer on each object', async () => {
+    await api.create(hello('hello'));
+    await fs.mkdir(join(root, 'copy'), { recursive: true });
+    await fs.writeFile(join(root, 'copy', 'gone.yaml'), 'apiVersion: devbox.dev/v1alpha1\n');
+    store = await open();
+    expect(await store.list()).toEqual(['hello']);
+    const read = await store.read('hello');
+    expect(read.kind).toBe('ok');
+    expect(read.kind === 'ok' && read.server.metadata.uid).toBe(api.objects.get('hello')!.metadata.uid);
+    expect(api.objects.get('hello')!.metadata.finalizers).toEqual([FINALIZER]);
+  });
+
+  it('follows an object changed by someone else, as an edit the controller did not make', async () => {
+    await api.create(hello());
+    store = await open();
+    api.touch('hello', (o) => ({ ...o, spec: { ...o.spec!, running: false, displayName: 'Changed' } }));
+    await store.settled();
+    const text = (await fileOf('hello'))!;
+    expect(text).toContain('displayName: Changed');
+    expect(store.isOwnWrite('hello', text)).toBe(false);
+    const read = await store.read('hello');
+    expect(read.kind === 'ok' && read.server.metadata.generation).toBe(api.objects.get('hello')!.metadata.generation);
+  });
+
+  it('reads an object the schema refuses as an invalid manifest naming the field, and writes no status for it', async () => {
+    store = await open();
+    await api.create(hello('bad', { running: 'yes', port: 80 }));
+    await store.settled();
+    const read = await store.read('bad');
+    expect(read.kind).toBe('invalid');
+    expect(read.kind === 'invalid' && read.errors.join('\n')).toMatch(/spec\.running|running/);
+    expect(await store.writeStatus('bad', { phase: 'Running' })).toBe('invalid');
+    expect(api.objects.get('bad')!.status).toBeUndefined();
+  });
+
+  it('takes out the copy of an object deleted without the controller (its finalizer taken off by hand)', async () => {
+    await api.create(hello());
+    store = await open();
+    api.touch('hello', (o) => ({ ...o, metadata: { ...o.metadata, finalizers: [] } }));
+    await api.delete('hello');
+    await store.settled();
+    expect(await fileOf('hello')).toBeUndefined();
+  });
+});
+
+describe('the API\'s writes', () => {
+  it('creates the object first (with the owner annotation and the finalizer), then its copy with the object\'s uid', async () => {
+    store = await open();
+    const server: EditorServer = { ...hello('made'), metadata: { name: 'made', uid: '11111111-1111-4111-8111-111111111111', annotations: { 'devbox.dev/owner': 'ada@example.com' } } };
+    let created = false;
+    expect(await store.create(server, () => (created = true))).toBe(true);
+    expect(created).toBe(true);
+    const object = api.objects.get('made')!;
+    expect(object.metadata.annotations).toEqual({ 'devbox.dev/owner': 'ada@example.com' });
+    expect(object.metadata.finalizers).toEqual([FINALIZER]);
+    expect(server.metadata.uid).toBe(object.metadata.uid);
+    expect(await fileOf('made')).toContain(`uid: ${object.metadata.uid}`);
+    // The name is taken: the API tries the next one.
+    expect(await store.create(hello('made'))).toBe(false);
+  });
+
+  it('changes the object only at the version it read: a change made meanwhile is read again and kept', async () => {
+    await api.create(hello());
+    store = await open();
+    api.conflicts = 1;
+    const result = await store.update('hello', (doc) => {
+      doc.setIn(['spec', 'running'], false);
+    });
+    expect(result).toBe('updated');
+    const object = api.objects.get('hello')!;
+    expect(object.spec!.running).toBe(false);
+    expect(object.metadata.labels).toEqual({ other: 'writer' });
+    expect(object.metadata.finalizers).toEqual([FINALIZER]);
+    expect(await fileOf('hello')).toContain('running: false');
+  });
+
+  it('turns a deletion mark into a delete the finalizer holds, and lets the object go once the server is removed', async () => {
+    await api.create(hello());
+    store = await open();
+    await store.update('hello', (doc) => {
+      doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
+    });
+    expect(api.objects.get('hello')!.metadata.deletionTimestamp).toBeDefined();
+    expect(await fileOf('hello')).toContain('deletionTimestamp');
+    expect(await store.remove('hello')).toBe(true);
+    expect(api.objects.has('hello')).toBe(false);
+    await store.settled();
+    expect(await fileOf('hello')).toBeUndefined();
+  });
+
+  it('never releases an object made again under the name: only the deleted server\'s own', async () => {
+    await api.create(hello());
+    store = await open();
+    const first = api.objects.get('hello')!.metadata.uid;
+    await store.update('hello', (doc) => {
+      doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
+    });
+    // Someone deletes it by hand and applies it again before the controller is done.
+    api.touch('hello', (o) => ({ ...o, metadata: { ...o.metadata, finalizers: [] } }));
+    api.objects.delete('hello');
+    await api.create(hello());
+    const second = api.objects.get('hello')!;
+    expect(second.metadata.uid).not.toBe(first);
+    await store.remove('hello');
+    expect(api.objects.get('hello')?.metadata.uid).toBe(second.metadata.uid);
+    expect(api.objects.get('hello')?.metadata.deletionTimestamp).toBeUndefined();
+  });
+
+  it('creates and replaces objects for a GitOps repository\'s manifests, and refuses an invalid one', async () => {
+    store = await open();
+    const text = 'apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata: { name: from-git }\nspec: { running: false }\n';
+    expect(await store.replaceText('from-git', text)).toBe('created');
+    expect(await store.replaceText('from-git', text.replace('running: false', 'running: true'))).toBe('updated');
+    expect(api.objects.get('from-git')!.spec!.running).toBe(true);
+    expect(await store.replaceText('from-git', text.replace('running: false', 'running: maybe'))).toBe('invalid');
+    expect(api.objects.get('from-git')!.spec!.running).toBe(true);
+  });
+});
+
+describe('status', () => {
+  it('goes to the object through /status with the object\'s generation, and is put back when someone else writes it', async () => {
+    await api.create(hello());
+    store = await open();
+    const read = await store.read('hello');
+    const generation = read.kind === 'ok' ? read.server.metadata.generation : undefined;
+    expect(generation).toBe(1);
+    const status = { phase: 'Running' as const, observedGeneration: generation, port: 8010 };
+    await store.writeStatus('hello', status);
+    expect(api.objects.get('hello')!.status).toEqual(status);
+
+    api.touch('hello', (o) => ({ ...o, status: { phase: 'Failed', reason: 'Forged' } }));
+    await store.settled();
+    expect(api.objects.get('hello')!.status).toEqual(status);
+    expect(lines.join('\n')).toMatch(/the status of editorserver\/hello was not the controller's .*put back/);
+  });
+
+  it('takes a status over from the object once, when the controller has none of its own (a new controller)', async () => {
+    await api.create(hello());
+    await api.setStatus('hello', { phase: 'Running', port: 8011 });
+    store = await open();
+    const read = await store.read('hello');
+    expect(read.kind === 'ok' && read.server.status).toEqual({ phase: 'Running', port: 8011 });
+    expect(lines.join('\n')).not.toMatch(/put back/);
+  });
+});
