@@ -26,3 +26,12 @@ export async function forgeStatus(cluster: TestCluster, namespace: string, name:
     setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
   );
 }
+
+/**
+ * Takes the controller's finalizer off every EditorServer object left in the namespace, once no
+ * controller runs there any more: without it the namespace could not be deleted.
+ */
+export async function releaseEditorServers(cluster: TestCluster, namespace: string): Promise<void> {
+  const names = (await kubectl(cluster, ['get', 'editorservers', '-n', namespace, '-o', 'name']).catch(() => '')).split('\n').filter(Boolean);
+  for (const name of names) await kubectl(cluster, ['patch', name, '-n', namespace, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}']).catch(() => undefined);
+}

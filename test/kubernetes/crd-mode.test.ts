@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
 import { kubectl, NO_CLUSTER, testCluster } from '../helpers/cluster.ts';
 import { closeClusterService, editorContainer, editorPod, objectsOf, readyPod, startClusterService } from '../helpers/cluster-service.ts';
-import { editorServer, forgeStatus, installCrd } from '../helpers/crd.ts';
+import { editorServer, forgeStatus, installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
 import { eventually, type TestService } from '../helpers/service.ts';
 
@@ -43,11 +43,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   if (service) await closeClusterService(service);
-  // Objects keep the controller's finalizer: with no controller left, it is taken off so the namespace can go.
-  if (cluster && ns) {
-    const names = (await kubectl(cluster, ['get', 'editorservers', '-n', ns, '-o', 'name']).catch(() => '')).split('\n').filter(Boolean);
-    for (const name of names) await kubectl(cluster, ['patch', name, '-n', ns, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}']).catch(() => undefined);
-  }
+  if (cluster && ns) await releaseEditorServers(cluster, ns);
   await namespace?.remove();
 }, 120_000);
 

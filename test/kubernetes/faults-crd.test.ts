@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { getObject, killComponent, kubectl, NO_CLUSTER, startComponent, testCluster } from '../helpers/cluster.ts';
 import { closeClusterService, editorPod, objectsOf, readyPod, startClusterService } from '../helpers/cluster-service.ts';
-import { editorServer, installCrd } from '../helpers/crd.ts';
+import { editorServer, installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
 import { eventually, type TestService } from '../helpers/service.ts';
 
@@ -54,10 +54,7 @@ afterAll(async () => {
   // Whatever happened above, the shared cluster gets its API server back (nothing is done if it runs).
   if (cluster) await startComponent('kube-apiserver');
   if (service) await closeClusterService(service);
-  if (cluster && ns) {
-    const names = (await kubectl(cluster, ['get', 'editorservers', '-n', ns, '-o', 'name']).catch(() => '')).split('\n').filter(Boolean);
-    for (const name of names) await kubectl(cluster, ['patch', name, '-n', ns, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}']).catch(() => undefined);
-  }
+  if (cluster && ns) await releaseEditorServers(cluster, ns);
   await namespace?.remove();
 }, 120_000);
 

@@ -4,12 +4,12 @@
 // cluster's busybox with this checkout and Node.js 22 mounted read-only from the host, and points
 // the client at the API server's bridge address. It serves the API at its Pod's address, runs a
 // server's editor as a Pod reachable through its proxy, keeps one leader among two replicas, and
-// a new leader after a forced Pod deletion adopts the running editor without restarting it.
+// a new leader after the leader is killed (SIGKILL) adopts the running editor without restarting it.
 import { realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObject, kubectl, NO_CLUSTER, testCluster } from '../helpers/cluster.ts';
+import { getObject, killEditorContainer, kubectl, NO_CLUSTER, testCluster } from '../helpers/cluster.ts';
 import { stubEditor, TEST_IMAGE, testNamespace } from '../helpers/kube-runtime.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -172,17 +172,25 @@ describe.skipIf(!cluster)(cluster ? 'the controller in the cluster' : `the contr
     const refused = await call(standby, 'GET', '/servers');
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('STANDBY');
-    await new Promise((r) => setTimeout(r, 6_000)); // a few readiness probes
+    // Its readiness probe has run and failed (the kubelet's Unhealthy event), and it is not Ready.
+    await eventually(async () => {
+      const events = await getObject(cluster!, ['events', '-n', ns, '--field-selector', `involvedObject.name=${standby.metadata.name},reason=Unhealthy`]);
+      return (events?.items ?? []).some((e: any) => /Readiness probe failed/.test(e.message)) || undefined;
+    }, POD_WAIT_MS, 500);
     expect(isReady((await controllerPods()).find((p) => p.metadata.name === standby.metadata.name))).toBe(false);
     expect(await leaseHolder()).toBe(first.metadata.name);
 
-    // The leader's Pod is deleted at once; the standby takes over and adopts the running editor.
-    await kubectl(cluster!, ['delete', 'pod', first.metadata.name, '-n', ns, '--grace-period=0', '--force']);
+    // The leader is killed (SIGKILL: no goodbye, the Lease is not handed back). A leader comes
+    // back once the Lease runs out (the standby, or the killed one restarted by its kubelet) and
+    // adopts the running editor.
+    const leaderContainer = first.status.containerStatuses[0];
+    await killEditorContainer(leaderContainer.containerID);
     const next = await eventually(async () => {
       const pod = await leader();
-      return pod.metadata.name !== first.metadata.name && pod;
+      const restarted = pod.metadata.name === first.metadata.name
+        && pod.status.containerStatuses[0].containerID !== leaderContainer.containerID;
+      return (pod.metadata.name !== first.metadata.name || restarted) && pod;
     }, POD_WAIT_MS, 500);
-    expect(next.metadata.name).toBe(standby.metadata.name);
     const record = await eventually(async () => {
       const answer = await call(next, 'GET', `/servers/${id}`);
       return answer.status === 200 && answer.body.status === 'running' && answer.body;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeBrowser, launchBrowser, withCleanPage } from '../helpers/browser.ts';
 import { kubectl, NO_CLUSTER, testCluster } from '../helpers/cluster.ts';
 import { closeClusterService, editorPod, objectsOf, readyPod, startClusterService } from '../helpers/cluster-service.ts';
-import { editorServer, installCrd } from '../helpers/crd.ts';
+import { editorServer, installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { clickAndAwait, ensureWebBuilt, menuItem, rowOf, statusShows, UI_WAIT } from '../helpers/dashboard-page.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
 import { eventually, type TestService } from '../helpers/service.ts';
@@ -35,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeBrowser(browser);
   if (service) await closeClusterService(service);
+  if (cluster && ns) await releaseEditorServers(cluster, ns);
   await namespace?.remove();
 }, 120_000);
 
