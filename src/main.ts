@@ -5,7 +5,6 @@ import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
 import type { ShutdownSummary } from './persistence/service-persistence.ts';
 import { startService, StartupError } from './service.ts';
-import { leadershipFor } from './service-leadership.ts';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
 
@@ -14,7 +13,11 @@ const FINAL_SNAPSHOTS_MS = 12_000;
 
 try {
   const settings = loadSettings();
-  const leadership = leadershipFor(settings, log);
+  // Loaded only with leader election: it brings the Kubernetes client, which a local service never needs.
+  const runtime = settings.runtime;
+  const leadership = runtime?.kind === 'kubernetes' && runtime.kubernetes.leaderElection
+    ? (await import('./service-leadership.ts')).leadershipFor(settings, log)
+    : undefined;
   if (leadership) {
     const standingBy = () => void leadership.stop();
     process.once('SIGINT', standingBy);

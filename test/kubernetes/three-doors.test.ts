@@ -76,7 +76,8 @@ describe.skipIf(!cluster)(cluster ? 'one server, three doors' : `one server, thr
         const said = await objectSays();
         return said?.running && said.phase === 'Running' && said.observed === said.generation ? said : undefined;
       }, POD_WAIT_MS);
-      expect(await readyPod(cluster!, ns, 'doors')).toBeDefined();
+      // The kubelet's readiness probe (every 2 s) follows the controller's own health check.
+      await eventually(() => readyPod(cluster!, ns, 'doors'), 30_000);
       await statusShows(page, 'Three doors', 'running', undefined, POD_WAIT_MS);
 
       // 3. The dashboard stops it: the API and the object agree, and the Pod goes.
