@@ -135,6 +135,12 @@ function checkConfig(env: NodeJS.ProcessEnv, report: Report): Config | undefined
 
 /** An invalid manifest does not stop the service, but its server is left alone until fixed. */
 async function checkManifests(settings: Settings, report: Report): Promise<void> {
+  const runtime = settings.runtime;
+  if (runtime?.kind === 'kubernetes' && runtime.kubernetes.source === 'crd') {
+    const ns = runtime.kubernetes.namespace;
+    report.line('ok', `manifests: the EditorServer objects of namespace ${ns}, not a folder (the API server validates them: kubectl get eds -n ${ns})`);
+    return;
+  }
   const store = new ManifestStore(settings.manifestsDir);
   const reads = await Promise.all((await store.list()).map((name) => store.read(name)));
   const invalid = reads.filter((r) => r.kind === 'invalid');

@@ -34,7 +34,10 @@ try {
     });
   }
   const service = await startService(settings, log);
-  log(`devbox-controller serving on ${service.url} (manifests: ${settings.manifestsDir}, data: ${settings.dataDir})`);
+  const manifests = runtime?.kind === 'kubernetes' && runtime.kubernetes.source === 'crd'
+    ? `the EditorServer objects of namespace ${runtime.kubernetes.namespace}`
+    : settings.manifestsDir;
+  log(`devbox-controller serving on ${service.url} (manifests: ${manifests}, data: ${settings.dataDir})`);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
