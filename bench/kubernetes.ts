@@ -302,7 +302,7 @@ const containerEnded = (uid: string, containerId: string) => (pod: V1Pod | undef
   return pod?.metadata?.uid !== uid || !container || container.containerID !== containerId || container.state?.running === undefined;
 };
 
-function spread(values: number[]) {
+export function spread(values: number[]) {
   if (values.length === 0) return undefined;
   return { p50_ms: round(median(values), 0), p95_ms: round(percentile(values, 95), 0), max_ms: round(Math.max(...values), 0) };
 }

@@ -1,5 +1,5 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests, kubernetes (editors as Pods on the test cluster against local processes; skipped without a cluster) (default: all).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests, kubernetes (editors as Pods on the test cluster against local processes; skipped without a cluster), crd (EditorServer objects against manifest files as the manifests, on the test cluster) (default: all).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 // `npm run bench -- compare <base-ref> …` measures another commit's service against this one's
 // instead, alternating in one run (bench/compare.ts).
@@ -8,6 +8,7 @@ import { compareBuilds } from './compare.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { benchBusyList } from './busy-list.ts';
 import { benchDashboard } from './dashboard.ts';
+import { benchCrd } from './crd.ts';
 import { benchKubernetes } from './kubernetes.ts';
 import { benchManifestRead } from './manifests.ts';
 import { benchObservability } from './observability.ts';
@@ -86,6 +87,9 @@ if (wanted('persistence')) {
 }
 if (wanted('kubernetes')) {
   report('editors on Kubernetes ÷ local processes, 10 servers', await benchKubernetes(realEditor, quick, 15));
+}
+if (wanted('crd')) {
+  report('EditorServer objects ÷ manifest files as the manifests, editors on Kubernetes', await benchCrd(quick, 17));
 }
 const rows = targetRows(results);
 if (rows.length > 0) console.log(`\n## targets\n${targetTable(rows)}`);
