@@ -11,7 +11,7 @@ import { kubectl, NO_CLUSTER, testCluster } from '../helpers/cluster.ts';
 import { closeClusterService, editorContainer, editorPod, objectsOf, readyPod, startClusterService } from '../helpers/cluster-service.ts';
 import { editorServer, forgeStatus, installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
-import { eventually, type TestService } from '../helpers/service.ts';
+import { eventually, request, type TestService } from '../helpers/service.ts';
 
 const cluster = await testCluster();
 if (!cluster) console.log(NO_CLUSTER);
@@ -138,6 +138,35 @@ describe.skipIf(!cluster)(cluster ? 'EditorServer objects as the manifests' : `E
     expect(after.metadata.uid).toBe(before.metadata.uid);
     expect(editorContainer(after).restartCount).toBe(0);
     expect(await editorPod(cluster!, ns, 'copy')).toBeUndefined();
+  });
+
+  it('keeps access: owner as with files: a create is owned by its creator on the object, and an object applied for someone else is theirs alone', async () => {
+    const owners = await testNamespace(cluster!, 'devbox-crd-owner');
+    const owned = await startClusterService(cluster!, owners.name, stubEditor(), { requireIdentity: true, config: { access: 'owner', admins: [] }, kubernetes: { source: 'crd' } });
+    const ALICE = { 'X-Forwarded-Email': 'alice@example.com', 'X-Forwarded-User': '1001@42' };
+    const BOB = { 'X-Forwarded-Email': 'bob@example.com', 'X-Forwarded-User': '1002@42' };
+    try {
+      const created = await request(owned.url, 'POST', '/servers', { name: 'Alice box', extensions: [] }, ALICE);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const object = await editorServer(cluster!, owners.name, 'alice-box');
+      expect(object.metadata.annotations['devbox.dev/owner']).toBe('alice@example.com');
+      // An object someone applies for Bob: Bob's server, which Alice neither sees nor drives.
+      await kubectl(cluster!, ['apply', '-n', owners.name, '-f', '-'], JSON.stringify({
+        apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name: 'bob-box', annotations: { 'devbox.dev/owner': 'bob@example.com' } }, spec: { running: false },
+      }));
+      const bobs = await eventually(async () => {
+        const list = (await request(owned.url, 'GET', '/servers', undefined, BOB)).body as any[];
+        return list.find((s) => s.manifest === 'bob-box');
+      }, 30_000);
+      expect(bobs.owner).toBe('bob@example.com');
+      expect(((await request(owned.url, 'GET', '/servers', undefined, ALICE)).body as any[]).map((s) => s.manifest)).toEqual(['alice-box']);
+      expect((await request(owned.url, 'POST', `/servers/${bobs.id}/start`, undefined, ALICE)).status).toBe(404);
+      expect((await editorServer(cluster!, owners.name, 'bob-box')).spec.running).toBe(false);
+    } finally {
+      await closeClusterService(owned);
+      await releaseEditorServers(cluster!, owners.name);
+      await owners.remove();
+    }
   });
 
   it('adopts every running editor from the objects in a service with an empty data folder (a new controller Pod), with no restart', async () => {
