@@ -114,6 +114,9 @@ export async function benchCrd(quick: boolean, offset: number, servers = 5) {
         wall[side.source].push(performance.now() - began);
         page[side.source].push(...made.map((m) => m.pageMs));
         if (side.source === 'crd') {
+          // The object's status may come after the page: waited for, bounded.
+          const until = performance.now() + 30_000;
+          while (made.some((m) => !side.objectRunning.has(m.name)) && performance.now() < until) await sleep(50);
           for (const m of made) {
             const at = side.objectRunning.get(m.name);
             if (at !== undefined) statusLag.push(at - m.apiRunningAt);
