@@ -26,6 +26,8 @@ let service: TestService;
 
 /** A stop→start waits for the old Pod's deletion (~10 s in Kubernetes 1.20): generous bounds. */
 const POD_WAIT_MS = 60_000;
+/** A stopped Pod's removal: usually 5–10 s, but 1.20's kubelet can leave one Terminating for a minute (see the delete below). */
+const POD_GONE_MS = 150_000;
 
 beforeAll(async () => {
   if (!cluster) return;
@@ -52,7 +54,7 @@ async function listed(name: string): Promise<any> {
   return list.find((s) => s.manifest === name);
 }
 
-describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the service on the test cluster (${NO_CLUSTER})`, { timeout: 120_000 }, () => {
+describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the service on the test cluster (${NO_CLUSTER})`, { timeout: 300_000 }, () => {
   // These two share nothing but the service: side by side, as their time is mostly the cluster's waits.
   describe.concurrent('servers from the API and from files', () => {
     it('runs a server created through the API as a Pod, serves it through the proxy, keeps its work across a stop and a start, and deletes every object of it', async ({ expect }) => {
@@ -106,9 +108,12 @@ describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the ser
       expect((await fetch(`${service.url}/vscode/${port}/`)).status).toBe(200);
 
       // Deleting the server deletes each of its objects, and the provisioner deletes its volume.
+      // 200 once everything is gone; 202 when the Pod takes longer than the API waits (1.20's kubelet
+      // sometimes keeps a stopped Pod Terminating for a minute: its kill races its own container
+      // clean-up and fails with NotFound, and the next sync finishes it), and then gone all the same.
       const deleted = await service.request('DELETE', `/servers/${id}`);
-      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
-      expect(await objectsOf(cluster!, ns, 'cluster-one')).toEqual([]);
+      expect([200, 202], JSON.stringify(deleted.body)).toContain(deleted.status);
+      await eventually(async () => (await objectsOf(cluster!, ns, 'cluster-one')).length === 0, POD_GONE_MS, 250);
       await eventually(async () => (await getObject(cluster!, ['pv', volume.pv])) === undefined, 30_000, 250);
       await eventually(() => fs.access(volume.folder).then(() => false, () => true), 30_000, 250);
       expect((await service.request('GET', `/servers/${id}`)).status).toBe(404);
@@ -148,7 +153,7 @@ describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the ser
       // its volume stays (only a deletion removes work), with its claim.
       await fs.rm(join(service.settings.manifestsDir, 'from-file.yaml'));
       await eventually(async () => (await service.request('GET', `/servers/${entry.id}`)).status === 404, POD_WAIT_MS, 250);
-      await eventually(async () => (await editorPod(cluster!, ns, 'from-file')) === undefined, POD_WAIT_MS, 250);
+      await eventually(async () => (await editorPod(cluster!, ns, 'from-file')) === undefined, POD_GONE_MS, 250);
       expect((await getObject(cluster!, ['statefulset', 'devbox-from-file', '-n', ns])).spec.replicas).toBe(0);
       expect(await volumeOf(cluster!, ns, 'from-file')).toEqual(volume);
       expect((await fetch(`${service.url}/vscode/${entry.port}/`)).status).toBe(404);
