@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, loadSettings, SettingsError, type Config, type Settings } from './config/settings.ts';
+import { manifestsNamespace } from './config/runtime-config.ts';
 import { portIsFree } from './runtime/port-probe.ts';
 import { PACKAGE_JSON } from './core/project.ts';
 import { ManifestStore } from './manifests/store.ts';
@@ -135,9 +136,8 @@ function checkConfig(env: NodeJS.ProcessEnv, report: Report): Config | undefined
 
 /** An invalid manifest does not stop the service, but its server is left alone until fixed. */
 async function checkManifests(settings: Settings, report: Report): Promise<void> {
-  const runtime = settings.runtime;
-  if (runtime?.kind === 'kubernetes' && runtime.kubernetes.source === 'crd') {
-    const ns = runtime.kubernetes.namespace;
+  const ns = manifestsNamespace(settings.runtime);
+  if (ns !== undefined) {
     report.line('ok', `manifests: the EditorServer objects of namespace ${ns}, not a folder (the API server validates them: kubectl get eds -n ${ns})`);
     return;
   }

@@ -1,6 +1,7 @@
 // Entry point: `npm start`. Reads settings from the environment and serves until a signal. With
 // leader election (runtime.kubernetes.leaderElection) it first waits for the Lease as a standby,
 // and exits with status 1 when it loses the Lease, leaving the editors to the next leader.
+import { manifestsNamespace } from './config/runtime-config.ts';
 import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
 import type { ShutdownSummary } from './persistence/service-persistence.ts';
@@ -34,9 +35,8 @@ try {
     });
   }
   const service = await startService(settings, log);
-  const manifests = runtime?.kind === 'kubernetes' && runtime.kubernetes.source === 'crd'
-    ? `the EditorServer objects of namespace ${runtime.kubernetes.namespace}`
-    : settings.manifestsDir;
+  const namespace = manifestsNamespace(runtime);
+  const manifests = namespace !== undefined ? `the EditorServer objects of namespace ${namespace}` : settings.manifestsDir;
   log(`devbox-controller serving on ${service.url} (manifests: ${manifests}, data: ${settings.dataDir})`);
   let closing = false;
   const shutdown = async (signal: string) => {

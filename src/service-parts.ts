@@ -83,13 +83,13 @@ export async function buildParts(
   // --- Files and folders, the editors' runtime ---
   const live = new LiveConfig({ file: settings.configFile, initial: config, log });
   const layout = new DataLayout(settings.dataDir);
-  // The manifests folder, or a cluster's EditorServer objects (runtime.kubernetes.source: crd).
-  const store = await manifestStoreFor(settings, layout, log);
   // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
   // The editors' runtime, by the settings: Pods in a cluster, whose output the hub reads from the
   // runtime's log stream, or local processes (the default), writing to files the hub follows.
   const cluster = settings.runtime?.kind === 'kubernetes' ? await kubernetesRuntime(settings.runtime, log) : undefined;
+  // The manifests folder, or the cluster's EditorServer objects (runtime.kubernetes.source: crd).
+  const store = await manifestStoreFor(settings, layout, cluster, log);
   // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
   const logs = new LogHub({
     logsDir: layout.logsDir, maxBufferBytes: 256 * 1024,

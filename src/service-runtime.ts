@@ -1,6 +1,7 @@
 // Which runtime runs the editors, chosen by the settings (runtime.kind, DEVBOX_RUNTIME): local
 // code-server processes, whose output the log hub follows in files, or Pods in a Kubernetes
 // cluster, whose output the hub reads from the runtime's log stream while each editor runs.
+import { manifestsNamespace } from './config/runtime-config.ts';
 import type { RuntimeSettings, Settings } from './config/settings.ts';
 import type { ServerIndex } from './index/server-index.ts';
 import type { LogHub } from './logs/index.ts';
@@ -50,15 +51,15 @@ export async function kubernetesRuntime(settings: KubernetesSettings, log: (mess
  * the namespace's EditorServer objects (through a working copy in the data folder). The cluster's
  * code is loaded only then.
  */
-export async function manifestStoreFor(settings: Settings, layout: DataLayout, log: (message: string) => void): Promise<ManifestStore | ClusterManifestStore> {
-  const runtime = settings.runtime;
-  if (runtime?.kind !== 'kubernetes' || runtime.kubernetes.source !== 'crd') return new ManifestStore(settings.manifestsDir, layout.statusDir);
+export async function manifestStoreFor(
+  settings: Settings, layout: DataLayout, cluster: KubernetesRuntime | undefined, log: (message: string) => void,
+): Promise<ManifestStore | ClusterManifestStore> {
+  const namespace = manifestsNamespace(settings.runtime);
+  if (namespace === undefined || !cluster) return new ManifestStore(settings.manifestsDir, layout.statusDir);
   const { openClusterManifests } = await import('./cluster/open.ts');
-  log(`manifests: the EditorServer objects of namespace ${runtime.kubernetes.namespace} (working copy in ${layout.clusterManifestsDir})`);
-  return openClusterManifests({
-    namespace: runtime.kubernetes.namespace, kubeconfig: runtime.kubernetes.kubeconfig,
-    dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log,
-  });
+  log(`manifests: the EditorServer objects of namespace ${namespace} (working copy in ${layout.clusterManifestsDir})`);
+  // Over the runtime's own client: the same cluster and namespace.
+  return openClusterManifests({ client: cluster.client, dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log });
 }
 
 /**
@@ -68,19 +69,8 @@ export async function manifestStoreFor(settings: Settings, layout: DataLayout, l
 export async function manifestsSynced(store: ManifestStore, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
   const cluster = store as Partial<ClusterManifestStore>;
   if (typeof cluster.start !== 'function') return;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      cluster.start(),
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new StartupError(
-          `the EditorServer objects could not be listed after ${timeoutMs / 1000} s: check that the cluster answers and that the CRD is installed (kubectl apply -f deploy/kubernetes/crd.yaml)`,
-        )), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withinStartup(cluster.start(), timeoutMs,
+    `the EditorServer objects could not be listed after ${timeoutMs / 1000} s: check that the cluster answers and that the CRD is installed (kubectl apply -f deploy/kubernetes/crd.yaml)`);
   log(`manifests: ${(await store.list()).length} EditorServer object(s) listed`);
 }
 
@@ -114,22 +104,25 @@ export function followEditorOutput(index: ServerIndex, logs: LogHub, startedAt: 
  * the controller adopts from it; a cluster that does not answer in time refuses the start.
  */
 export async function runtimeSynced(runtime: EditorRuntime, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
   const late = setTimeout(() => log(`runtime: waiting for the ${runtime.kind} runtime's first view of its editors…`), 2000);
   try {
-    await Promise.race([
-      runtime.synced().catch((error) => {
-        throw new StartupError(`the ${runtime.kind} runtime could not see its editors: ${(error as Error).message}`);
-      }),
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new StartupError(
-          `the ${runtime.kind} runtime had no view of its editors after ${timeoutMs / 1000} s: check that the cluster answers (kubeconfig, namespace, the service account's permissions)`,
-        )), timeoutMs);
-      }),
-    ]);
+    await withinStartup(runtime.synced().catch((error) => {
+      throw new StartupError(`the ${runtime.kind} runtime could not see its editors: ${(error as Error).message}`);
+    }), timeoutMs, `the ${runtime.kind} runtime had no view of its editors after ${timeoutMs / 1000} s: check that the cluster answers (kubeconfig, namespace, the service account's permissions)`);
+  } finally {
+    clearTimeout(late);
+  }
+}
+
+/** `work`, or a StartupError saying `message` once `timeoutMs` has passed without it. */
+async function withinStartup<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new StartupError(message)), timeoutMs);
+    })]);
   } finally {
     clearTimeout(timer);
-    clearTimeout(late);
   }
 }
 

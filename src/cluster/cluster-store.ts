@@ -134,9 +134,10 @@ export class ClusterManifestStore extends ManifestStore {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const object = await this.api.get(name);
       if (!object) return 'missing';
-      const doc = parseDocument(manifestText(object), { uniqueKeys: false });
-      const read = parseManifest(name, doc.toString(), this.api.describe(name));
+      const text = manifestText(object);
+      const read = parseManifest(name, text, this.api.describe(name));
       if (read.kind !== 'ok') return 'invalid';
+      const doc = parseDocument(text, { uniqueKeys: false });
       if (mutate(doc, read.server) === false) return 'unchanged';
       const next = doc.toJS() as EditorServer;
       if (next.metadata.deletionTimestamp && !object.metadata.deletionTimestamp) {
@@ -146,17 +147,8 @@ export class ClusterManifestStore extends ManifestStore {
         return 'updated';
       }
       if (sameManifest(object, next)) return 'unchanged';
-      let updated: EditorServerObject;
-      try {
-        updated = await this.api.replace(objectUpdated(object, next));
-      } catch (error) {
-        if (error instanceof ApiRefusal && error.status === 409) continue;
-        if (error instanceof ApiRefusal && error.status === 404) return 'missing';
-        throw error;
-      }
-      this.#objects.set(name, updated);
-      await this.#sync.run(name, () => super.replaceText(name, manifestText(updated)));
-      return 'updated';
+      const put = await this.#put(object, next);
+      if (put !== 'conflict') return put;
     }
     throw new ConflictError(`${this.api.describe(name)} kept changing while it was being written (${MAX_ATTEMPTS} attempts): try again`);
   }
@@ -172,15 +164,8 @@ export class ClusterManifestStore extends ManifestStore {
       const object = await this.api.get(name);
       if (!object) return (await this.create(read.server)) ? 'created' : 'unchanged';
       if (sameManifest(object, { ...read.server, metadata: { ...read.server.metadata, uid: object.metadata.uid } })) return 'unchanged';
-      try {
-        const updated = await this.api.replace(objectUpdated(object, read.server));
-        this.#objects.set(name, updated);
-        await this.#sync.run(name, () => super.replaceText(name, manifestText(updated)));
-        return 'updated';
-      } catch (error) {
-        if (error instanceof ApiRefusal && error.status === 409) continue;
-        throw error;
-      }
+      const put = await this.#put(object, read.server);
+      if (put !== 'conflict') return put;
     }
     throw new ConflictError(`${this.api.describe(name)} kept changing while it was being written (${MAX_ATTEMPTS} attempts): try again`);
   }
@@ -204,6 +189,26 @@ export class ClusterManifestStore extends ManifestStore {
     const removed = await this.#sync.run(name, () => super.remove(name));
     await this.#release(name, uid);
     return removed;
+  }
+
+  /**
+   * Replaces the object's metadata and spec with the manifest's, only at the version it was read
+   * at, then the working copy (the controller's own write, as with a file); 'conflict' when the
+   * object changed meanwhile.
+   */
+  async #put(object: EditorServerObject, server: EditorServer): Promise<'updated' | 'missing' | 'conflict'> {
+    const name = object.metadata.name;
+    let updated: EditorServerObject;
+    try {
+      updated = await this.api.replace(objectUpdated(object, server));
+    } catch (error) {
+      if (error instanceof ApiRefusal && error.status === 409) return 'conflict';
+      if (error instanceof ApiRefusal && error.status === 404) return 'missing';
+      throw error;
+    }
+    this.#objects.set(name, updated);
+    await this.#sync.run(name, () => super.replaceText(name, manifestText(updated)));
+    return 'updated';
   }
 
   // --- The cluster's side ---

@@ -1,14 +1,14 @@
-// The cluster's manifests, opened from the runtime's settings: a client of the cluster the editors
-// run in, the namespace's EditorServer objects, and their working copy in the data folder.
-import { KubeClient } from '../runtime/kubernetes/client.ts';
+// The cluster's manifests: over the client of the cluster (and namespace) the editors run in, the
+// namespace's EditorServer objects and their working copy in the data folder.
+import type { KubeClient } from '../runtime/kubernetes/client.ts';
 import { ClusterManifestStore } from './cluster-store.ts';
 import { EditorServerApi } from './editor-servers.ts';
 
 export { ClusterManifestStore };
 
 export interface ClusterManifestsOptions {
-  namespace: string;
-  kubeconfig?: string;
+  /** The runtime's client: its namespace is the objects'. */
+  client: KubeClient;
   /** The working copy's folder. */
   dir: string;
   statusDir: string;
@@ -16,6 +16,6 @@ export interface ClusterManifestsOptions {
 }
 
 export function openClusterManifests(options: ClusterManifestsOptions): ClusterManifestStore {
-  const api = new EditorServerApi(new KubeClient(options.namespace, options.kubeconfig));
+  const api = new EditorServerApi(options.client);
   return new ClusterManifestStore({ dir: options.dir, statusDir: options.statusDir, api, log: options.log });
 }

@@ -108,6 +108,11 @@ export type RuntimeSettings =
   | { kind: 'process' }
   | { kind: 'kubernetes'; kubernetes: KubernetesConfig & { namespace: string }; namespaceFrom: string };
 
+/** The namespace whose EditorServer objects are the manifests (runtime.kubernetes.source: crd); undefined when a folder is. */
+export function manifestsNamespace(runtime: RuntimeSettings | undefined): string | undefined {
+  return runtime?.kind === 'kubernetes' && runtime.kubernetes.source === 'crd' ? runtime.kubernetes.namespace : undefined;
+}
+
 /** Where a Pod finds the namespace it runs in. */
 export const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 

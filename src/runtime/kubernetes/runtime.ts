@@ -44,7 +44,8 @@ interface Ended {
 export class KubernetesRuntime implements EditorRuntime {
   readonly kind = 'kubernetes';
   readonly #options: KubernetesRuntimeOptions;
-  readonly #client: KubeClient;
+  /** Its conversations with the API server, shared with what else the service asks of that cluster and namespace. */
+  readonly client: KubeClient;
   readonly #names: Names;
   readonly #objects: ServerObjects;
   readonly #storage: KubernetesStorage;
@@ -65,23 +66,23 @@ export class KubernetesRuntime implements EditorRuntime {
 
   constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
-    this.#client = new KubeClient(options.namespace, options.kubeconfig);
+    this.client = new KubeClient(options.namespace, options.kubeconfig);
     this.#names = new Names(options.namePrefix, options.namespace);
     this.#objects = new ServerObjects(this.#names, options);
     this.#storage = new KubernetesStorage({
-      client: this.#client, names: this.#names, objects: this.#objects, editorCommand: options.command,
+      client: this.client, names: this.#names, objects: this.#objects, editorCommand: options.command,
       runningEditor: (name) => this.#servingPod(name),
       vsixDir: process.env.DEVBOX_VSIX_DIR || undefined,
     });
     this.#workload = new Workload({
-      client: this.#client, names: this.#names, objects: this.#objects,
+      client: this.client, names: this.#names, objects: this.#objects,
       owner: (name) => this.#storage.owner(name),
       lastEditorPod: (name) => this.#lastEditorPod(name),
       log: (level, message) => this.#log(level, message),
     });
     this.#changes.setMaxListeners(0);
     const path = `/api/v1/namespaces/${options.namespace}/pods`;
-    this.#podWatch = new ListWatch<V1Pod>(this.#client.transport<V1Pod>('v1', 'Pod', path, selector()), {
+    this.#podWatch = new ListWatch<V1Pod>(this.client.transport<V1Pod>('v1', 'Pod', path, selector()), {
       replace: (items) => {
         const names = new Set(items.map((p) => p.metadata?.name));
         for (const [podName, pod] of this.#pods) if (!names.has(podName)) this.#removed(pod);
@@ -92,7 +93,7 @@ export class KubernetesRuntime implements EditorRuntime {
       trouble: (error, delayMs) => this.#log('warn', `watching Pods in ${options.namespace}: ${error.message}; again in ${Math.round(delayMs)} ms`),
     }, { relistMs: 5 * 60_000, backoff: { initialMs: 250, maxMs: 10_000 } });
     this.#podWatch.start();
-    this.#closeEvents = watchEvents(this.#client, (objectName) => this.#serverOfObject.get(objectName), (name, event) => {
+    this.#closeEvents = watchEvents(this.client, (objectName) => this.#serverOfObject.get(objectName), (name, event) => {
       for (const listener of this.#eventListeners) listener(name, event);
     }, (error) => this.#log('warn', `watching events in ${options.namespace}: ${error.message}`));
   }
@@ -167,7 +168,7 @@ export class KubernetesRuntime implements EditorRuntime {
     }
     try {
       await this.#workload.scale(name, 0);
-      await this.#client.delete('v1', 'Pod', pod.metadata!.name!, { uid, graceSeconds: 1 });
+      await this.client.delete('v1', 'Pod', pod.metadata!.name!, { uid, graceSeconds: 1 });
     } catch (error) {
       this.#log('warn', `stopping the ended editor of ${name}: ${messageOf(error)}`);
     }
@@ -240,7 +241,7 @@ export class KubernetesRuntime implements EditorRuntime {
     await this.#storage.prepare(name);
     // One Pod on the volume at a time: the storage helper goes before the editor comes.
     await this.#storage.releaseHelper(name);
-    await this.#client.apply(this.#objects.service(name, owner, spec.port));
+    await this.client.apply(this.#objects.service(name, owner, spec.port));
     await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid });
     await this.#workload.replaceUnstarted(name, this.#editorPod(name));
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
@@ -264,7 +265,7 @@ export class KubernetesRuntime implements EditorRuntime {
   async stop(name: string, ref: RuntimeRef, graceMs: number): Promise<boolean> {
     const named = this.#names.podOf(name, ref);
     if (!named) return false;
-    const pod = this.#pods.get(named.pod) ?? (await this.#client.read<V1Pod>('v1', 'Pod', named.pod));
+    const pod = this.#pods.get(named.pod) ?? (await this.client.read<V1Pod>('v1', 'Pod', named.pod));
     // A Pod of that name that is not this server's (a stranger's, or someone's copy) is never touched.
     if (pod && this.#names.serverOf(pod.metadata) !== name) return false;
     // Marked stopped first, so its end is read as this stop, not an exit; unmarked when the stop
@@ -278,7 +279,7 @@ export class KubernetesRuntime implements EditorRuntime {
     }
     try {
       await this.#workload.scale(name, 0);
-      if (own) await this.#client.delete('v1', 'Pod', named.pod, { uid: named.uid, graceSeconds: Math.max(1, Math.ceil(graceMs / 1000)) });
+      if (own) await this.client.delete('v1', 'Pod', named.pod, { uid: named.uid, graceSeconds: Math.max(1, Math.ceil(graceMs / 1000)) });
     } catch (error) {
       const now = this.#ended.get(named.uid);
       if (own && before) before.stopped = wasStopped ?? false;
@@ -339,7 +340,7 @@ export class KubernetesRuntime implements EditorRuntime {
 
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
   usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
-    return summaryUsage(this.#client, refs, (ref) => {
+    return summaryUsage(this.client, refs, (ref) => {
       const pod = typeof ref.pod === 'string' ? this.#pods.get(ref.pod) : undefined;
       return pod && pod.metadata?.uid === ref.uid && !this.#ended.has(String(ref.uid)) && !isOver(pod) ? pod : undefined;
     }, (node, message) => {
@@ -355,7 +356,7 @@ export class KubernetesRuntime implements EditorRuntime {
 
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
     return podLogs({
-      client: this.#client,
+      client: this.client,
       editorPod: (server) => this.#editorPod(server) ?? this.#lastEditorPod(server),
       nextChange: (server, signal) => this.#nextChange(server, 5000, signal),
     }, name, options);
