@@ -78,8 +78,8 @@ function keptEditors(running: number, stopEditors: boolean): string {
 
 /** The final snapshots in one line: what was kept, what failed, how long it took. */
 function finalSnapshots(signal: string, summary: ShutdownSummary): string {
-  const { servers, saved, unchanged, failed, uploadedBytes, seconds } = summary;
+  const { servers, saved, unchanged, failed, uploadedBytes, seconds, declared } = summary;
   const mb = (uploadedBytes / 1024 / 1024).toFixed(1);
-  return `${signal}: final snapshots of ${servers} server${servers === 1 ? '' : 's'} in ${seconds.toFixed(1)} s: ${saved} saved (${mb} MB uploaded), ${unchanged} unchanged`
+  return `${signal}: final snapshots of ${servers} server${servers === 1 ? '' : 's'} in ${seconds.toFixed(1)} s: ${saved} saved (${mb} MB uploaded), ${unchanged} unchanged; declared state of ${declared} server${declared === 1 ? '' : 's'} written`
     + (failed.length > 0 ? `, ${failed.length} failed: ${failed.join('; ')}` : '');
 }

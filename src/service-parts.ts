@@ -185,6 +185,7 @@ export async function buildParts(
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
     store, layout, installer: installer ?? refusePersistence(), records: index.records, logs, log,
     running: () => index.running(),
+    onChanged: (listener) => index.on('changed', listener),
     // Only once the controller has its uids: a name queued before would get a new one.
     enqueue: (name) => {
       if (controllerStarted) controller.enqueue(name);

@@ -6,10 +6,19 @@ import { indexKey, parseServerKey, serverPrefix, SERVERS_PREFIX } from './keys.t
 import type { StoreClient } from './store-client.ts';
 import type { SnapshotInfo } from './types.ts';
 
+/** A declared record at the store, as its key names it. */
+export interface DeclaredKey {
+  key: string;
+  id: string;
+  digest: string;
+}
+
 export interface ServerKeys {
   /** Committed snapshot ids, oldest first. */
   ids: string[];
   marked: boolean;
+  /** Declared records, oldest first: the last is current, the others are left by a write cut short. */
+  declared: DeclaredKey[];
 }
 
 export class Catalog {
@@ -24,7 +33,7 @@ export class Catalog {
   }
 
   async server(name: string, signal?: AbortSignal): Promise<ServerKeys> {
-    return (await this.servers(serverPrefix(name), signal)).get(name) ?? { ids: [], marked: false };
+    return (await this.servers(serverPrefix(name), signal)).get(name) ?? { ids: [], marked: false, declared: [] };
   }
 
   /** Every server with a key in the store (`prefix` narrows it to one). */
@@ -34,11 +43,15 @@ export class Catalog {
       const parsed = parseServerKey(key);
       if (!parsed) continue;
       let server = found.get(parsed.name);
-      if (!server) found.set(parsed.name, server = { ids: [], marked: false });
+      if (!server) found.set(parsed.name, server = { ids: [], marked: false, declared: [] });
       if (parsed.kind === 'index') server.ids.push(parsed.id);
+      else if (parsed.kind === 'declared') server.declared.push({ key, id: parsed.id, digest: parsed.digest });
       else server.marked = true;
     }
-    for (const server of found.values()) server.ids.sort();
+    for (const server of found.values()) {
+      server.ids.sort();
+      server.declared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    }
     return found;
   }
 

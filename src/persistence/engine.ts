@@ -6,7 +6,8 @@ import { Catalog } from './catalog.ts';
 import { HASH_FALLBACK_REASON } from './hash.ts';
 import { collectGarbage } from './garbage.ts';
 import { DEFAULT_JOURNAL_LIMITS, Journals, type JournalLimits } from './journal.ts';
-import { assertServerName, deletedMarkKey, indexKey, timeOfId } from './keys.ts';
+import type { DeclaredKey } from './catalog.ts';
+import { assertServerName, declaredKey, deletedMarkKey, indexKey, nextSnapshotId, timeOfId } from './keys.ts';
 import { forEachLimited } from './limit.ts';
 import { IndexCache } from './local-cache.ts';
 import type { AfterRead } from './read-file.ts';
@@ -44,6 +45,15 @@ export interface EngineOptions {
   journal?: boolean | Partial<JournalLimits>;
   /** Test seam: runs after a file's bytes are read, before they are checked for changes. */
   afterRead?: AfterRead;
+}
+
+/** A server the store holds something of (SnapshotEngine.servers). */
+export interface KeptServer {
+  name: string;
+  uid: string;
+  latest?: SnapshotInfo;
+  declared: DeclaredKey[];
+  deletedAt?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -132,17 +142,46 @@ export class SnapshotEngine {
     return this.exclusive(name, () => restoreSnapshot(this.restoreContext, name, options));
   }
 
-  /** Every server the store holds snapshots of, with its latest, and deletedAt when marked deleted. */
-  async servers(): Promise<Array<{ name: string; uid: string; latest: SnapshotInfo; deletedAt?: string }>> {
-    const found: Array<{ name: string; uid: string; latest: SnapshotInfo; deletedAt?: string }> = [];
+  /**
+   * Every server the store holds snapshots or a declared record of: its latest snapshot (none when
+   * it never had its files kept), its declared records (oldest first), deletedAt when marked
+   * deleted. `uid` is the latest snapshot's ('' without one: the declared record says).
+   */
+  async servers(): Promise<KeptServer[]> {
+    const found: KeptServer[] = [];
     await forEachLimited([...await this.catalog.servers()], this.client.concurrency, async ([name, server]) => {
       let latest: SnapshotInfo | undefined;
       for (const id of [...server.ids].reverse()) if ((latest = await this.catalog.info(name, id))) break;
-      if (!latest) return;
+      if (!latest && server.declared.length === 0) return;
       const deletedAt = server.marked ? await this.deletedAt(name) : undefined;
-      found.push({ name, uid: latest.uid, latest, ...(deletedAt !== undefined && { deletedAt }) });
+      found.push({ name, uid: latest?.uid ?? '', ...(latest && { latest }), declared: server.declared, ...(deletedAt !== undefined && { deletedAt }) });
     });
     return found.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Puts a server's declared record under a new key after `replaces` (the keys it supersedes,
+   * removed once it is durable: a write cut short leaves both, and the newest is read). One small
+   * put, whatever the size of the workspace.
+   */
+  async putDeclared(name: string, digest: string, body: Buffer, replaces: readonly DeclaredKey[], signal?: AbortSignal): Promise<DeclaredKey> {
+    assertServerName(name);
+    const id = nextSnapshotId(this.now(), replaces.at(-1)?.id);
+    const key = declaredKey(name, id, digest);
+    await this.client.put(key, body, signal);
+    await forEachLimited(replaces, this.client.concurrency, (old) => this.client.delete(old.key, signal));
+    return { key, id, digest };
+  }
+
+  /** A declared record's bytes; undefined when it is gone. */
+  getDeclared(key: string, signal?: AbortSignal): Promise<Buffer | undefined> {
+    return this.client.get(key, signal);
+  }
+
+  /** The declared records the store holds of a server, oldest first. */
+  async declaredOf(name: string, signal?: AbortSignal): Promise<DeclaredKey[]> {
+    assertServerName(name);
+    return (await this.catalog.server(name, signal)).declared;
   }
 
   async markDeleted(name: string, at: Date): Promise<void> {
@@ -156,8 +195,8 @@ export class SnapshotEngine {
   }
 
   /**
-   * Removes every server marked deleted more than retainDays ago: its snapshots taken before the
-   * mark, then the mark (snapshots taken since, of a server created again under the name, stay).
+   * Removes every server marked deleted more than retainDays ago: its snapshots and declared
+   * records from before the mark, then the mark (snapshots taken since, of a server created again under the name, stay).
    * Its objects go with garbage collection. Returns their names.
    */
   async purgeDeleted(retainDays: number): Promise<string[]> {
@@ -169,12 +208,14 @@ export class SnapshotEngine {
       const markedMs = deletedAt === undefined ? NaN : Date.parse(deletedAt);
       if (!(markedMs <= cutoff)) continue;
       await this.exclusive(name, async () => {
-        const { ids } = await this.catalog.server(name);
+        const { ids, declared } = await this.catalog.server(name);
         const old = ids.filter((id) => (timeOfId(id) ?? Infinity) <= markedMs);
         await forEachLimited(old, this.client.concurrency, async (id) => {
           await this.client.delete(indexKey(name, id));
           this.catalog.forget(name, id);
         });
+        const oldDeclared = declared.filter((d) => (timeOfId(d.id) ?? Infinity) <= markedMs);
+        await forEachLimited(oldDeclared, this.client.concurrency, (d) => this.client.delete(d.key));
         await this.client.delete(deletedMarkKey(name));
         if (old.length === ids.length) await this.cache.remove(name);
       });

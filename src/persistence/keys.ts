@@ -1,5 +1,7 @@
 // Where the engine keeps things in a store, and its time-sortable ids: indexes under
-// `servers/<name>/snapshots/<id>.json`, deletion marks at `servers/<name>/deleted.json`, and the
+// `servers/<name>/snapshots/<id>.json`, deletion marks at `servers/<name>/deleted.json`, what a
+// server declares (manifest and kept status) at `servers/<name>/declared/<id>-<digest>.json`
+// (the newest id is current; the digest lets a listing say what it holds), and the
 // bytes of files in `objects/<time>-<random>-<size>` (the time lets garbage collection tell an
 // object's age on any store; the size lets it say how much it freed).
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,7 @@ const TIME = /^(\d{4}-\d\d-\d\dT\d\d)-(\d\d)-(\d\d\.\d{3}Z)-[0-9a-f]+$/;
 const OBJECT = /^objects\/(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z-[0-9a-f]+)-(\d+)$/;
 const INDEX = /^servers\/([^/]+)\/snapshots\/([^/]+)\.json$/;
 const MARK = /^servers\/([^/]+)\/deleted\.json$/;
+const DECLARED = /^servers\/([^/]+)\/declared\/([^/]+)-([0-9a-f]{32})\.json$/;
 
 /** A server name becomes a key segment: refuse one that cannot (names are DNS-1123 labels, so this is a bug guard). */
 export function assertServerName(name: string): void {
@@ -22,6 +25,8 @@ export const serverPrefix = (name: string) => `${SERVERS_PREFIX}${name}/`;
 export const snapshotsPrefix = (name: string) => `${SERVERS_PREFIX}${name}/snapshots/`;
 export const indexKey = (name: string, id: string) => `${snapshotsPrefix(name)}${id}.json`;
 export const deletedMarkKey = (name: string) => `${SERVERS_PREFIX}${name}/deleted.json`;
+export const declaredPrefix = (name: string) => `${SERVERS_PREFIX}${name}/declared/`;
+export const declaredKey = (name: string, id: string, digest: string) => `${declaredPrefix(name)}${id}-${digest}.json`;
 
 /** `2026-11-26T10-00-00.000Z-1a2b3c4d`: sortable as text in time order (ISO time, `:` made `-`), unique by its random tail. */
 export function timeId(ms: number): string {
@@ -54,14 +59,19 @@ export function parseObjectKey(key: string): { createdAt: number; size: number }
   return createdAt === undefined ? undefined : { createdAt, size: Number(match[2]) };
 }
 
-export type ServerKey = { name: string; kind: 'index'; id: string } | { name: string; kind: 'deleted' };
+export type ServerKey =
+  | { name: string; kind: 'index'; id: string }
+  | { name: string; kind: 'deleted' }
+  | { name: string; kind: 'declared'; id: string; digest: string };
 
-/** What a key under `servers/` is: a snapshot's index, a deletion mark, or (undefined) something else. */
+/** What a key under `servers/` is: a snapshot's index, a deletion mark, a declared record, or (undefined) something else. */
 export function parseServerKey(key: string): ServerKey | undefined {
   const index = INDEX.exec(key);
   if (index && timeOfId(index[2]) !== undefined) return { name: index[1], kind: 'index', id: index[2] };
   const mark = MARK.exec(key);
   if (mark) return { name: mark[1], kind: 'deleted' };
+  const declared = DECLARED.exec(key);
+  if (declared && timeOfId(declared[2]) !== undefined) return { name: declared[1], kind: 'declared', id: declared[2], digest: declared[3] };
   return undefined;
 }
 

@@ -1,17 +1,24 @@
 // Work that outlives the machine, as the service runs it: when each server is snapshotted (its
-// editor stopped, every intervalSeconds while it runs and something changed, on request, at
-// shutdown), what comes back when a fresh container starts (restore.ts), deleted servers kept
-// for persistence.retainDeletedDays, and what the records, the health page and /metrics show.
-// The snapshots themselves are the engine's (engine.ts); this file only decides when.
+// workspace first populated, its editor stopped, every intervalSeconds while it runs and
+// something changed, on request, at shutdown), every declared change kept as it happens
+// (service-declared.ts), what comes back when a fresh container starts (service-restore.ts),
+// deleted servers kept for persistence.retainDeletedDays, and what the records, the health page
+// and /metrics show. The snapshots themselves are the engine's (engine.ts); this file only decides when.
 import type { PersistenceHooks, RestoreState } from '../controller/ensure-restored.ts';
 import { TerminalError, WorkQueue } from '../controller/queue.ts';
 import { apiError } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
+import type { ServerRecord } from '../controller/cache.ts';
+import type { KeptServer } from './engine.ts';
+import { RecordStates } from './record-states.ts';
 import { RestoreGate } from './restore-gate.ts';
-import { snapshotSources } from './service-records.ts';
+import { DeclaredKeeper } from './service-declared.ts';
+import { snapshotSources, workspacePopulated } from './service-records.ts';
+import { finalSnapshots } from './service-shutdown.ts';
+import { TargetStanding } from './target-standing.ts';
 import { Restorer, type RestoreReason } from './service-restore.ts';
 import {
-  answer, describeError, fromSnapshot, isDeleted, NO_SNAPSHOT, type PersistenceDeps, type ServerPersistence, type ShutdownSummary,
+  answer, describeError, fromSnapshot, isDeleted, type PersistenceDeps, type ServerPersistence, type ShutdownSummary,
 } from './service-types.ts';
 import { StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
 
@@ -20,14 +27,17 @@ export type { PersistenceDeps, ServerPersistence, ShutdownSummary, SnapshotEngin
 /** A delete waits this long for the server's last snapshot, then goes on without it. */
 const DELETE_SNAPSHOT_MS = 10_000;
 const HOUR_MS = 3600_000;
-const SNAPSHOT_REASONS = ['shutdown', 'delete', 'stop', 'api', 'interval'];
+const SNAPSHOT_REASONS = ['shutdown', 'delete', 'stop', 'api', 'created', 'interval'];
 
 export class PersistenceService implements PersistenceHooks {
   readonly gate = new RestoreGate();
   readonly #deps: PersistenceDeps;
   readonly #restorer: Restorer;
-  readonly #states = new Map<string, ServerPersistence>();
-  readonly #listeners = new Set<(name: string) => void>();
+  readonly #declared: DeclaredKeeper;
+  /** The uid of each server's latest snapshot at the target: a populated workspace without one of its uid is kept. */
+  readonly #filesUid = new Map<string, string>();
+  #unsubscribe: (() => void) | undefined;
+  readonly #states = new RecordStates();
   /** Background work by key (`snapshot:<name>`, `restore:<name>`, `mark:<name>`), retried with capped backoff. */
   readonly #queue: WorkQueue;
   /** Why each queued snapshot is taken; names whose last background snapshot is still owed. */
@@ -36,25 +46,33 @@ export class PersistenceService implements PersistenceHooks {
   readonly #chains = new KeyedMutex();
   readonly #lifetime = new AbortController();
   readonly #timers = new Set<NodeJS.Timeout>();
-  #storeError: StoreError | undefined;
-  #lastSuccessAt: string | null = null;
+  readonly #standing: TargetStanding;
   #lastGcAt = 0;
   #closing = false;
   readonly #counts = { snapshots: 0, unchanged: 0, snapshot_failures: 0, restores: 0, restore_failures: 0, deleted: 0 };
 
   constructor(deps: PersistenceDeps) {
     this.#deps = deps;
+    this.#standing = new TargetStanding(deps.target, deps.log, () => this.#now());
     this.#queue = new WorkQueue((key) => this.#work(key), {
       workers: 3, baseBackoffMs: deps.retry.initialMs, maxBackoffMs: deps.retry.maxMs,
       onError: (key, error, attempt) => this.#failedAgain(key, error, attempt),
       onTerminal: () => undefined,
     });
+    this.#declared = new DeclaredKeeper({
+      ...deps,
+      discovered: () => this.#restorer.discovered,
+      standing: this.#standing,
+      backoffFor: (attempt) => this.#queue.backoffFor(attempt),
+      now: () => this.#now(),
+    });
     this.#restorer = new Restorer({
       ...deps, gate: this.gate, signal: this.#lifetime.signal,
+      declared: this.#declared,
+      filesKept: (name, uid) => this.#filesUid.set(name, uid),
       serial: (name, work) => this.#serial(name, work),
-      setState: (name, change) => this.#update(name, change),
-      storeWorks: () => this.#storeWorks(),
-      storeFails: (error) => this.#storeFails(error),
+      setState: (name, change) => this.#states.update(name, change),
+      standing: this.#standing,
       counted: (ok) => (ok ? this.#counts.restores++ : this.#counts.restore_failures++),
       retryLater: (name, reason, delayMs) => this.#queue.addAfter(`restore:${reason}:${name}`, delayMs),
       backoffFor: (attempt) => this.#queue.backoffFor(attempt),
@@ -67,13 +85,14 @@ export class PersistenceService implements PersistenceHooks {
    * does not answer within `boundMs` is tried again in the background while the service serves.
    */
   async start(boundMs = 30_000): Promise<void> {
-    const discovery = this.#restorer.discover().catch((error) => {
+    const discovery = this.#restorer.discover().then(() => this.#afterDiscovery(), (error) => {
       this.#failedAgain('discover', error, 1);
       this.#queue.addAfter('discover', this.#queue.backoffFor(1));
     });
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([discovery, new Promise((resolve) => (timer = setTimeout(resolve, boundMs)))]);
     clearTimeout(timer);
+    this.#unsubscribe = this.#deps.onChanged?.((name) => this.changed(name));
     this.#after(HOUR_MS, () => this.#queue.add('purge'), true);
     this.#queue.add('purge');
     this.#scheduleInterval();
@@ -97,7 +116,7 @@ export class PersistenceService implements PersistenceHooks {
   }
 
   async list(name: string): Promise<SnapshotInfo[]> {
-    return answer(this.#storeCall(() => this.#deps.engine.list(name)));
+    return answer(this.#standing.call(() => this.#deps.engine.list(name)));
   }
 
   /** Restores a chosen snapshot (the latest by default) into a stopped server; 409 when its editor runs. */
@@ -113,9 +132,9 @@ export class PersistenceService implements PersistenceHooks {
   }
 
   /** Servers deleted within persistence.retainDeletedDays, whose snapshots are kept: each can be undeleted. */
-  async deleted(): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>> {
-    const servers = await answer(this.#storeCall(() => this.#deps.engine.servers()));
-    return servers.flatMap((s) => (isDeleted(s) ? [{ name: s.name, uid: s.uid, deletedAt: s.deletedAt, latest: s.latest }] : []));
+  async deleted(): Promise<Array<KeptServer & { deletedAt: string; latest: SnapshotInfo }>> {
+    const servers = await answer(this.#standing.call(() => this.#deps.engine.servers()));
+    return servers.filter((s): s is KeptServer & { deletedAt: string; latest: SnapshotInfo } => isDeleted(s) && s.latest !== undefined);
   }
 
   /** Brings a deleted server back: its manifest as it was (without the deletion mark), then its files; the delete is forgotten. */
@@ -130,18 +149,17 @@ export class PersistenceService implements PersistenceHooks {
 
   /** The server's record field `persistence`; the same object until it changes. */
   stateOf(name: string): ServerPersistence {
-    return this.#states.get(name) ?? NO_SNAPSHOT;
+    return this.#states.of(name);
   }
 
   /** Calls `listener(name)` when a server's persistence state changed; returns its removal. */
   onChange(listener: (name: string) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#states.onChange(listener);
   }
 
   /** The health page's `persistence` section. */
   health(): Record<string, unknown> {
-    const error = this.#storeError;
+    const error = this.#standing.error;
     const restoring = this.gate.held().length;
     const { snapshots, unchanged, snapshot_failures, restores, restore_failures, deleted } = this.#counts;
     return {
@@ -149,50 +167,70 @@ export class PersistenceService implements PersistenceHooks {
       state: error ? 'failing' : restoring > 0 ? 'restoring' : 'ok',
       last_error: error?.message ?? null,
       hint: error?.hint ?? null,
-      last_success_at: this.#lastSuccessAt,
+      last_success_at: this.#standing.lastSuccessAt,
       interval_seconds: this.#deps.config().persistence.intervalSeconds,
       restoring,
-      // Since the service started.
-      counts: { snapshots, unchanged, snapshot_failures, restores, restore_failures, deleted },
+      // Since the service started; declared_behind: servers changed since their declared state was kept (within a second or two).
+      counts: { snapshots, unchanged, snapshot_failures, restores, restore_failures, deleted, declared_written: this.#declared.counts.written },
+      declared_behind: this.#declared.behind,
     };
   }
 
   /** Problems of the health page: a failing target makes the service "degraded". */
   problems(): string[] {
-    return this.#storeError ? [`persistence: ${this.#deps.target} fails: ${this.#storeError.message}: ${this.#storeError.hint}`] : [];
+    return this.#standing.problems();
   }
 
-  /** The final snapshots, at shutdown: every running server and every one still owed one, in parallel, within `deadlineMs`. */
+  /**
+   * At shutdown: every server's declared state whose kept record is behind, and the final
+   * snapshots of every running server, every one still owed one and every populated workspace
+   * never kept, in parallel, within `deadlineMs`.
+   */
   async snapshotAll(reason: string, deadlineMs: number): Promise<ShutdownSummary> {
     const began = performance.now();
     this.#closing = true;
-    const names = [...new Set([...this.#deps.running(), ...this.#reasons.keys()])].filter((name) => !this.gate.holds(name) && this.#deps.records.has(name));
+    const unkept = [...this.#deps.records.values()].filter((r) => this.#owesFirstSnapshot(r)).map((r) => r.name);
+    const names = [...new Set([...this.#deps.running(), ...this.#reasons.keys(), ...unkept])].filter((name) => !this.gate.holds(name) && this.#deps.records.has(name));
     const deadline = setTimeout(() => this.#lifetime.abort(new Error(`the shutdown's ${deadlineMs / 1000} s were up`)), deadlineMs);
-    const summary: ShutdownSummary = { servers: names.length, saved: 0, unchanged: 0, failed: [], uploadedBytes: 0, seconds: 0 };
     try {
-      await Promise.all(names.map(async (name) => {
-        try {
-          const result = await this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal));
-          if (result?.unchanged) summary.unchanged++;
-          else if (result) {
-            summary.saved++;
-            summary.uploadedBytes += result.snapshot.uploadedBytes;
-          }
+      return await finalSnapshots({
+        names,
+        take: (name) => this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal)).then((result) => {
           this.#reasons.delete(name);
-        } catch (error) {
-          summary.failed.push(`${name} (${describeError(error)})`);
-        }
-      }));
+          return result;
+        }),
+        declared: () => (this.#restorer.discovered ? this.#declared.flush({ all: true, signal: this.#lifetime.signal }) : undefined),
+        began,
+      });
     } finally {
       clearTimeout(deadline);
     }
-    summary.seconds = (performance.now() - began) / 1000;
-    return summary;
+  }
+
+  /** The controller reported a change of the server (manifest, status, settings): its declared state is kept, and a workspace just populated is snapshotted. */
+  changed(name: string): void {
+    this.#declared.changed(name);
+    const record = this.#deps.records.get(name);
+    if (record && this.#restorer.discovered && this.#owesFirstSnapshot(record)) this.#enqueueSnapshot(name, 'created');
+  }
+
+  /** The target has been looked at: changes reported meanwhile are acted on. */
+  #afterDiscovery(): void {
+    for (const record of this.#deps.records.values()) if (this.#owesFirstSnapshot(record)) this.#enqueueSnapshot(record.name, 'created');
+  }
+
+  /** A populated workspace of which the target holds no snapshot under the server's uid. */
+  #owesFirstSnapshot(record: ServerRecord): boolean {
+    const uid = record.server?.metadata.uid;
+    if (!uid || this.#filesUid.get(record.name) === uid || this.gate.holds(record.name) || this.#reasons.has(record.name)) return false;
+    return workspacePopulated(record.server!);
   }
 
   /** Stops timers and background work (a snapshot under way is abandoned: the previous one stays current). */
   async dispose(): Promise<void> {
     this.#closing = true;
+    this.#unsubscribe?.();
+    this.#declared.dispose();
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     this.#queue.stop();
@@ -200,7 +238,7 @@ export class PersistenceService implements PersistenceHooks {
     this.gate.releaseAll();
     // Aborted work ends at once; the wait is bounded, so a shutdown stays within the platform's 15 s.
     await Promise.race([this.#queue.idle(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-    this.#listeners.clear();
+    this.#states.dispose();
     this.#deps.engine.close?.();
   }
 
@@ -234,9 +272,9 @@ export class PersistenceService implements PersistenceHooks {
   /** A deliberate delete finished: the server's snapshots are kept retainDeletedDays, then purged. */
   serverDeleted(name: string): void {
     this.#deps.engine.stopWatching?.(name);
+    this.#declared.forget(name);
+    for (const map of [this.#filesUid, this.#reasons, this.#states]) map.delete(name);
     this.gate.release(name);
-    this.#reasons.delete(name);
-    this.#states.delete(name);
     this.#queue.add(`mark:${name}`);
   }
 
@@ -246,22 +284,23 @@ export class PersistenceService implements PersistenceHooks {
   async #take(name: string, reason: string, signal: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean } | undefined> {
     const sources = await snapshotSources(this.#deps, name, this.#restorer.roots(name));
     if (!sources) return undefined;
-    this.#update(name, { in_progress: 'snapshot' });
+    this.#states.update(name, { in_progress: 'snapshot' });
     const began = performance.now();
     try {
       const result = await this.#deps.engine.snapshot(sources, reason, signal);
-      this.#storeWorks();
+      this.#standing.works();
       const seconds = (performance.now() - began) / 1000;
       this.#deps.metrics?.snapshot(seconds, result.unchanged ? 0 : result.snapshot.uploadedBytes);
       if (result.unchanged) this.#counts.unchanged++;
       else this.#counts.snapshots++;
-      this.#update(name, { ...fromSnapshot(result.snapshot), last_error: null, in_progress: null });
+      this.#states.update(name, { ...fromSnapshot(result.snapshot), last_error: null, in_progress: null });
+      this.#filesUid.set(name, result.snapshot.uid);
       return result;
     } catch (error) {
       this.#counts.snapshot_failures++;
       this.#deps.metrics?.snapshotFailed();
-      if (error instanceof StoreError) this.#storeFails(error);
-      this.#update(name, { last_error: describeError(error), in_progress: null });
+      if (error instanceof StoreError) this.#standing.fails(error);
+      this.#states.update(name, { last_error: describeError(error), in_progress: null });
       throw error;
     }
   }
@@ -278,11 +317,11 @@ export class PersistenceService implements PersistenceHooks {
   async #work(key: string): Promise<void> {
     const [kind, ...rest] = key.split(':');
     const name = rest.at(-1)!;
-    if (kind === 'discover') return this.#restorer.discover();
+    if (kind === 'discover') return this.#restorer.discover().then(() => this.#afterDiscovery());
     if (kind === 'purge') return void (await this.purgeDeleted());
     if (kind === 'restore') return void (await this.#restorer.restoreFiles(name, { reason: rest[0] as RestoreReason, retrying: true }));
     if (kind === 'mark') {
-      await this.#storeCall(() => this.#deps.engine.markDeleted(name, new Date(this.#now())));
+      await this.#standing.call(() => this.#deps.engine.markDeleted(name, new Date(this.#now())));
       this.#counts.deleted++;
       this.#deps.log(`persistence: ${name} is deleted; its snapshots are kept ${this.#deps.config().persistence.retainDeletedDays} days, in which it can be undeleted`);
       return;
@@ -308,10 +347,10 @@ export class PersistenceService implements PersistenceHooks {
 
   /** Removes the snapshots of servers deleted more than retainDeletedDays ago (hourly and at start), then unreferenced objects now and then; the names purged. */
   async purgeDeleted(): Promise<string[]> {
-    const purged = await this.#storeCall(() => this.#deps.engine.purgeDeleted(this.#deps.config().persistence.retainDeletedDays));
+    const purged = await this.#standing.call(() => this.#deps.engine.purgeDeleted(this.#deps.config().persistence.retainDeletedDays));
     if (purged.length > 0) this.#deps.log(`persistence: removed the snapshots of ${purged.join(', ')}, deleted more than ${this.#deps.config().persistence.retainDeletedDays} days ago`);
     if (purged.length > 0 || this.#now() - this.#lastGcAt >= 24 * HOUR_MS) {
-      await this.#storeCall(() => this.#deps.engine.collectGarbage());
+      await this.#standing.call(() => this.#deps.engine.collectGarbage());
       this.#lastGcAt = this.#now();
     }
     return purged;
@@ -327,45 +366,14 @@ export class PersistenceService implements PersistenceHooks {
 
   /** A background step failed: said once (restores and refused snapshots say so themselves), retried with backoff. */
   #failedAgain(key: string, error: unknown, attempt: number): void {
-    if (error instanceof StoreError) this.#storeFails(error);
+    if (error instanceof StoreError) this.#standing.fails(error);
     if (attempt > 1 || key.startsWith('restore:') || (key.startsWith('snapshot:') && !(error instanceof StoreError))) return;
     const what = { discover: 'looking for servers to restore', purge: 'removing servers deleted long ago', mark: 'marking a server deleted', snapshot: 'a snapshot' }[key.split(':')[0]] ?? key;
     this.#deps.log(`persistence: ${what} (${key}) failed: ${describeError(error)}; tried again with backoff, at most every ${Math.round(this.#deps.retry.maxMs / 1000)} s`);
   }
 
-  async #storeCall<T>(call: () => Promise<T>): Promise<T> {
-    try {
-      const result = await call();
-      this.#storeWorks();
-      return result;
-    } catch (error) {
-      if (error instanceof StoreError) this.#storeFails(error);
-      throw error;
-    }
-  }
-
-  #storeWorks(): void {
-    this.#lastSuccessAt = new Date(this.#now()).toISOString();
-    if (!this.#storeError) return;
-    this.#deps.log(`persistence: ${this.#deps.target} works again`);
-    this.#storeError = undefined;
-  }
-
-  #storeFails(error: StoreError): void {
-    if (this.#storeError?.message !== error.message) this.#deps.log(`persistence: ${this.#deps.target} fails: ${error.message}: ${error.hint}`);
-    this.#storeError = error;
-  }
-
   #serial<T>(name: string, work: () => Promise<T>): Promise<T> {
     return this.#chains.run(name, work);
-  }
-
-  #update(name: string, change: Partial<ServerPersistence>): void {
-    const before = this.stateOf(name);
-    const after = { ...before, ...change };
-    if (Object.entries(after).every(([key, value]) => before[key as keyof ServerPersistence] === value)) return;
-    this.#states.set(name, Object.freeze(after));
-    for (const listener of this.#listeners) listener(name);
   }
 
   #known(name: string) {

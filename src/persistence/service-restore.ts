@@ -11,6 +11,9 @@ import { ensureWorkspace } from '../workspace/layout.ts';
 import { describeError, fromSnapshot, isDeleted, type PersistenceDeps, type ServerPersistence } from './service-types.ts';
 import { putBack, settingsAppliedFile, type KeptRecord } from './service-records.ts';
 import type { RestoreGate } from './restore-gate.ts';
+import type { KeptServer } from './engine.ts';
+import type { DeclaredKeeper } from './service-declared.ts';
+import type { TargetStanding } from './target-standing.ts';
 import { StoreError, type RestoreResult, type SnapshotInfo, type SnapshotRoot } from './types.ts';
 
 /** Why files are restored: a fresh container, an undelete, or a snapshot someone chose. */
@@ -26,12 +29,27 @@ export interface RestorerDeps extends PersistenceDeps {
   /** Runs `work` when the server's snapshot or restore under way has ended. */
   serial<T>(name: string, work: () => Promise<T>): Promise<T>;
   setState(name: string, change: Partial<ServerPersistence>): void;
-  storeWorks(): void;
-  storeFails(error: StoreError): void;
+  standing: TargetStanding;
   counted(ok: boolean): void;
   /** Queues another attempt at restoring the server's files after `delayMs`. */
   retryLater(name: string, reason: RestoreReason, delayMs: number): void;
   backoffFor(attempt: number): number;
+  /** What the target holds of each server's declared state. */
+  declared: DeclaredKeeper;
+  /** The target holds a snapshot of the server's files under this uid. */
+  filesKept(name: string, uid: string): void;
+}
+
+/** What a server is put back from (Restorer.#choose). */
+interface Chosen {
+  name: string;
+  uid: string;
+  manifestText: string;
+  kept: KeptRecord;
+  /** The snapshot its files come from; none when no snapshot of this uid was kept. */
+  filesFrom: SnapshotInfo | undefined;
+  /** Where it came from, in words. */
+  from: string;
 }
 
 export class Restorer {
@@ -69,9 +87,9 @@ export class Restorer {
     let servers: Awaited<ReturnType<typeof engine.servers>>;
     try {
       servers = await engine.servers();
-      this.#deps.storeWorks();
+      this.#deps.standing.works();
     } catch (error) {
-      if (error instanceof StoreError) this.#deps.storeFails(error);
+      if (error instanceof StoreError) this.#deps.standing.fails(error);
       // A server whose files the target may hold does not start empty meanwhile.
       for (const name of this.#fresh) gate.failed(name, `waiting for the persistence target, which may hold this server's files: ${describeError(error)}`);
       throw error;
@@ -80,27 +98,40 @@ export class Restorer {
     for (const server of servers) {
       if (isDeleted(server)) continue;
       const { name, latest } = server;
-      this.#deps.setState(name, fromSnapshot(latest));
+      if (latest) {
+        this.#deps.setState(name, fromSnapshot(latest));
+        this.#deps.filesKept(name, latest.uid);
+      }
+      this.#deps.declared.seed(name, server.declared);
       const manifestThere = await exists(store.fileOf(name));
       const known = !this.#fresh.has(name) && (await exists(store.statusFileOf(name)));
       if (known || this.#planned.has(name)) continue;
-      const message = `restoring ${latest.files} files from snapshot ${latest.id}`;
-      gate.restoring(name, message);
-      const kept = await engine.restore(name, { snapshotId: latest.id, roots: [], signal: this.#deps.signal });
+      gate.restoring(name, latest ? `restoring ${latest.files} files from snapshot ${latest.id}` : 'restoring its manifest');
+      const chosen = await this.#choose(server);
+      if (!chosen) {
+        gate.release(name);
+        continue;
+      }
       const created = await putBack(store, this.#deps.layout, {
-        name, uid: server.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord,
+        ...chosen,
         uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.name !== name && r.server?.metadata.uid === uid),
       }, !manifestThere);
-      if (created) this.#deps.log(`persistence: put back ${store.fileOf(name)} from snapshot ${latest.id}`);
+      if (created) this.#deps.log(`persistence: put back ${store.fileOf(name)} from ${chosen.from}`);
       this.#planned.add(name);
-      this.#pending.set(name, latest.id);
       restoring.push(name);
-      this.#deps.retryLater(name, 'start', 0);
+      if (chosen.filesFrom) {
+        this.#pending.set(name, chosen.filesFrom.id);
+        this.#deps.retryLater(name, 'start', 0);
+      } else {
+        // Declared and never kept with files (created, never populated): nothing more to bring back.
+        gate.restored(name, `its manifest from ${chosen.from}; no files were kept of it`);
+      }
       this.#deps.enqueue(name);
     }
     // Held while the target did not answer, and it holds nothing of them to restore: they go on as they are.
     for (const name of this.#fresh) if (!this.#planned.has(name)) gate.release(name);
     this.discovered = true;
+    this.#deps.declared.seededAll();
     if (restoring.length > 0) this.#deps.log(`persistence: restoring ${restoring.length} server${restoring.length === 1 ? '' : 's'} from ${this.#deps.target}: ${restoring.join(', ')}`);
   }
 
@@ -120,7 +151,7 @@ export class Restorer {
         const result = await engine.restore(name, {
           ...(snapshotId === undefined ? {} : { snapshotId }), roots: this.roots(name), signal, overwriteNewer: options.reason === 'chosen',
         });
-        this.#deps.storeWorks();
+        this.#deps.standing.works();
         await this.#settingsApplied(name, result);
         await this.#installExtras(name, result.extensions);
         this.#deps.metrics?.restore((performance.now() - began) / 1000);
@@ -136,7 +167,7 @@ export class Restorer {
       } catch (error) {
         this.#deps.counted(false);
         this.#deps.metrics?.restoreFailed();
-        if (error instanceof StoreError) this.#deps.storeFails(error);
+        if (error instanceof StoreError) this.#deps.standing.fails(error);
         this.#deps.setState(name, { in_progress: null, last_error: describeError(error) });
         if (options.reason === 'chosen' || signal.aborted) {
           // Asked for by someone, who is told: the server is not held.
@@ -156,16 +187,18 @@ export class Restorer {
   }
 
   /** Brings a deleted server back: manifest and records first (the delete unmarked), then its files. */
-  async undelete(entry: { name: string; uid: string; latest: SnapshotInfo }): Promise<void> {
+  async undelete(entry: KeptServer & { latest: SnapshotInfo }): Promise<void> {
     const { name, latest } = entry;
     const { gate, engine, store } = this.#deps;
     const message = `bringing back ${latest.files} files from snapshot ${latest.id}`;
     gate.restoring(name, message);
+    let chosen: Chosen | undefined;
     try {
-      const kept = await engine.restore(name, { snapshotId: latest.id, roots: [], signal: this.#deps.signal });
+      chosen = await this.#choose(entry);
+      if (!chosen) throw new Error(`nothing of ${name} could be read at the target`);
       await engine.unmarkDeleted(name);
       const created = await putBack(store, this.#deps.layout, {
-        name, uid: entry.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord,
+        ...chosen,
         uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.server?.metadata.uid === uid),
       }, true);
       if (!created) throw new Error(`${store.fileOf(name)} appeared meanwhile: it is left as it is`);
@@ -173,10 +206,35 @@ export class Restorer {
       gate.release(name);
       throw error;
     }
-    this.#deps.log(`persistence: ${name} undeleted from snapshot ${latest.id}`);
-    this.#pending.set(name, latest.id);
+    this.#deps.log(`persistence: ${name} undeleted from ${chosen.from}`);
+    if (!chosen.filesFrom) {
+      gate.restored(name, `its manifest from ${chosen.from}; no files were kept of it`);
+      this.#deps.enqueue(name);
+      return;
+    }
+    this.#pending.set(name, chosen.filesFrom.id);
     this.#deps.enqueue(name);
-    await this.restoreFiles(name, { snapshotId: latest.id, reason: 'undelete' });
+    await this.restoreFiles(name, { snapshotId: chosen.filesFrom.id, reason: 'undelete' });
+  }
+
+  /**
+   * What a server comes back as: its declared record or its latest snapshot's manifest and status,
+   * whichever was read last; files only from a snapshot of the same uid (a server created again
+   * under a deleted one's name never gets the old one's files). Undefined when nothing is readable.
+   */
+  async #choose(server: KeptServer): Promise<Chosen | undefined> {
+    const { engine, signal } = this.#deps;
+    const { name, latest } = server;
+    const declared = await this.#deps.declared.read(name, server.declared, signal);
+    const kept = latest ? await engine.restore(name, { snapshotId: latest.id, roots: [], signal }) : undefined;
+    const useDeclared = declared && (!kept || declared.uid !== kept.snapshot.uid || Date.parse(declared.at) >= Date.parse(kept.snapshot.createdAt));
+    if (useDeclared) {
+      const uid = declared.uid ?? '';
+      const filesFrom = latest && uid !== '' && latest.uid === uid ? latest : undefined;
+      return { name, uid, manifestText: declared.manifestText, kept: declared.kept, filesFrom, from: `its declared record of ${declared.at}` };
+    }
+    if (!kept) return undefined;
+    return { name, uid: kept.snapshot.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord, filesFrom: kept.snapshot, from: `snapshot ${kept.snapshot.id}` };
   }
 
   /** What the controller last wrote into settings.json, so a key the user changed stays theirs. */

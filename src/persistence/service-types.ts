@@ -8,6 +8,9 @@ import type { LogLevel } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { PersistenceMetrics } from '../metrics/service-metrics.ts';
 import type { DataLayout } from '../workspace/layout.ts';
+import type { DeclaredKey } from './catalog.ts';
+import type { KeptServer } from './engine.ts';
+import { timeOfId } from './keys.ts';
 import { SnapshotNotFoundError, StoreError, WorkspaceTooLargeError, type RestoreResult, type SnapshotInfo, type SnapshotRoot, type SnapshotSources } from './types.ts';
 
 /** The engine as the service uses it (src/persistence/engine.ts; tests may give a fake). */
@@ -16,7 +19,10 @@ export interface SnapshotEngineApi {
   list(name: string): Promise<SnapshotInfo[]>;
   /** overwriteNewer: a snapshot chosen on purpose replaces local files newer than it. */
   restore(name: string, options: { snapshotId?: string; roots: SnapshotRoot[]; signal?: AbortSignal; overwriteNewer?: boolean }): Promise<RestoreResult>;
-  servers(): Promise<Array<{ name: string; uid: string; latest: SnapshotInfo; deletedAt?: string }>>;
+  servers(): Promise<KeptServer[]>;
+  putDeclared(name: string, digest: string, body: Buffer, replaces: readonly DeclaredKey[], signal?: AbortSignal): Promise<DeclaredKey>;
+  getDeclared(key: string, signal?: AbortSignal): Promise<Buffer | undefined>;
+  declaredOf(name: string, signal?: AbortSignal): Promise<DeclaredKey[]>;
   markDeleted(name: string, at: Date): Promise<void>;
   unmarkDeleted(name: string): Promise<void>;
   purgeDeleted(retainDays: number): Promise<string[]>;
@@ -38,6 +44,8 @@ export interface PersistenceDeps {
   /** Servers whose editor runs now. */
   running: () => Iterable<string>;
   enqueue: (name: string) => void;
+  /** Calls `listener(name)` on every change the controller reports of a server; returns its removal. */
+  onChanged?: (listener: (name: string) => void) => () => void;
   /** The config in use: it follows the file. */
   config: () => { persistence: PersistenceConfig; extensionGroups: Record<string, ExtensionGroup> };
   logs: { event(name: string, level: LogLevel, message: string): void };
@@ -56,6 +64,8 @@ export interface ShutdownSummary {
   failed: string[];
   uploadedBytes: number;
   seconds: number;
+  /** Servers whose declared state (manifest, status) was written. */
+  declared: number;
 }
 
 
@@ -99,7 +109,10 @@ export async function answer<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-/** Marked deleted and not created again under its name since (a snapshot newer than the mark is a new server's). */
-export function isDeleted(server: { latest: SnapshotInfo; deletedAt?: string }): server is { latest: SnapshotInfo; deletedAt: string } {
-  return server.deletedAt !== undefined && !(Date.parse(server.latest.createdAt) > Date.parse(server.deletedAt));
+/** Marked deleted and not created again under its name since (a snapshot or a declared record newer than the mark is a new server's). */
+export function isDeleted(server: KeptServer): server is KeptServer & { deletedAt: string } {
+  if (server.deletedAt === undefined) return false;
+  const mark = Date.parse(server.deletedAt);
+  const declaredAt = timeOfId(server.declared.at(-1)?.id ?? '');
+  return !(Date.parse(server.latest?.createdAt ?? '') > mark) && !(declaredAt !== undefined && declaredAt > mark);
 }

@@ -25,6 +25,8 @@ async function created(name: string): Promise<{ id: string; workspace: string }>
   const answer = await service.request('POST', '/servers', { name });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   expect(answer.body.workspace_path, JSON.stringify(answer.body)).toEqual(expect.any(String));
+  // Its empty workspace is kept as soon as it is made, before any editor runs.
+  await eventually(async () => (await service.request('GET', `/servers/${answer.body.id}`)).body.persistence?.last_snapshot_id ?? undefined);
   return { id: answer.body.id, workspace: answer.body.workspace_path };
 }
 

@@ -26,7 +26,7 @@ describe('servers in the store: deletion marks, purge, garbage collection', () =
     await bench.engine.markDeleted('beta', new Date(now));
 
     const servers = await (await bench.freshEngine()).servers();
-    expect(servers.map(({ name, uid, latest, deletedAt }) => ({ name, uid, id: latest.id, deletedAt }))).toEqual([
+    expect(servers.map(({ name, uid, latest, deletedAt }) => ({ name, uid, id: latest?.id, deletedAt }))).toEqual([
       { name: 'alpha', uid: 'uid-alpha', id: latest.snapshot.id, deletedAt: undefined },
       { name: 'beta', uid: 'uid-beta', id: expect.any(String), deletedAt: '2026-11-26T10:01:00.000Z' },
     ]);
