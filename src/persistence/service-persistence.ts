@@ -8,12 +8,12 @@ import type { PersistenceHooks, RestoreState } from '../controller/ensure-restor
 import { TerminalError, WorkQueue } from '../controller/queue.ts';
 import { apiError } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
-import type { ServerRecord } from '../controller/cache.ts';
 import type { KeptServer } from './engine.ts';
 import { RecordStates } from './record-states.ts';
 import { RestoreGate } from './restore-gate.ts';
 import { DeclaredKeeper } from './service-declared.ts';
-import { snapshotSources, workspacePopulated } from './service-records.ts';
+import { snapshotSources } from './service-records.ts';
+import { populatedMark, WorkspaceMarks } from './workspace-marks.ts';
 import { finalSnapshots } from './service-shutdown.ts';
 import { TargetStanding } from './target-standing.ts';
 import { Restorer, type RestoreReason } from './service-restore.ts';
@@ -34,14 +34,17 @@ export class PersistenceService implements PersistenceHooks {
   readonly #deps: PersistenceDeps;
   readonly #restorer: Restorer;
   readonly #declared: DeclaredKeeper;
-  /** The uid of each server's latest snapshot at the target: a populated workspace without one of its uid is kept. */
-  readonly #filesUid = new Map<string, string>();
+  /** Which populated workspaces the target holds as they are: one that changed is snapshotted, running or not. */
+  readonly #marks = new WorkspaceMarks();
   #unsubscribe: (() => void) | undefined;
   readonly #states = new RecordStates();
   /** Background work by key (`snapshot:<name>`, `restore:<name>`, `mark:<name>`), retried with capped backoff. */
   readonly #queue: WorkQueue;
   /** Why each queued snapshot is taken; names whose last background snapshot is still owed. */
-  readonly #reasons = new Map<string, string>();
+  readonly #reasons = new Map<string, { reason: string; seq: number }>();
+  #seq = 0;
+  /** Deletion marks still to be written, with the time of each delete (written at shutdown at the latest). */
+  readonly #deletions = new Map<string, number>();
   /** One snapshot or restore per server at a time. */
   readonly #chains = new KeyedMutex();
   readonly #lifetime = new AbortController();
@@ -69,7 +72,7 @@ export class PersistenceService implements PersistenceHooks {
     this.#restorer = new Restorer({
       ...deps, gate: this.gate, signal: this.#lifetime.signal,
       declared: this.#declared,
-      filesKept: (name, uid) => this.#filesUid.set(name, uid),
+      filesKept: (name, uid) => this.#marks.keptUid(name, uid),
       serial: (name, work) => this.#serial(name, work),
       setState: (name, change) => this.#states.update(name, change),
       standing: this.#standing,
@@ -181,49 +184,34 @@ export class PersistenceService implements PersistenceHooks {
     return this.#standing.problems();
   }
 
-  /**
-   * At shutdown: every server's declared state whose kept record is behind, and the final
-   * snapshots of every running server, every one still owed one and every populated workspace
-   * never kept, in parallel, within `deadlineMs`.
-   */
+  /** At shutdown, within `deadlineMs`: declared states behind, deletion marks owed, and the final snapshots of every server running, owed one, or never kept. */
   async snapshotAll(reason: string, deadlineMs: number): Promise<ShutdownSummary> {
     const began = performance.now();
     this.#closing = true;
-    const unkept = [...this.#deps.records.values()].filter((r) => this.#owesFirstSnapshot(r)).map((r) => r.name);
+    const unkept = [...this.#deps.records.values()].filter((r) => !this.gate.holds(r.name) && this.#marks.owed(r.name, r.server)).map((r) => r.name);
     const names = [...new Set([...this.#deps.running(), ...this.#reasons.keys(), ...unkept])].filter((name) => !this.gate.holds(name) && this.#deps.records.has(name));
-    const deadline = setTimeout(() => this.#lifetime.abort(new Error(`the shutdown's ${deadlineMs / 1000} s were up`)), deadlineMs);
-    try {
-      return await finalSnapshots({
-        names,
-        take: (name) => this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal)).then((result) => {
-          this.#reasons.delete(name);
-          return result;
-        }),
-        declared: () => (this.#restorer.discovered ? this.#declared.flush({ all: true, signal: this.#lifetime.signal }) : undefined),
-        began,
-      });
-    } finally {
-      clearTimeout(deadline);
-    }
+    return finalSnapshots({
+      names, began, deadlineMs, lifetime: this.#lifetime,
+      take: (name) => this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal)).then((result) => {
+        this.#reasons.delete(name);
+        return result;
+      }),
+      declared: () => (this.#restorer.discovered ? this.#declared.flush({ all: true, signal: this.#lifetime.signal }) : undefined),
+      // A delete the target has not heard of yet would bring the server back after a redeploy.
+      marks: () => Promise.all([...this.#deletions.keys()].map((name) => this.#mark(name).then(() => undefined, (error) => `deletion mark of ${name} (${describeError(error)})`))),
+    });
   }
 
-  /** The controller reported a change of the server (manifest, status, settings): its declared state is kept, and a workspace just populated is snapshotted. */
+  /** The controller reported a change of the server (manifest, status, settings): its declared state is kept, and a workspace just made or populated is snapshotted. */
   changed(name: string): void {
     this.#declared.changed(name);
     const record = this.#deps.records.get(name);
-    if (record && this.#restorer.discovered && this.#owesFirstSnapshot(record)) this.#enqueueSnapshot(name, 'created');
+    if (record && this.#restorer.discovered && !this.gate.holds(name) && this.#marks.owed(name, record.server, true)) this.#enqueueSnapshot(name, 'created');
   }
 
   /** The target has been looked at: changes reported meanwhile are acted on. */
   #afterDiscovery(): void {
-    for (const record of this.#deps.records.values()) if (this.#owesFirstSnapshot(record)) this.#enqueueSnapshot(record.name, 'created');
-  }
-
-  /** A populated workspace of which the target holds no snapshot under the server's uid. */
-  #owesFirstSnapshot(record: ServerRecord): boolean {
-    const uid = record.server?.metadata.uid;
-    if (!uid || this.#filesUid.get(record.name) === uid || this.gate.holds(record.name) || this.#reasons.has(record.name)) return false;
-    return workspacePopulated(record.server!);
+    for (const name of this.#deps.records.keys()) this.changed(name);
   }
 
   /** Stops timers and background work (a snapshot under way is abandoned: the previous one stays current). */
@@ -273,8 +261,10 @@ export class PersistenceService implements PersistenceHooks {
   serverDeleted(name: string): void {
     this.#deps.engine.stopWatching?.(name);
     this.#declared.forget(name);
-    for (const map of [this.#filesUid, this.#reasons, this.#states]) map.delete(name);
+    this.#marks.forget(name);
+    for (const map of [this.#reasons, this.#states]) map.delete(name);
     this.gate.release(name);
+    this.#deletions.set(name, this.#now());
     this.#queue.add(`mark:${name}`);
   }
 
@@ -284,6 +274,8 @@ export class PersistenceService implements PersistenceHooks {
   async #take(name: string, reason: string, signal: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean } | undefined> {
     const sources = await snapshotSources(this.#deps, name, this.#restorer.roots(name));
     if (!sources) return undefined;
+    const server = this.#deps.records.get(name)?.server;
+    const mark = server && populatedMark(server);
     this.#states.update(name, { in_progress: 'snapshot' });
     const began = performance.now();
     try {
@@ -294,7 +286,7 @@ export class PersistenceService implements PersistenceHooks {
       if (result.unchanged) this.#counts.unchanged++;
       else this.#counts.snapshots++;
       this.#states.update(name, { ...fromSnapshot(result.snapshot), last_error: null, in_progress: null });
-      this.#filesUid.set(name, result.snapshot.uid);
+      this.#marks.taken(name, result.snapshot.uid, mark);
       return result;
     } catch (error) {
       this.#counts.snapshot_failures++;
@@ -307,9 +299,10 @@ export class PersistenceService implements PersistenceHooks {
 
   #enqueueSnapshot(name: string, reason: string): void {
     if (this.#closing) return;
-    const queued = this.#reasons.get(name);
-    // The weightier reason names the snapshot (a stop over an interval).
-    if (queued === undefined || SNAPSHOT_REASONS.indexOf(reason) < SNAPSHOT_REASONS.indexOf(queued)) this.#reasons.set(name, reason);
+    const queued = this.#reasons.get(name)?.reason;
+    // The weightier reason names the snapshot (a stop over an interval); a new request is a new seq, so a run under way leaves it owed.
+    const weightier = queued === undefined || SNAPSHOT_REASONS.indexOf(reason) < SNAPSHOT_REASONS.indexOf(queued) ? reason : queued;
+    this.#reasons.set(name, { reason: weightier, seq: ++this.#seq });
     this.#queue.add(`snapshot:${name}`);
   }
 
@@ -320,29 +313,35 @@ export class PersistenceService implements PersistenceHooks {
     if (kind === 'discover') return this.#restorer.discover().then(() => this.#afterDiscovery());
     if (kind === 'purge') return void (await this.purgeDeleted());
     if (kind === 'restore') return void (await this.#restorer.restoreFiles(name, { reason: rest[0] as RestoreReason, retrying: true }));
-    if (kind === 'mark') {
-      await this.#standing.call(() => this.#deps.engine.markDeleted(name, new Date(this.#now())));
-      this.#counts.deleted++;
-      this.#deps.log(`persistence: ${name} is deleted; its snapshots are kept ${this.#deps.config().persistence.retainDeletedDays} days, in which it can be undeleted`);
-      return;
-    }
+    if (kind === 'mark') return this.#mark(name);
     // A snapshot: none before the target has been looked at for servers to restore (an empty
     // workspace must never become a server's latest snapshot), none of a server being restored.
-    const reason = this.#reasons.get(name);
-    if (reason === undefined || !this.#deps.records.has(name)) return void this.#reasons.delete(name);
+    const owed = this.#reasons.get(name);
+    const settle = () => this.#reasons.get(name)?.seq === owed?.seq && this.#reasons.delete(name);
+    if (owed === undefined || !this.#deps.records.has(name)) return void settle();
     if (!this.#restorer.discovered || this.gate.holds(name)) throw new Error(`${name} waits for its restore`);
     try {
-      await this.#serial(name, () => this.#take(name, reason, this.#lifetime.signal));
-      this.#reasons.delete(name);
+      await this.#serial(name, () => this.#take(name, owed.reason, this.#lifetime.signal));
+      settle();
     } catch (error) {
       // Only a store that fails is worth retrying; a workspace over the limit stays so until it changes.
       if (!(error instanceof StoreError)) {
-        this.#reasons.delete(name);
+        settle();
         this.#deps.log(`persistence: no snapshot of ${name}: ${describeError(error)}`);
         throw new TerminalError('SnapshotFailed', describeError(error));
       }
       throw error;
     }
+  }
+
+  /** Writes the deletion mark of a server deleted on purpose, unless it was written already. */
+  async #mark(name: string): Promise<void> {
+    const at = this.#deletions.get(name);
+    if (at === undefined) return;
+    await this.#standing.call(() => this.#deps.engine.markDeleted(name, new Date(at)));
+    if (this.#deletions.get(name) === at) this.#deletions.delete(name);
+    this.#counts.deleted++;
+    this.#deps.log(`persistence: ${name} is deleted; its snapshots are kept ${this.#deps.config().persistence.retainDeletedDays} days, in which it can be undeleted`);
   }
 
   /** Removes the snapshots of servers deleted more than retainDeletedDays ago (hourly and at start), then unreferenced objects now and then; the names purged. */

@@ -10,7 +10,7 @@ import { writeFileAtomic } from '../core/atomic-write.ts';
 import { clearProcess } from '../controller/status-commit.ts';
 import { parseManifest, type ManifestStore } from '../manifests/store.ts';
 import { specHash, StatusFiles } from '../manifests/status-file.ts';
-import type { EditorServer, EditorServerStatus } from '../manifests/types.ts';
+import type { EditorServerStatus } from '../manifests/types.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { PersistenceDeps } from './service-types.ts';
 import { DEFAULT_EXCLUDES, type SnapshotRoot, type SnapshotSources } from './types.ts';
@@ -50,15 +50,6 @@ export async function snapshotSources(deps: PersistenceDeps, name: string, roots
     maxBytes: config.maxWorkspaceMb * 1024 * 1024,
     watch: server.status?.phase === 'Running',
   };
-}
-
-/** The server's workspace is made and its source (if any) applied: what is there now is worth keeping before any editor runs. */
-export function workspacePopulated(server: EditorServer): boolean {
-  const status = server.status;
-  const ready = status?.conditions?.find((c) => c.type === 'WorkspaceReady');
-  if (ready?.status !== 'True' || status?.reason === 'PopulatingWorkspace') return false;
-  const source = server.spec.workspace?.source;
-  return !((source?.git || source?.archive) && ready.reason === 'Created');
 }
 
 /** The record as a snapshot keeps it: status, generation and the settings last applied. */

@@ -1,5 +1,5 @@
-// The last work at shutdown, in parallel: every server's declared state still to be written, and
-// the final snapshot of each server named; what it did, for the one line the log gets.
+// The last work at shutdown, in parallel: every server's declared state still to be written, the
+// deletion marks still owed, and the final snapshot of each server named; what it did, for the one line the log gets.
 import type { DeclaredFlush } from './service-declared.ts';
 import { describeError, type ShutdownSummary } from './service-types.ts';
 import type { SnapshotInfo } from './types.ts';
@@ -10,11 +10,17 @@ export interface FinalWork {
   take: (name: string) => Promise<{ snapshot: SnapshotInfo; unchanged: boolean } | undefined>;
   /** Writes every declared state that is behind (undefined: nothing can be written yet). */
   declared: () => Promise<DeclaredFlush> | undefined;
+  /** Writes the deletion marks still owed; each failure in words. */
+  marks: () => Promise<Array<string | undefined>>;
   /** performance.now() when the shutdown began. */
   began: number;
+  /** Aborted (ending the work under way) when the deadline passes. */
+  lifetime: AbortController;
+  deadlineMs: number;
 }
 
 export async function finalSnapshots(work: FinalWork): Promise<ShutdownSummary> {
+  const deadline = setTimeout(() => work.lifetime.abort(new Error(`the shutdown's ${work.deadlineMs / 1000} s were up`)), work.deadlineMs);
   const summary: ShutdownSummary = { servers: work.names.length, saved: 0, unchanged: 0, failed: [], uploadedBytes: 0, seconds: 0, declared: 0 };
   const declared = (async () => {
     const flushed = await work.declared();
@@ -22,7 +28,8 @@ export async function finalSnapshots(work: FinalWork): Promise<ShutdownSummary> 
     summary.declared = flushed.written;
     summary.failed.push(...flushed.failed.map((f) => `declared state of ${f}`));
   })();
-  await Promise.all([declared, ...work.names.map(async (name) => {
+  const marks = work.marks().then((failures) => summary.failed.push(...failures.filter((f) => f !== undefined)));
+  await Promise.all([declared, marks, ...work.names.map(async (name) => {
     try {
       const result = await work.take(name);
       if (result?.unchanged) summary.unchanged++;
@@ -33,7 +40,7 @@ export async function finalSnapshots(work: FinalWork): Promise<ShutdownSummary> 
     } catch (error) {
       summary.failed.push(`${name} (${describeError(error)})`);
     }
-  })]);
+  })]).finally(() => clearTimeout(deadline));
   summary.seconds = (performance.now() - work.began) / 1000;
   return summary;
 }

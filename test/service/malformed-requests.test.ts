@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { processExists, startBystander, startTestService, type TestService } from '../helpers/service.ts';
+import { prng } from '../helpers/prng.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const COUNT = 3000;
@@ -21,18 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
 });
-
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Builds one request from the generator: a few are garbage or break HTTP's syntax, most are
