@@ -149,6 +149,7 @@ export async function benchPersistence(rounds: number) {
         }
       }
       // A peer whose command fails is measured no further (and said why); the others go on.
+      // borg drops the files it has read from the page cache (posix_fadvise DONTNEED), so the tree is read back into it after each tool, untimed: every side reads it from memory.
       const peerStep = (peer: Peer, figure: 'full' | 'incremental' | 'restoreSync', work: () => void) => () => {
         if (peersSkipped.some((skip) => skip.name === peer.name)) return;
         settle();
@@ -157,6 +158,7 @@ export async function benchPersistence(rounds: number) {
         } catch (error) {
           peersSkipped.push({ name: peer.name, why: (error as Error).message });
         }
+        for (const path of paths) readFileSync(join(tree, path));
       };
 
       // The full snapshot, side by side: tar (its archive flushed to disk once, the floor; and
