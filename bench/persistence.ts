@@ -1,12 +1,14 @@
-// Snapshots and restores of a 2,000-file, 50 MB workspace (`src/persistence/engine.ts`) against
-// tar: a full snapshot to a folder ÷ `tar -cf` of the same tree, an incremental one after 10
-// files change ÷ the full one, and a restore into an empty folder ÷ `tar -xf`, alternating
-// sides over several rounds, medians. Floors in the same rounds: tar then fsync, and reading
-// and hashing every file on one thread. The engine's worker threads are the process's: started
-// once large work keeps coming (in the second round), running after; a full snapshot by an
-// engine with no worker running (a lone one, done on the event loop's thread) is measured beside.
-// `throughStore` measures the same work through any SnapshotStore: here the loopback fake of
-// the Files API with 20 ms added to each request.
+// Snapshots and restores of a 2,000-file, 50 MB workspace (`src/persistence/engine.ts`) side by
+// side with `tar`, restic and borg on the same tree: a full snapshot to a folder, an incremental
+// one after 10 files change, and a restore into an empty folder, every side in each round in
+// turn (a different one first each round), medians. The floors: `tar -cf` followed by one
+// `fsync` of its archive (a snapshot is durable before its index names it), and `tar -xf`
+// followed by one `sync` (every restore here is followed by one). Also: reading and hashing
+// every file on one thread, and `tar -cf` with no flush. The engine's worker threads are the
+// process's: started once large work keeps coming (in the second round), running after; a full
+// snapshot by an engine with no worker running (a lone one, done on the event loop's thread) is
+// measured beside. `throughStore` measures the same work through any SnapshotStore: here the
+// loopback fake of the Files API with 20 ms added to each request.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs, readFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ import { contentHash } from '../src/persistence/hash.ts';
 import { WorkPool } from '../src/persistence/work-pool.ts';
 import type { SnapshotSources, SnapshotStore } from '../src/persistence/types.ts';
 import { median, round } from './harness.ts';
+import { ensurePeers, PEERS, type Peer } from './peers.ts';
 
 const FILES = 2000;
 const LARGE = [3, 2.5, 2.5, 2, 2, 2, 1.5, 1.5, 1.5, 1.5].map((mb) => Math.round(mb * 1024 * 1024)); // 20 MiB in 10 files
@@ -102,6 +105,7 @@ async function treeDigest(dir: string): Promise<string> {
 }
 
 export async function benchPersistence(rounds: number) {
+  const { ready, skipped: peersSkipped } = ensurePeers();
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-persist-'));
   try {
     const tree = join(root, 'tree');
@@ -119,7 +123,10 @@ export async function benchPersistence(rounds: number) {
     const incremental: number[] = [];
     const incrementalWalked: number[] = [];
     const tarXf: number[] = [];
+    const tarXfSync: number[] = [];
     const restore: number[] = [];
+    const restoreSync: number[] = [];
+    const peerFigures = new Map<string, { version: string; full: number[]; incremental: number[]; restoreSync: number[] }>();
     let uploadedIncremental = 0;
     for (let r = 0; r < rounds; r++) {
       const work = join(root, `round-${r}`);
@@ -127,28 +134,60 @@ export async function benchPersistence(rounds: number) {
       const archive = join(work, 'tree.tar');
       const engine = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache') });
       await fs.mkdir(join(work, 'store'));
-      const tar = () => {
+      // restic and borg, each with a repository of its own for the round (empty, as the engine's store is).
+      const peers: Peer[] = [];
+      for (const tool of ready) {
+        if (peersSkipped.some((skip) => skip.name === tool.name)) continue;
+        const dir = join(work, tool.name);
+        await fs.mkdir(dir);
+        try {
+          const peer = PEERS[tool.name](dir);
+          peers.push(peer);
+          if (!peerFigures.has(peer.name)) peerFigures.set(peer.name, { version: peer.version, full: [], incremental: [], restoreSync: [] });
+        } catch (error) {
+          peersSkipped.push({ name: tool.name, why: (error as Error).message });
+        }
+      }
+      // A peer whose command fails is measured no further (and said why); the others go on.
+      // borg drops the files it has read from the page cache (posix_fadvise DONTNEED), so the tree is read back into it after each tool, untimed: every side reads it from memory.
+      const peerStep = (peer: Peer, figure: 'full' | 'incremental' | 'restoreSync', work: () => void) => () => {
+        if (peersSkipped.some((skip) => skip.name === peer.name)) return;
         settle();
-        tarCf.push(timedSync(() => execFileSync('tar', ['-cf', archive, '-C', tree, '.'])));
+        try {
+          peerFigures.get(peer.name)![figure].push(timedSync(work));
+        } catch (error) {
+          peersSkipped.push({ name: peer.name, why: (error as Error).message });
+        }
+        for (const path of paths) readFileSync(join(tree, path));
       };
-      const snap = async () => {
-        settle();
-        full.push((await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallFull)).ms);
-      };
-      // The same full snapshot by an engine whose workers are not running (a lone full snapshot, as a service's first one).
-      const lone = async () => {
-        const idlePool = new WorkPool(2, 30_000);
-        const engineAlone = new SnapshotEngine({ store: new FolderStore(join(work, 'store-alone')), cacheDir: join(work, 'cache-alone'), pool: idlePool });
-        await fs.mkdir(join(work, 'store-alone'));
-        settle();
-        fullAlone.push((await timed(() => engineAlone.snapshot(sources(tree), 'bench'))).ms);
-        await idlePool.close();
-      };
-      if (r % 2 === 0) { tar(); await snap(); await lone(); } else { await lone(); await snap(); tar(); }
-      // Floors: what durability costs (tar, then its archive flushed to disk, as every put is) and
-      // what hashing costs (every file read and hashed in one thread: SHA-256, and the engine's BLAKE2b).
-      settle();
-      tarCfSync.push(timedSync(() => execFileSync('sh', ['-c', 'tar -cf "$1" -C "$2" . && sync "$1"', 'sh', join(work, 'synced.tar'), tree])));
+
+      // The full snapshot, side by side: tar (its archive flushed to disk once, the floor; and
+      // not flushed), this engine, a lone engine (no worker running), restic and borg.
+      await inTurn(r, [
+        () => {
+          settle();
+          tarCf.push(timedSync(() => execFileSync('tar', ['-cf', archive, '-C', tree, '.'])));
+        },
+        () => {
+          settle();
+          tarCfSync.push(timedSync(() => execFileSync('sh', ['-c', 'tar -cf "$1" -C "$2" . && sync "$1"', 'sh', join(work, 'synced.tar'), tree])));
+        },
+        async () => {
+          settle();
+          full.push((await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallFull)).ms);
+        },
+        // The same full snapshot by an engine whose workers are not running (a lone full snapshot, as a service's first one).
+        async () => {
+          const idlePool = new WorkPool(2, 30_000);
+          const engineAlone = new SnapshotEngine({ store: new FolderStore(join(work, 'store-alone')), cacheDir: join(work, 'cache-alone'), pool: idlePool });
+          await fs.mkdir(join(work, 'store-alone'));
+          settle();
+          fullAlone.push((await timed(() => engineAlone.snapshot(sources(tree), 'bench'))).ms);
+          await idlePool.close();
+        },
+        ...peers.map((peer) => peerStep(peer, 'full', () => peer.backup(tree))),
+      ]);
+      // What hashing costs: every file read and hashed in one thread (SHA-256, and the engine's BLAKE3).
       settle();
       sha256Only.push(timedSync(() => {
         for (const path of paths) createHash('sha256').update(readFileSync(join(tree, path))).digest();
@@ -159,58 +198,93 @@ export async function benchPersistence(rounds: number) {
       }));
 
       // The same change, snapshotted by this engine (its change journal running since the full
-      // snapshot) and by one that walks every folder (no journal), in alternating order.
+      // snapshot), by one that walks every folder (no journal), and backed up again by restic
+      // (its previous snapshot as the parent) and borg (a second archive in the same repository).
       const walking = new SnapshotEngine({ store: new FolderStore(join(work, 'store-walk')), cacheDir: join(work, 'cache-walk'), journal: false });
       await fs.mkdir(join(work, 'store-walk'));
       await walking.snapshot(sources(tree), 'bench');
       await changeTen(tree, paths, r);
-      const journaled = async () => {
-        settle();
-        const inc = await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallIncremental);
-        incremental.push(inc.ms);
-        uploadedIncremental = inc.value.snapshot.uploadedBytes;
-      };
-      const walked = async () => {
-        settle();
-        incrementalWalked.push((await timed(() => walking.snapshot(sources(tree), 'bench'))).ms);
-      };
-      if (r % 2 === 0) { await journaled(); await walked(); } else { await walked(); await journaled(); }
+      await inTurn(r, [
+        async () => {
+          settle();
+          const inc = await timedWithStall(() => engine.snapshot(sources(tree), 'bench'), stallIncremental);
+          incremental.push(inc.ms);
+          uploadedIncremental = inc.value.snapshot.uploadedBytes;
+        },
+        async () => {
+          settle();
+          incrementalWalked.push((await timed(() => walking.snapshot(sources(tree), 'bench'))).ms);
+        },
+        ...peers.map((peer) => peerStep(peer, 'incremental', () => peer.backup(tree))),
+      ]);
       // The same by an engine that starts from the local cache on disk (a service just restarted: the previous index not in memory, no change journal yet, every folder walked).
       await changeTen(tree, paths, r + rounds);
       const again = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache') });
       settle();
       incrementalFromDisk.push((await timed(() => again.snapshot(sources(tree), 'bench'))).ms);
 
+      // Restores into empty folders, each followed by one `sync`: tar -xf writes into the page
+      // cache only, and so do the engine's restore, restic's and borg's.
       const untarred = join(work, 'untarred');
       const restored = join(work, 'restored');
       await fs.mkdir(untarred);
       const fresh = new SnapshotEngine({ store: new FolderStore(join(work, 'store')), cacheDir: join(work, 'cache-2') });
-      const untar = () => {
-        settle();
-        tarXf.push(timedSync(() => execFileSync('tar', ['-xf', archive, '-C', untarred])));
-      };
-      const back = async () => {
-        settle();
-        restore.push((await timedWithStall(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: restored }] }), stallRestore)).ms);
-      };
-      if (r % 2 === 0) { untar(); await back(); } else { await back(); untar(); }
+      await inTurn(r, [
+        () => {
+          settle();
+          let untarMs = 0;
+          tarXfSync.push(timedSync(() => {
+            untarMs = timedSync(() => execFileSync('tar', ['-xf', archive, '-C', untarred]));
+            execFileSync('sync');
+          }));
+          tarXf.push(untarMs);
+        },
+        async () => {
+          settle();
+          const started = performance.now();
+          restore.push((await timedWithStall(() => fresh.restore('bench', { roots: [{ id: 'workspace', dir: restored }] }), stallRestore)).ms);
+          execFileSync('sync');
+          restoreSync.push(performance.now() - started);
+        },
+        ...peers.map((peer) => {
+          const target = join(work, `${peer.name}-restored`);
+          return peerStep(peer, 'restoreSync', () => {
+            execFileSync('mkdir', [target]);
+            peer.restore(target);
+            execFileSync('sync');
+          });
+        }),
+      ]);
       if (r === 0 && (await treeDigest(restored)) !== (await treeDigest(tree))) throw new Error('the restored tree differs from the snapshot taken');
       for (const used of [engine, again, fresh]) used.close();
     }
+    const peersOut = Object.fromEntries([...peerFigures].filter(([, figures]) => figures.full.length > 0).map(([name, figures]) => [name, {
+      version: figures.version,
+      full_median_ms: round(median(figures.full)), incremental_median_ms: round(median(figures.incremental)),
+      restore_then_sync_median_ms: round(median(figures.restoreSync)),
+      // The project's figure ÷ this tool's, the same rounds: below 1, the project is ahead.
+      full_ratio: round(median(full) / median(figures.full)),
+      incremental_ratio: round(median(incremental) / median(figures.incremental), 3),
+      restore_ratio: round(median(restoreSync) / median(figures.restoreSync)),
+    }]));
     return {
       files: FILES, mb: TOTAL / 1024 / 1024, rounds,
-      tar_cf_median_ms: round(median(tarCf)), full_snapshot_median_ms: round(median(full)),
-      full_vs_tar_cf: round(median(full) / median(tarCf)),
-      tar_cf_then_fsync_median_ms: round(median(tarCfSync)), tar_cf_then_fsync_vs_tar_cf: round(median(tarCfSync) / median(tarCf)),
-      read_and_sha256_median_ms: round(median(sha256Only)), read_and_sha256_vs_tar_cf: round(median(sha256Only) / median(tarCf)),
-      read_and_hash_median_ms: round(median(hashOnly)), read_and_hash_vs_tar_cf: round(median(hashOnly) / median(tarCf)),
-      full_snapshot_alone_median_ms: round(median(fullAlone)), full_alone_vs_tar_cf: round(median(fullAlone) / median(tarCf)),
+      full_snapshot_median_ms: round(median(full)),
+      tar_cf_then_fsync_median_ms: round(median(tarCfSync)), full_vs_tar_cf_then_fsync: round(median(full) / median(tarCfSync)),
+      tar_cf_median_ms: round(median(tarCf)), full_vs_tar_cf: round(median(full) / median(tarCf)),
+      tar_cf_then_fsync_vs_tar_cf: round(median(tarCfSync) / median(tarCf)),
+      read_and_sha256_median_ms: round(median(sha256Only)), read_and_sha256_vs_tar_cf_then_fsync: round(median(sha256Only) / median(tarCfSync)),
+      read_and_hash_median_ms: round(median(hashOnly)), read_and_hash_vs_tar_cf_then_fsync: round(median(hashOnly) / median(tarCfSync)),
+      full_snapshot_alone_median_ms: round(median(fullAlone)), full_alone_vs_tar_cf_then_fsync: round(median(fullAlone) / median(tarCfSync)),
       incremental_median_ms: round(median(incremental)), incremental_uploaded_bytes: uploadedIncremental,
       incremental_vs_full: round(median(incremental) / median(full), 3),
       incremental_every_folder_walked_median_ms: round(median(incrementalWalked)), incremental_every_folder_walked_vs_full: round(median(incrementalWalked) / median(full), 3),
       incremental_from_disk_cache_median_ms: round(median(incrementalFromDisk)), incremental_from_disk_cache_vs_full: round(median(incrementalFromDisk) / median(full), 3),
-      tar_xf_median_ms: round(median(tarXf)), restore_median_ms: round(median(restore)),
-      restore_vs_tar_xf: round(median(restore) / median(tarXf)),
+      restore_median_ms: round(median(restore)), restore_then_sync_median_ms: round(median(restoreSync)),
+      tar_xf_median_ms: round(median(tarXf)), tar_xf_then_sync_median_ms: round(median(tarXfSync)),
+      restore_then_sync_vs_tar_xf_then_sync: round(median(restoreSync) / median(tarXfSync)),
+      peers: peersOut,
+      ...(peersSkipped.length > 0 && { peers_skipped: peersSkipped }),
       event_loop_longest_stall_ms: {
         full: round(Math.max(...stallFull)), incremental: round(Math.max(...stallIncremental)), restore: round(Math.max(...stallRestore)),
         full_median_round: round(median(stallFull)), incremental_median_round: round(median(stallIncremental)), restore_median_round: round(median(stallRestore)),
@@ -219,6 +293,11 @@ export async function benchPersistence(rounds: number) {
   } finally {
     await fs.rm(root, { recursive: true, force: true });
   }
+}
+
+/** Runs the steps of one round one after the other, starting from a different one each round, so no side always goes first. */
+async function inTurn(round: number, steps: Array<() => unknown>): Promise<void> {
+  for (let i = 0; i < steps.length; i++) await steps[(round + i) % steps.length]();
 }
 
 /**

@@ -36,11 +36,13 @@ function report(name: string, value: unknown) {
   console.log(`\n## ${name}\n${JSON.stringify(value, null, 2)}`);
 }
 
-const realEditor = resolveEditorBinary().path;
+// Resolved only by the sections that start the real code-server (persistence and others need none installed).
+let editorPath: string | undefined;
+const realEditor = () => (editorPath ??= resolveEditorBinary().path);
 
 if (wanted('start')) {
   report('start latency, stub editor', await benchStartLatency(STUB_EDITOR, 'stub', quick ? 5 : 20, 0));
-  report('start latency, real code-server', await benchStartLatency(realEditor, 'code-server', quick ? 3 : 10, 1));
+  report('start latency, real code-server', await benchStartLatency(realEditor(), 'code-server', quick ? 3 : 10, 1));
 }
 if (wanted('list')) {
   report('GET /servers with 30 running editors', await benchList(STUB_EDITOR, 30, quick ? 500 : 5000, 2));
@@ -56,7 +58,7 @@ if (wanted('memory')) {
   report('service memory, 30 running editors', await benchMemorySoak(STUB_EDITOR, 30, minutes, 3));
 }
 if (wanted('proxy')) {
-  report('proxy', await benchProxyThroughService(realEditor, STUB_EDITOR, quick ? 3 : 10, 4));
+  report('proxy', await benchProxyThroughService(realEditor(), STUB_EDITOR, quick ? 3 : 10, 4));
 }
 if (wanted('logs')) {
   report('log fan-out', await benchLogsThroughService(STUB_EDITOR, quick ? 5 : 30, 6));
@@ -73,20 +75,20 @@ if (wanted('dashboard')) {
   report('dashboard in Chromium, 30 running editors', await benchDashboard(STUB_EDITOR, quick, 9));
 }
 if (wanted('observability')) {
-  report('metrics and activity tracking: with ÷ without', await benchObservability(realEditor, STUB_EDITOR, quick, 10));
+  report('metrics and activity tracking: with ÷ without', await benchObservability(realEditor(), STUB_EDITOR, quick, 10));
 }
 if (wanted('workbench')) {
-  report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor, quick ? 6 : 20, 14));
+  report('code-server workbench in Chromium: navigation → usable, proxy ÷ direct', await benchWorkbench(realEditor(), quick ? 6 : 20, 14));
 }
 if (wanted('manifests')) {
   report('reading a 255 KiB manifest of 19,000 settings keys', benchManifestRead(quick ? 1 : 3));
 }
 if (wanted('persistence')) {
-  report('persistence: snapshot and restore of 2,000 files, 50 MB, vs tar', await benchPersistence(quick ? 3 : 7));
+  report('persistence: snapshot and restore of 2,000 files, 50 MB, vs tar, restic and borg', await benchPersistence(quick ? 3 : 7));
   report('persistence through the fake Files API, 20 ms a request', await throughStore('fake Files API (SDK, VolumeStore), 20 ms a request', () => fakeFilesApi(20), quick ? 1 : 3));
 }
 if (wanted('kubernetes')) {
-  report('editors on Kubernetes ÷ local processes, 10 servers', await benchKubernetes(realEditor, quick, 15));
+  report('editors on Kubernetes ÷ local processes, 10 servers', await benchKubernetes(realEditor(), quick, 15));
 }
 if (wanted('crd')) {
   report('EditorServer objects ÷ manifest files as the manifests, editors on Kubernetes', await benchCrd(quick, 17));
