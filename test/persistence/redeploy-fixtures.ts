@@ -77,6 +77,7 @@ export async function fleetOf(service: TestService): Promise<Record<string, Seen
   const { body } = await service.request('GET', '/servers');
   const fleet: Record<string, SeenServer> = {};
   for (const record of body) {
+    expect(record.workspace_path, `${record.manifest} has no workspace path yet`).toEqual(expect.any(String));
     fleet[record.manifest] = {
       id: record.id,
       name: record.name,
