@@ -102,4 +102,34 @@ describe.each<TargetKind>(['folder', 'volume'])('what a person declared, with a 
     expect(after).toEqual(before);
     expect(Object.values(ids).every((id) => Object.values(after).some((s) => s.id === id))).toBe(true);
   }, 180_000);
+
+  it('keeps a manifest-only change of a stopped server as one small object, without a snapshot', async () => {
+    const base = await scratch(`devbox-declared-small-${kind}-`);
+    cleanups.push(() => fs.rm(base, { recursive: true, force: true }));
+    const target = await makeTarget(kind, base);
+    cleanups.push(() => target.close());
+    const service = await startTestService({ root: join(base, 'machine'), persistTo: target.persistTo, platform: target.platform });
+    cleanups.push(async () => {
+      await service.close({ stopEditors: true }).catch(() => undefined);
+      await wipe(service);
+    });
+    const id = (await service.request('POST', '/servers', { name: 'Quiet' })).body.id;
+    await eventually(async () => (await service.request('GET', `/servers/${id}`)).body.persistence?.last_snapshot_id ?? undefined);
+    await eventually(async () => (await service.request('GET', '/health')).body.persistence?.declared_behind === 0 || undefined, 10_000);
+    const kept = async (folder: string) => (target.workspace
+      ? target.workspace.volumeFilePaths().filter((p) => p.includes(`/servers/quiet/${folder}/`)).map((p) => [p, target.workspace!.volumeFile(p)!] as const)
+      : await Promise.all((await fs.readdir(join(target.persistTo, 'servers', 'quiet', folder))).map(async (f) => [f, await fs.readFile(join(target.persistTo, 'servers', 'quiet', folder, f))] as const)));
+    const snapshots = (await kept('snapshots')).map(([path]) => path);
+    const written = (await service.request('GET', '/health')).body.persistence.counts.declared_written;
+
+    const file = join(service.settings.manifestsDir, 'quiet.yaml');
+    await writeWhole(file, (await fs.readFile(file, 'utf8')).replace(/displayName: .*/, 'displayName: Renamed quietly'));
+    const declared = await eventually(async () => {
+      const records = await kept('declared');
+      return records.length === 1 && records[0][1].toString().includes('Renamed quietly') ? records : undefined;
+    }, 10_000);
+    expect(declared[0][1].length).toBeLessThan(16 * 1024);
+    expect((await service.request('GET', '/health')).body.persistence.counts.declared_written).toBe(written + 1);
+    expect((await kept('snapshots')).map(([path]) => path)).toEqual(snapshots);
+  }, 60_000);
 });

@@ -12,7 +12,7 @@
 // and the operations it ran.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { postForm } from '../helpers/form.ts';
 import { prng } from '../helpers/prng.ts';
 import { eventually, portRange, processExists, startTestService, type TestService } from '../helpers/service.ts';
@@ -242,11 +242,19 @@ function differences(before: Record<string, SeenServer>, after: Record<string, S
   return lines;
 }
 
+const tried = { runs: 0, operations: 0, acted: 0 };
+afterAll(() => {
+  // The long run says what it tried, for its report.
+  if (SEEDS > 1) console.log(`fleet model: ${tried.runs} runs, ${tried.operations} operations (${tried.acted} acted on a server; the rest found none to act on)`);
+});
+
 describe.each<TargetKind>(['folder', 'volume'])('the fleet across a redeploy, with a %s as the target', (kind) => {
   for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) {
     it(`comes back as it was before the SIGTERM after random operations (seed ${seed}, at most ${MAX_OPS} operations)`, async () => {
       const w = await world(kind);
       const { ops, before, after } = await run(w, seed);
+      const done = ops.filter((op) => op !== 'SIGTERM' && op !== '…settled');
+      Object.assign(tried, { runs: tried.runs + 1, operations: tried.operations + done.length, acted: tried.acted + done.filter((op) => !op.includes('nothing to do')).length });
       expect(after, `seed ${seed}:\n${ops.join('\n')}\n${differences(before, after).join('\n')}`).toEqual(before);
     }, 240_000);
   }
