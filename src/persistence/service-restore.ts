@@ -12,9 +12,13 @@ import { describeError, fromSnapshot, isDeleted, type PersistenceDeps, type Serv
 import { putBack, settingsAppliedFile, type KeptRecord } from './service-records.ts';
 import type { RestoreGate } from './restore-gate.ts';
 import type { KeptServer } from './engine.ts';
+import { forEachLimited } from './limit.ts';
 import type { DeclaredKeeper } from './service-declared.ts';
 import type { TargetStanding } from './target-standing.ts';
 import { StoreError, type RestoreResult, type SnapshotInfo, type SnapshotRoot } from './types.ts';
+
+/** Servers looked at, and put back, at once when the service starts. */
+const DISCOVERY_CONCURRENCY = 8;
 
 /** Why files are restored: a fresh container, an undelete, or a snapshot someone chose. */
 export type RestoreReason = 'start' | 'undelete' | 'chosen';
@@ -95,8 +99,10 @@ export class Restorer {
       throw error;
     }
     const restoring: string[] = [];
-    for (const server of servers) {
-      if (isDeleted(server)) continue;
+    const fresh = this.#fresh;
+    // Several at once: each is two reads at the target (its declared record and its latest index).
+    await forEachLimited(servers, DISCOVERY_CONCURRENCY, async (server) => {
+      if (isDeleted(server)) return;
       const { name, latest } = server;
       if (latest) {
         this.#deps.setState(name, fromSnapshot(latest));
@@ -104,14 +110,11 @@ export class Restorer {
       }
       this.#deps.declared.seed(name, server.declared);
       const manifestThere = await exists(store.fileOf(name));
-      const known = !this.#fresh.has(name) && (await exists(store.statusFileOf(name)));
-      if (known || this.#planned.has(name)) continue;
+      const known = !fresh.has(name) && (await exists(store.statusFileOf(name)));
+      if (known || this.#planned.has(name)) return;
       gate.restoring(name, latest ? `restoring ${latest.files} files from snapshot ${latest.id}` : 'restoring its manifest');
       const chosen = await this.#choose(server);
-      if (!chosen) {
-        gate.release(name);
-        continue;
-      }
+      if (!chosen) return void gate.release(name);
       const created = await putBack(store, this.#deps.layout, {
         ...chosen,
         uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.name !== name && r.server?.metadata.uid === uid),
@@ -127,7 +130,8 @@ export class Restorer {
         gate.restored(name, `its manifest from ${chosen.from}; no files were kept of it`);
       }
       this.#deps.enqueue(name);
-    }
+    });
+    restoring.sort();
     // Held while the target did not answer, and it holds nothing of them to restore: they go on as they are.
     for (const name of this.#fresh) if (!this.#planned.has(name)) gate.release(name);
     this.discovered = true;
