@@ -121,7 +121,7 @@ async function run(w: World, seed: number): Promise<{ ops: string[]; before: Rec
     async editByApi() {
       const server = pick(await servers());
       if (!server) return undefined;
-      ok('install-extension', await service.request('POST', `/servers/${server.id}/install-extension`, { extension: pick(['acme.quick', 'acme.lint', 'acme.theme'])! }), 200, 404, 409);
+      ok('install-extension', await service.request('POST', `/servers/${server.id}/install-extension`, { extension: pick(['acme.quick', 'acme.lint', 'acme.theme'])! }), 200, 202, 404, 409);
       return server.manifest;
     },
     async start() {
