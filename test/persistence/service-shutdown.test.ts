@@ -1,6 +1,6 @@
 // The service as the platform runs it, a real process: SIGTERM with a 2,000-file workspace not
 // yet kept finishes the final snapshot within the platform's 15 s, and a fresh container gets it
-// back; kill -9 in the middle of a snapshot leaves the previous complete one current.
+// back, with a server declared a moment before and never started; kill -9 in the middle of a snapshot leaves the previous complete one current.
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,9 @@ describe('the service process and its target', () => {
     const m = await machine();
     const first = await m.start();
     const { id, workspace } = await createRunning(first.url, 'Big');
+    // And one declared a moment before the SIGTERM, never started: it comes back too.
+    const declared = await request(first.url, 'POST', '/servers', { name: 'Declared only' });
+    expect(declared.status).toBe(201);
     await writeFiles(workspace, 2000, 2048, 'pending');
     const files = sorted(await hashTree(workspace));
     expect(files).toHaveLength(2000);
@@ -79,7 +82,7 @@ describe('the service process and its target', () => {
     const seconds = (performance.now() - began) / 1000;
     expect(exit, first.output()).toEqual({ code: 0, signal: null });
     expect(seconds, first.output()).toBeLessThan(15);
-    expect(first.output()).toMatch(/SIGTERM: final snapshots of 1 server in [\d.]+ s: 1 saved/);
+    expect(first.output()).toMatch(/SIGTERM: final snapshots of [12] servers? in [\d.]+ s: 1 saved/);
     // The empty workspace kept when the server was created, then the final one.
     expect(await committed(m.keep, 'big')).toHaveLength(2);
 
@@ -87,6 +90,8 @@ describe('the service process and its target', () => {
     const second = await m.start();
     await restoredWhen(second.url, id, 'Running', 60_000);
     expect(sorted(await hashTree(workspace))).toEqual(files);
+    const back = await restoredWhen(second.url, declared.body.id, 'Stopped', 60_000);
+    expect(back).toMatchObject({ name: 'Declared only', port: declared.body.port, status: 'stopped' });
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
   }, 120_000);
