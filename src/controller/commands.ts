@@ -6,10 +6,16 @@ import type { Reconciler } from './reconciler.ts';
 
 export function controllerCommands(controller: Controller, reconciler: Reconciler): ServerCommands {
   return {
-    enqueue: (name) => controller.enqueue(name),
+    // Someone waits on what the API and the proxy ask: ahead of background work.
+    enqueue: (name) => controller.enqueue(name, 'user'),
     reconcileNow: (name, timeoutMs) => controller.reconcileNow(name, timeoutMs),
     waitFor: (name, predicate, timeoutMs) => controller.waitFor(name, predicate, timeoutMs),
-    wake: (name, why) => reconciler.wake(name, why),
+    wake: (name, why) => {
+      const woken = reconciler.wake(name, why);
+      // Someone opened the editor and waits on the starting page.
+      if (woken) controller.enqueue(name, 'user');
+      return woken;
+    },
     requestDeletion: (name) => reconciler.requestDeletion(name),
     recordHealth: (name, answered) => reconciler.recordHealth(name, answered),
   };

@@ -6,7 +6,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
 import type { EditorServer } from '../manifests/types.ts';
 import { describeRef, sameRef, type EditorRuntime, type RunningEditor } from '../runtime/interface.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue, type Lane } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
 const RECHECK_MS = 250;
@@ -71,8 +71,9 @@ export class Controller {
     return this.options.reconciler;
   }
 
-  enqueue(name: string): void {
-    this.queue.add(name);
+  /** Queues a reconcile of the server; `user` when someone waits on it (it goes ahead of background work). */
+  enqueue(name: string, lane: Lane = 'background'): void {
+    this.queue.add(name, lane);
   }
 
   async start(): Promise<void> {
@@ -161,7 +162,7 @@ export class Controller {
       };
       const timer = setTimeout(finish, timeoutMs);
       reconciler.on('reconciled', onDone);
-      this.queue.add(name);
+      this.queue.add(name, 'user');
     });
   }
 

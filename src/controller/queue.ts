@@ -1,5 +1,7 @@
 // A work queue of names, like client-go's: a name waits at most once, is processed by one worker
-// at a time, and failures come back after a capped exponential backoff.
+// at a time, and failures come back after a capped exponential backoff. Names a person is waiting
+// on (a start, a stop, a create) go ahead of everything else: a sync that lands thousands of
+// manifests, or a resync, never holds up a click.
 
 import { backoffMs } from '../core/backoff.ts';
 import { realClock, type Clock } from '../core/clock.ts';
@@ -44,6 +46,37 @@ export interface QueueOptions {
   onTerminal?: (name: string, error: TerminalError) => void;
 }
 
+/** Which lane a name waits in: `user` (someone waits on it) goes before `background`. */
+export type Lane = 'user' | 'background';
+
+/** A first-in, first-out line of names with O(1) take from the front; entries whose name moved lanes are skipped. */
+class Line {
+  #items: string[] = [];
+  #head = 0;
+
+  push(name: string): void {
+    this.#items.push(name);
+  }
+
+  /** The next name for which `current(name)` is true; the others are dropped. */
+  shift(current: (name: string) => boolean): string | undefined {
+    while (this.#head < this.#items.length) {
+      const name = this.#items[this.#head++];
+      if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+        this.#items = this.#items.slice(this.#head);
+        this.#head = 0;
+      }
+      if (current(name)) return name;
+    }
+    return undefined;
+  }
+
+  clear(): void {
+    this.#items = [];
+    this.#head = 0;
+  }
+}
+
 export class WorkQueue {
   private readonly handler: (name: string) => Promise<ReconcileResult>;
   private readonly workers: number;
@@ -52,11 +85,12 @@ export class WorkQueue {
   private readonly clock: Clock;
   private readonly onError?: QueueOptions['onError'];
   private readonly onTerminal?: QueueOptions['onTerminal'];
-  private readonly pending: string[] = [];
-  private readonly queued = new Set<string>();
+  private readonly lines: Record<Lane, Line> = { user: new Line(), background: new Line() };
+  /** Names waiting, and the lane each waits in. */
+  private readonly queued = new Map<string, Lane>();
   private readonly active = new Set<string>();
-  /** Names added again while being processed: they run once more afterwards. */
-  private readonly dirty = new Set<string>();
+  /** Names added again while being processed, with their lane: they run once more afterwards. */
+  private readonly dirty = new Map<string, Lane>();
   private readonly failures = new Map<string, number>();
   private readonly delayed = new Map<string, { at: number; handle: unknown }>();
   private readonly idleWaiters: Array<() => void> = [];
@@ -72,16 +106,18 @@ export class WorkQueue {
     this.onTerminal = options.onTerminal;
   }
 
-  add(name: string): void {
+  /** Queues the name (a name already waiting in the background moves to the user lane when a person asks). */
+  add(name: string, lane: Lane = 'background'): void {
     if (this.stopped) return;
     this.cancelDelay(name);
     if (this.active.has(name)) {
-      this.dirty.add(name);
+      if (lane === 'user' || !this.dirty.has(name)) this.dirty.set(name, lane);
       return;
     }
-    if (this.queued.has(name)) return;
-    this.queued.add(name);
-    this.pending.push(name);
+    const waiting = this.queued.get(name);
+    if (waiting === 'user' || waiting === lane) return;
+    this.queued.set(name, lane);
+    this.lines[lane].push(name);
     this.pump();
   }
 
@@ -106,7 +142,7 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.pending.length + this.active.size;
+    return this.queued.size + this.active.size;
   }
 
   /** Resolves when nothing is queued or running (delayed names do not count). */
@@ -119,7 +155,8 @@ export class WorkQueue {
     this.stopped = true;
     for (const { handle } of this.delayed.values()) this.clock.clearTimeout(handle);
     this.delayed.clear();
-    this.pending.length = 0;
+    this.lines.user.clear();
+    this.lines.background.clear();
     this.queued.clear();
   }
 
@@ -137,10 +174,9 @@ export class WorkQueue {
 
   private pump(): void {
     while (!this.stopped && this.active.size < this.workers) {
-      // Skip names whose previous run is still going: they are marked dirty instead.
-      const index = this.pending.findIndex((n) => !this.active.has(n));
-      if (index < 0) break;
-      const [name] = this.pending.splice(index, 1);
+      const name = this.lines.user.shift((n) => this.queued.get(n) === 'user')
+        ?? this.lines.background.shift((n) => this.queued.get(n) === 'background');
+      if (name === undefined) break;
       this.queued.delete(name);
       this.active.add(name);
       void this.run(name);
@@ -167,7 +203,11 @@ export class WorkQueue {
       this.addAfter(name, this.backoffFor(attempt));
     } finally {
       this.active.delete(name);
-      if (this.dirty.delete(name)) this.add(name);
+      const again = this.dirty.get(name);
+      if (again !== undefined) {
+        this.dirty.delete(name);
+        this.add(name, again);
+      }
       this.pump();
     }
   }

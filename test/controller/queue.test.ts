@@ -293,4 +293,44 @@ describe('WorkQueue', () => {
     expect(idle).toBe(true);
     expect(queue.length).toBe(0);
   });
+
+  it('runs a name someone waits on before the background work queued ahead of it, once', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 1, clock: new FakeClock() });
+    // A sync lands: the only worker is busy with the first of many.
+    for (let i = 0; i < 1000; i++) queue.add(`synced-${i}`);
+    await settle();
+    expect(handler.started).toEqual(['synced-0']);
+    // A person starts one of those still waiting, and another server.
+    queue.add('synced-500', 'user');
+    queue.add('clicked', 'user');
+    queue.add('synced-500');
+    await handler.finish('synced-0');
+    expect(handler.started).toEqual(['synced-0', 'synced-500']);
+    await handler.finish('synced-500');
+    expect(handler.started.at(-1)).toBe('clicked');
+    await handler.finish('clicked');
+    expect(handler.started.at(-1)).toBe('synced-1');
+    // The rest, in order, each once: synced-500 does not run again from its old place.
+    for (let i = 1; i < 1000; i++) if (i !== 500) await handler.finish(`synced-${i}`);
+    await queue.idle();
+    expect(handler.started.filter((name) => name === 'synced-500')).toHaveLength(1);
+    expect(handler.started).toHaveLength(1001);
+  });
+
+  it('runs a name asked for by someone during its run again, ahead of the background', async () => {
+    const handler = new ControlledHandler();
+    queue = new WorkQueue(handler.handle, { workers: 1, clock: new FakeClock() });
+    queue.add('alpha');
+    await settle();
+    queue.add('beta');
+    queue.add('alpha', 'user');
+    queue.add('alpha');
+    await handler.finish('alpha');
+    expect(handler.started).toEqual(['alpha', 'alpha']);
+    await handler.finish('alpha');
+    await handler.finish('beta');
+    await queue.idle();
+    expect(handler.started).toEqual(['alpha', 'alpha', 'beta']);
+  });
 });
