@@ -25,8 +25,7 @@ export const serverPrefix = (name: string) => `${SERVERS_PREFIX}${name}/`;
 export const snapshotsPrefix = (name: string) => `${SERVERS_PREFIX}${name}/snapshots/`;
 export const indexKey = (name: string, id: string) => `${snapshotsPrefix(name)}${id}.json`;
 export const deletedMarkKey = (name: string) => `${SERVERS_PREFIX}${name}/deleted.json`;
-export const declaredPrefix = (name: string) => `${SERVERS_PREFIX}${name}/declared/`;
-export const declaredKey = (name: string, id: string, digest: string) => `${declaredPrefix(name)}${id}-${digest}.json`;
+export const declaredKey = (name: string, id: string, digest: string) => `${SERVERS_PREFIX}${name}/declared/${id}-${digest}.json`;
 
 /** `2026-11-26T10-00-00.000Z-1a2b3c4d`: sortable as text in time order (ISO time, `:` made `-`), unique by its random tail. */
 export function timeId(ms: number): string {

@@ -28,7 +28,6 @@ export interface DeclaredDeps extends Pick<PersistenceDeps, 'engine' | 'store' |
 
 export interface DeclaredFlush {
   written: number;
-  unchanged: number;
   failed: string[];
 }
 
@@ -38,8 +37,6 @@ export class DeclaredKeeper {
   readonly #dirty = new Set<string>();
   /** The declared records the store holds of each server, oldest first (the last is current). */
   readonly #kept = new Map<string, DeclaredKey[]>();
-  /** Names whose keys at the store are known (seeded from the first listing, or looked up). */
-  readonly #looked = new Set<string>();
   readonly #locks = new KeyedMutex();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<DeclaredFlush> | undefined;
@@ -47,7 +44,7 @@ export class DeclaredKeeper {
   #closed = false;
   /** Every server at the store was listed: a name not seeded has nothing there. */
   #allLooked = false;
-  readonly counts = { written: 0, unchanged: 0 };
+  readonly counts = { written: 0 };
 
   constructor(deps: DeclaredDeps) {
     this.#deps = deps;
@@ -56,18 +53,12 @@ export class DeclaredKeeper {
   /** What the store holds of a server, from the first look at it. */
   seed(name: string, keys: readonly DeclaredKey[]): void {
     this.#kept.set(name, [...keys]);
-    this.#looked.add(name);
   }
 
   /** Everything was listed: a name not seeded has no record at the store. */
   seededAll(): void {
     this.#allLooked = true;
     this.schedule();
-  }
-
-  /** The digest of the current record at the store, if known. */
-  keptDigest(name: string): string | undefined {
-    return this.#kept.get(name)?.at(-1)?.digest;
   }
 
   /** The server changed (manifest, status, settings): its record is written within COALESCE_MS. */
@@ -117,13 +108,11 @@ export class DeclaredKeeper {
     const names = new Set(this.#dirty);
     this.#dirty.clear();
     if (all) for (const name of await this.#deps.store.list()) names.add(name);
-    const result: DeclaredFlush = { written: 0, unchanged: 0, failed: [] };
+    const result: DeclaredFlush = { written: 0, failed: [] };
     let storeFailed = false;
     await forEachLimited([...names], CONCURRENCY, async (name) => {
       try {
-        const outcome = await this.#locks.run(name, () => this.#write(name, all, signal));
-        if (outcome === 'written') result.written++;
-        else if (outcome === 'unchanged') result.unchanged++;
+        if (await this.#locks.run(name, () => this.#write(name, all, signal))) result.written++;
       } catch (error) {
         this.#dirty.add(name);
         result.failed.push(`${name} (${describeError(error)})`);
@@ -138,23 +127,22 @@ export class DeclaredKeeper {
     this.#failures = storeFailed ? this.#failures + 1 : 0;
     if (!storeFailed && result.written > 0) this.#deps.standing.works();
     this.counts.written += result.written;
-    this.counts.unchanged += result.unchanged;
     return result;
   }
 
-  /** Writes one server's record when the store's differs; 'skipped' when there is nothing to keep (gone, being deleted, no uid yet). */
-  async #write(name: string, final: boolean, signal?: AbortSignal): Promise<'written' | 'unchanged' | 'skipped'> {
+  /** Writes one server's record when the store's differs; false when nothing was written (the same, gone, being deleted, no uid yet). */
+  async #write(name: string, final: boolean, signal?: AbortSignal): Promise<boolean> {
     const record = await this.#read(name);
-    if (!record) return 'skipped';
+    if (!record) return false;
+    const keys = await this.#keys(name, signal);
     // A manifest the controller has not given a uid yet is kept only at the last moment, and only
     // when nothing of it is kept: its uid comes with the next reconcile, and marks it again.
-    if (record.uid === null && (!final || (await this.#keys(name, signal)).length > 0)) return 'skipped';
+    if (record.uid === null && (!final || keys.length > 0)) return false;
     const digest = declaredDigest(record);
-    const keys = await this.#keys(name, signal);
-    if (keys.at(-1)?.digest === digest) return 'unchanged';
+    if (keys.at(-1)?.digest === digest) return false;
     const key = await this.#deps.engine.putDeclared(name, digest, encodeDeclared(record), keys, signal);
     this.#kept.set(name, [key]);
-    return 'written';
+    return true;
   }
 
   /** The record as it would be kept now; undefined when the server is gone or being deleted. */
@@ -162,9 +150,12 @@ export class DeclaredKeeper {
     const { store, layout, records } = this.#deps;
     const manifestText = await store.textOf(name);
     if (manifestText === undefined) return undefined;
-    const read = parseManifest(name, manifestText);
-    // A delete under way: its last snapshot and the deletion mark say what becomes of it.
-    if (read.kind === 'ok' && read.server.metadata.deletionTimestamp) return undefined;
+    // A delete under way: its last snapshot and the deletion mark say what becomes of it. (Parsed
+    // only when the text can hold a mark: this runs for every change the controller reports.)
+    if (manifestText.includes('deletionTimestamp')) {
+      const read = parseManifest(name, manifestText);
+      if (read.kind === 'ok' && read.server.metadata.deletionTimestamp) return undefined;
+    }
     const server = records.get(name)?.server;
     const uid = server?.metadata.uid ?? null;
     const kept = await keptRecord(layout, name, server?.metadata.generation, server?.status);
@@ -173,7 +164,7 @@ export class DeclaredKeeper {
 
   /** The keys the store holds of the server: known from the first listing, else looked up once. */
   async #keys(name: string, signal?: AbortSignal): Promise<DeclaredKey[]> {
-    if (this.#allLooked || this.#looked.has(name)) return this.#kept.get(name) ?? [];
+    if (this.#allLooked || this.#kept.has(name)) return this.#kept.get(name) ?? [];
     const keys = await this.#deps.engine.declaredOf(name, signal);
     this.seed(name, keys);
     return keys;

@@ -188,7 +188,7 @@ export class PersistenceService implements PersistenceHooks {
   async snapshotAll(reason: string, deadlineMs: number): Promise<ShutdownSummary> {
     const began = performance.now();
     this.#closing = true;
-    const unkept = [...this.#deps.records.values()].filter((r) => !this.gate.holds(r.name) && this.#marks.owed(r.name, r.server)).map((r) => r.name);
+    const unkept = [...this.#deps.records.values()].filter((r) => this.#marks.owed(r.name, r.server)).map((r) => r.name);
     const names = [...new Set([...this.#deps.running(), ...this.#reasons.keys(), ...unkept])].filter((name) => !this.gate.holds(name) && this.#deps.records.has(name));
     return finalSnapshots({
       names, began, deadlineMs, lifetime: this.#lifetime,

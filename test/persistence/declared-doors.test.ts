@@ -7,12 +7,12 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postForm } from '../helpers/form.ts';
-import { eventually, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, type TestService } from '../helpers/service.ts';
 import { commit, makeGitRepo, manifest } from '../gitops/repos.ts';
 import { writeTemplate, writeWhole } from '../templates/fixtures.ts';
 import { makeRepo, serveGitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
-import { fleetOf, makeTarget, scratch, sigterm, wipe, type TargetKind } from './redeploy-fixtures.ts';
+import { fleetOf, makeTarget, scratch, sigterm, startOn, wipe, type TargetKind } from './redeploy-fixtures.ts';
 import { restoredWhen } from './service-fixtures.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -37,15 +37,10 @@ describe.each<TargetKind>(['folder', 'volume'])('what a person declared, with a 
 
     const services: TestService[] = [];
     const open = async () => {
-      const service = await startTestService({
-        root: join(base, 'machine'), persistTo: target.persistTo, platform: target.platform, templatesDir,
-        gitSync: { manifests: { url: daemon.url('fleet'), path: 'servers', intervalSeconds: 3600 } },
+      const service = await startOn(target, join(base, 'machine'), cleanups, {
+        templatesDir, gitSync: { manifests: { url: daemon.url('fleet'), path: 'servers', intervalSeconds: 3600 } },
       });
       services.push(service);
-      cleanups.push(async () => {
-        await service.close({ stopEditors: true }).catch(() => undefined);
-        await wipe(service);
-      });
       return service;
     };
     const first = await open();
@@ -108,11 +103,7 @@ describe.each<TargetKind>(['folder', 'volume'])('what a person declared, with a 
     cleanups.push(() => fs.rm(base, { recursive: true, force: true }));
     const target = await makeTarget(kind, base);
     cleanups.push(() => target.close());
-    const service = await startTestService({ root: join(base, 'machine'), persistTo: target.persistTo, platform: target.platform });
-    cleanups.push(async () => {
-      await service.close({ stopEditors: true }).catch(() => undefined);
-      await wipe(service);
-    });
+    const service = await startOn(target, join(base, 'machine'), cleanups);
     const id = (await service.request('POST', '/servers', { name: 'Quiet' })).body.id;
     await eventually(async () => (await service.request('GET', `/servers/${id}`)).body.persistence?.last_snapshot_id ?? undefined);
     await eventually(async () => (await service.request('GET', '/health')).body.persistence?.declared_behind === 0 || undefined, 10_000);

@@ -15,12 +15,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { postForm } from '../helpers/form.ts';
 import { prng } from '../helpers/prng.ts';
-import { eventually, portRange, processExists, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, portRange, processExists, type TestService } from '../helpers/service.ts';
 import { manifest } from '../gitops/repos.ts';
 import { writeTemplate, writeWhole } from '../templates/fixtures.ts';
 import { makeRepo, serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
-import { fleetOf, makeTarget, scratch, sigterm, wipe, type SeenServer, type Target, type TargetKind } from './redeploy-fixtures.ts';
+import { fleetOf, makeTarget, scratch, sigterm, startOn, wipe, type SeenServer, type Target, type TargetKind } from './redeploy-fixtures.ts';
 
 const FIRST_SEED = Number(process.env.DEVBOX_MODEL_SEED ?? 20261129);
 const SEEDS = Number(process.env.DEVBOX_MODEL_SEEDS ?? 1);
@@ -53,16 +53,8 @@ async function world(kind: TargetKind): Promise<World> {
   return { base, target, daemon, templatesDir, ports: portRange() };
 }
 
-async function open(w: World): Promise<TestService> {
-  const service = await startTestService({
-    root: join(w.base, 'machine'), persistTo: w.target.persistTo, platform: w.target.platform, templatesDir: w.templatesDir,
-    config: { ports: w.ports },
-  });
-  cleanups.push(async () => {
-    await service.close({ stopEditors: true }).catch(() => undefined);
-    await wipe(service);
-  });
-  return service;
+function open(w: World): Promise<TestService> {
+  return startOn(w.target, join(w.base, 'machine'), cleanups, { templatesDir: w.templatesDir, config: { ports: w.ports } });
 }
 
 /** One random run: the operations done, and the fleet before the SIGTERM and after the redeploy. */

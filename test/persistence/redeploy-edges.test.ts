@@ -5,9 +5,9 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postForm } from '../helpers/form.ts';
-import { eventually, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, type TestService } from '../helpers/service.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
-import { fleetOf, makeTarget, scratch, sigterm, wipe, type Target, type TargetKind } from './redeploy-fixtures.ts';
+import { fleetOf, makeTarget, scratch, sigterm, startOn, wipe, type Target, type TargetKind } from './redeploy-fixtures.ts';
 import { restoredWhen } from './service-fixtures.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -20,14 +20,7 @@ async function machine(kind: TargetKind): Promise<{ target: Target; open: () => 
   cleanups.push(() => fs.rm(base, { recursive: true, force: true }));
   const target = await makeTarget(kind, base);
   cleanups.push(() => target.close());
-  const open = async () => {
-    const service = await startTestService({ root: join(base, 'machine'), persistTo: target.persistTo, platform: target.platform });
-    cleanups.push(async () => {
-      await service.close({ stopEditors: true }).catch(() => undefined);
-      await wipe(service);
-    });
-    return service;
-  };
+  const open = () => startOn(target, join(base, 'machine'), cleanups);
   return { target, open };
 }
 

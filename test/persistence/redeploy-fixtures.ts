@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { PlatformSettings } from '../../src/config/settings.ts';
-import { killEditors, type TestService } from '../helpers/service.ts';
+import { killEditors, startTestService, type SettingsOverrides, type TestService } from '../helpers/service.ts';
 import { startFakeWorkspace, type FakeWorkspace } from '../platform/fake-workspace.ts';
 import { fakeWorkspaceSettings, tempHome } from '../platform/platform-settings.ts';
 import { hashTree, sorted } from './service-fixtures.ts';
@@ -46,6 +46,19 @@ export async function makeTarget(kind: TargetKind, base: string): Promise<Target
 
 export function scratch(prefix: string): Promise<string> {
   return fs.mkdtemp(join(tmpdir(), prefix));
+}
+
+/**
+ * The service on `root` keeping its work at `target`; `cleanups` gets what stops it and wipes the
+ * machine (the target stays, for the next start on the same root).
+ */
+export async function startOn(target: Target, root: string, cleanups: Array<() => Promise<unknown>>, overrides: SettingsOverrides = {}): Promise<TestService> {
+  const service = await startTestService({ ...overrides, root, persistTo: target.persistTo, platform: target.platform });
+  cleanups.push(async () => {
+    await service.close({ stopEditors: true }).catch(() => undefined);
+    await wipe(service);
+  });
+  return service;
 }
 
 /** What `npm start` does on SIGTERM (src/main.ts): the final snapshots within 12 s, then close, leaving editors running. */
