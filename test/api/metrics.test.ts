@@ -198,6 +198,8 @@ describe('GET /metrics', () => {
     };
     // One of each kind first: the series they belong to exist from then on.
     for (let i = 0; i < 4; i++) await hit(i, random());
+    // The editor restarted by an earlier test has its memory sampled again before the first count.
+    await eventually(async () => (await metric('devbox_server_memory_bytes', server)) !== undefined);
     const devboxSeries = (families: Map<string, Family>) => new Set([...seriesOf(families)].filter((s) => s.startsWith('devbox_')));
     const before = devboxSeries((await scrape()).families);
     const words = Array.from({ length: 200 }, random);
