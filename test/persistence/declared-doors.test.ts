@@ -120,7 +120,8 @@ describe.each<TargetKind>(['folder', 'volume'])('what a person declared, with a 
       return records.length === 1 && records[0][1].toString().includes('Renamed quietly') ? records : undefined;
     }, 10_000);
     expect(declared[0][1].length).toBeLessThan(16 * 1024);
-    expect((await service.request('GET', '/health')).body.persistence.counts.declared_written).toBe(written + 1);
+    // The edit, and the status settling on its generation if that comes more than the coalescing second later.
+    expect((await service.request('GET', '/health')).body.persistence.counts.declared_written - written).toBeOneOf([1, 2]);
     expect((await kept('snapshots')).map(([path]) => path)).toEqual(snapshots);
   }, 60_000);
 });
