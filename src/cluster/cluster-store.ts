@@ -9,7 +9,10 @@
 //   - the service's side: the API's creates, updates and deletion marks, and a GitOps mirror's
 //     writes, go to the objects first (resourceVersion-guarded), then to the working copy;
 //   - status goes to the objects only through the /status subresource, with observedGeneration
-//     in the objects' own generations; a status someone else wrote is put back.
+//     in the objects' own generations; a status someone else wrote is put back. Writes are
+//     coalesced: commits that queue behind one another write only the latest, and a watch event
+//     older than the object as last written (its own status write's) is not taken for news, so
+//     a transition costs one status write.
 // A finalizer on every object makes `kubectl delete` a deliberate delete the controller carries
 // out (editor, volume and objects gone) before the object goes.
 import { promises as fs } from 'node:fs';
@@ -53,6 +56,8 @@ export class ClusterManifestStore extends ManifestStore {
   readonly #pending = new Set<Promise<unknown>>();
   /** Names whose status could not be written (the API server away): the next sight of the object writes it. */
   readonly #unwritten = new Set<string>();
+  /** The latest status the controller committed and nobody has written yet, by name. */
+  readonly #wanted = new Map<string, EditorServerStatus>();
   #trouble: string | undefined;
 
   constructor(options: ClusterStoreOptions) {
@@ -178,7 +183,14 @@ export class ClusterManifestStore extends ManifestStore {
   /** Records the status, then writes it to the object through /status. */
   override async writeStatus(name: string, status: EditorServerStatus, uid?: string): Promise<WriteResult> {
     const result = await super.writeStatus(name, status, uid);
-    if (result !== 'missing' && result !== 'invalid') await this.#sync.run(name, () => this.#pushStatus(name, status));
+    if (result === 'missing' || result === 'invalid') return result;
+    this.#wanted.set(name, status);
+    // Commits queued behind a write in flight: the first to run writes the latest, the others nothing.
+    await this.#sync.run(name, async () => {
+      const latest = this.#wanted.get(name);
+      this.#wanted.delete(name);
+      if (latest) await this.#pushStatus(name, latest);
+    });
     return result;
   }
 
@@ -234,6 +246,10 @@ export class ClusterManifestStore extends ManifestStore {
   #upsert(object: EditorServerObject): void {
     const name = object.metadata?.name;
     if (typeof name !== 'string') return;
+    // An event from before this service's own last write of the object (its finalizer, its
+    // status): the event of that write follows with everything this one says.
+    const held = this.#objects.get(name);
+    if (held?.metadata.uid === object.metadata.uid && olderVersion(object.metadata.resourceVersion, held?.metadata.resourceVersion)) return;
     this.#objects.set(name, object);
     this.#unseen.delete(name);
     if (this.#creating.has(name)) return;
@@ -277,8 +293,9 @@ export class ClusterManifestStore extends ManifestStore {
       const written = await this.api.setStatus(name, status);
       this.#unwritten.delete(name);
       const latest = this.#objects.get(name);
-      // Only the status is new: the rest stays as the watch last showed it.
-      if (latest) this.#objects.set(name, { ...latest, status: written.status ?? status });
+      // Only the status is new (the rest stays as the watch last showed it), at the version the write made.
+      const resourceVersion = written.metadata?.resourceVersion ?? latest?.metadata.resourceVersion;
+      if (latest) this.#objects.set(name, { ...latest, metadata: { ...latest.metadata, resourceVersion }, status: written.status ?? status });
     } catch (error) {
       // Gone meanwhile, or the API server away: the next sight of the object writes it again.
       if (error instanceof ApiRefusal && error.status === 404) return;
@@ -321,4 +338,13 @@ export class ClusterManifestStore extends ManifestStore {
     }
     throw new ConflictError(`${this.api.describe(name)} kept changing while its finalizer was being removed: it is removed at the next try`);
   }
+}
+
+/**
+ * True when resource version `a` is known to be older than `b`. Versions are opaque to clients;
+ * every Kubernetes API server backed by etcd makes them increasing integers, and anything else
+ * is taken as news (never older).
+ */
+function olderVersion(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
 }

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterManifestStore } from '../../src/cluster/cluster-store.ts';
 import { FINALIZER } from '../../src/cluster/editor-servers.ts';
 import type { EditorServer } from '../../src/manifests/types.ts';
+import { eventually } from '../helpers/wait.ts';
 import { FakeEditorServers } from './fake-editor-servers.ts';
 
 let root: string;
@@ -176,6 +177,39 @@ describe('status', () => {
     await store.settled();
     expect(api.objects.get('hello')!.status).toEqual(status);
     expect(lines.join('\n')).toMatch(/the status of editorserver\/hello was not the controller's .*put back/);
+  });
+
+  it('writes only the latest of the commits queued behind a write in flight, and takes no event of its own writes for news', async () => {
+    await api.create(hello());
+    store = await open();
+    await store.settled();
+    const real = api.setStatus.bind(api);
+    const written: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    api.setStatus = async (name, status) => {
+      written.push(status.phase);
+      if (written.length === 1) await gate;
+      return real(name, status);
+    };
+    const first = store.writeStatus('hello', { phase: 'Pending' });
+    await eventually(() => written.length === 1);
+    // Two more commits, one after the other (a name's reconciles never overlap), each recorded
+    // (the controller's own record) and waiting behind the first write.
+    const recorded = (phase: string) => eventually(async () => {
+      const read = await store.read('hello');
+      return read.kind === 'ok' && read.server.status?.phase === phase;
+    });
+    const queued = [store.writeStatus('hello', { phase: 'Provisioning' })];
+    await recorded('Provisioning');
+    queued.push(store.writeStatus('hello', { phase: 'Stopped', port: 8010 }));
+    await recorded('Stopped');
+    release();
+    await Promise.all([first, ...queued]);
+    await store.settled();
+    expect(written).toEqual(['Pending', 'Stopped']);
+    expect(api.objects.get('hello')!.status).toEqual({ phase: 'Stopped', port: 8010 });
+    expect(lines.join('\n')).not.toMatch(/put back/);
   });
 
   it('takes a status over from the object once, when the controller has none of its own (a new controller)', async () => {
