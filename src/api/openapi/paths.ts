@@ -95,7 +95,7 @@ export const PATHS: Record<string, Json> = {
   '/servers': {
     get: op('servers', 'listServers', 'List servers, or watch them', {
       200: {
-        description: 'Every server the requester may see; with `watch=1`, a stream of server-sent events: ADDED for each server, SYNCED, then ADDED, MODIFIED and DELETED as they happen (`: ping` comments keep it open).',
+        description: 'Every server the requester may see; with `watch=1`, a stream of server-sent events: ADDED for each server, SYNCED, then ADDED, MODIFIED and DELETED as they happen (`: ping` comments keep it open). The list is written in chunks of about 64 KiB of whole messages, each once the connection took the one before; changes made meanwhile follow SYNCED, the latest record of each server.',
         content: {
           'application/json': { schema: { type: 'array', items: ref('ServerRecord') } },
           'text/event-stream': {

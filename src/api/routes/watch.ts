@@ -1,7 +1,10 @@
 // GET /servers?watch=1: the server list, then its changes, as server-sent events, the way a
 // Kubernetes list-then-watch works: one ADDED per server, SYNCED, then ADDED, MODIFIED and
 // DELETED as they happen. Records come serialised from the ServerFeed, once per change for all
-// streams. Each stream sees only the servers its requester may (the access policy); a client that
+// streams. The list is written in chunks of about LIST_CHUNK_BYTES, each once the one before has
+// gone to the socket, so a new stream of 10,000 servers costs the service one chunk at a time, not
+// the whole list at once; changes made meanwhile are held (the latest per server) and follow
+// SYNCED. Each stream sees only the servers its requester may (the access policy); a client that
 // stops reading is dropped rather than buffered without end.
 import type { Request, Response, Router } from 'express';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
@@ -9,6 +12,9 @@ import { apiError } from '../../core/error-catalogue.ts';
 import type { Requester, ServerAccess } from '../access.ts';
 import { LentBuffer } from '../lent-buffer.ts';
 import { recordsAsBytes, type FeedChange, type FeedEntry, type ServerFeed } from '../server-feed.ts';
+
+/** About how many bytes of records one write of a new stream's list holds (one record when it is larger). */
+export const LIST_CHUNK_BYTES = 64 * 1024;
 
 export interface WatchLimits {
   /** Streams open at once; one more is answered 503. */
@@ -27,6 +33,11 @@ interface Watcher {
   /** Ids of the records this stream has been sent, by server name: what it believes exists. */
   sent: Map<string, string>;
   lastId: number;
+  /**
+   * While the list is still being written: the changes since it was taken, one per server (its
+   * first `before`, its latest `after`), and the bytes of their records.
+   */
+  held?: { changes: Map<string, FeedChange>; bytes: number };
 }
 
 /** Every open watch stream: fed by the ServerFeed, pinged, bounded, and ended when the service closes. */
@@ -51,9 +62,9 @@ export class WatchStreams {
     this.#unsubscribe = this.#feed.subscribe((change) => {
       for (const watcher of this.#watchers) this.#deliver(watcher, change);
     });
-    // One timer for every stream.
+    // One timer for every stream (one still receiving its list is not idle).
     this.#ping = setInterval(() => {
-      for (const watcher of this.#watchers) this.#write(watcher, ': ping\n\n');
+      for (const watcher of this.#watchers) if (!watcher.held) this.#write(watcher, ': ping\n\n');
     }, this.#limits.pingMs);
     this.#ping.unref();
   }
@@ -83,25 +94,56 @@ export class WatchStreams {
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('X-Accel-Buffering', 'no');
     res.socket?.setNoDelay(true);
-    // The list and SYNCED in the same tick as the subscription, so no change falls in between,
-    // and in the same write as the headers: one chunk on the wire, not one per server.
+    // The list is taken in the same tick as the subscription, so no change falls in between.
     const entries: FeedEntry[] = [];
     for (const entry of this.#feed.snapshot()) {
       if (!this.#access.allows(watcher.who, entry.server)) continue;
       watcher.sent.set(entry.name, entry.id);
       entries.push(entry);
     }
-    // ADDED for each (ids 1…n), then SYNCED: assembled from the entries' cached bytes.
-    const synced = `id: ${entries.length + 1}\ndata: {"type":"SYNCED","object":null}\n\n`;
-    const frame = { open: '', before: (i: number) => `id: ${i + 1}\ndata: {"type":"ADDED","object":`, after: '}\n\n', close: synced };
-    const { bytes: list, release } = this.#lent.assemble((alloc) => recordsAsBytes(entries, frame, alloc));
-    watcher.lastId = entries.length + 1;
-    // Lent until this write is done, or the stream is gone (its socket writes nothing more).
-    res.once('close', release);
-    res.write(list, release);
-    if (res.destroyed) return;
+    watcher.held = { changes: new Map(), bytes: 0 };
     this.#watchers.add(watcher);
     res.on('close', () => this.#watchers.delete(watcher));
+    // The first chunk goes in the same write as the headers: one chunk on the wire for a small list.
+    this.#writeList(watcher, entries, 0);
+    if (res.destroyed) this.#watchers.delete(watcher);
+  }
+
+  /**
+   * ADDED for entries[from…] (ids from+1…), as many as fit in a chunk; SYNCED after the last one.
+   * The next chunk is written once this one has gone to the socket.
+   */
+  #writeList(watcher: Watcher, entries: FeedEntry[], from: number): void {
+    const { res } = watcher;
+    if (res.destroyed || res.writableEnded) return;
+    let to = from;
+    for (let bytes = 0; to < entries.length; to++) {
+      const entry = entries[to];
+      bytes += entry.bytes.prefix.length + entry.bytes.suffix.length + 64;
+      if (bytes > LIST_CHUNK_BYTES && to > from) break;
+    }
+    const last = to === entries.length;
+    const frame = {
+      open: '',
+      before: (i: number) => `id: ${from + i + 1}\ndata: {"type":"ADDED","object":`,
+      after: '}\n\n',
+      close: last ? `id: ${entries.length + 1}\ndata: {"type":"SYNCED","object":null}\n\n` : '',
+    };
+    const { bytes, release } = this.#lent.assemble((alloc) => recordsAsBytes(entries.slice(from, to), frame, alloc));
+    // Lent until this write is done, or the stream is gone (its socket writes nothing more).
+    res.once('close', release);
+    res.write(bytes, (error) => {
+      res.off('close', release);
+      release();
+      // After a turn of the event loop, so a long list does not hold up other requests.
+      if (!error && !last) setImmediate(() => this.#writeList(watcher, entries, to));
+    });
+    if (!last) return;
+    // The list is out: what changed meanwhile follows SYNCED.
+    const held = watcher.held!;
+    watcher.held = undefined;
+    watcher.lastId = entries.length + 1;
+    for (const change of held.changes.values()) this.#deliver(watcher, change);
   }
 
   /** Ends every stream (the service is closing); later requests get 503. */
@@ -114,7 +156,9 @@ export class WatchStreams {
   }
 
   /** One change as this stream sees it: a server it may no longer see (or whose id changed) is DELETED for it. */
-  #deliver(watcher: Watcher, { name, before, after }: FeedChange): void {
+  #deliver(watcher: Watcher, change: FeedChange): void {
+    if (watcher.held) return this.#hold(watcher, change);
+    const { name, before, after } = change;
     const visible = after !== undefined && this.#access.allows(watcher.who, after.server);
     const sentId = watcher.sent.get(name);
     if (sentId !== undefined && (!visible || sentId !== after!.id)) {
@@ -125,6 +169,16 @@ export class WatchStreams {
     const type = watcher.sent.has(name) ? 'MODIFIED' : 'ADDED';
     watcher.sent.set(name, after.id);
     this.#send(watcher, type, after.json);
+  }
+
+  /** A change while the list is written: kept, merged with the server's earlier one, until SYNCED is out. */
+  #hold(watcher: Watcher, change: FeedChange): void {
+    const held = watcher.held!;
+    const earlier = held.changes.get(change.name);
+    held.bytes += (change.after?.json.length ?? 0) - (earlier?.after?.json.length ?? 0);
+    held.changes.set(change.name, { name: change.name, before: earlier ? earlier.before : change.before, after: change.after });
+    // What waits for this stream: the changes held and the chunk not yet taken by the socket.
+    if (held.bytes + watcher.res.writableLength > this.#limits.maxBufferedBytes) this.#drop(watcher, held.bytes + watcher.res.writableLength);
   }
 
   #send(watcher: Watcher, type: string, object: string): void {
@@ -139,14 +193,16 @@ export class WatchStreams {
     const { res } = watcher;
     if (res.destroyed || res.writableEnded) return;
     // Node buffers whatever the socket does not take: a client that stops reading would hold it all.
-    if (res.writableLength > this.#limits.maxBufferedBytes) {
-      this.#dropped++;
-      this.#watchers.delete(watcher);
-      this.#log(`watch stream of ${res.req.socket.remoteAddress ?? 'a client'} dropped: it read nothing while ${Math.round(res.writableLength / 1024)} KiB waited (more than ${Math.round(this.#limits.maxBufferedBytes / 1024)} KiB); it may connect again`);
-      res.destroy();
-      return;
-    }
+    if (res.writableLength > this.#limits.maxBufferedBytes) return this.#drop(watcher, res.writableLength);
     res.write(text);
+  }
+
+  #drop(watcher: Watcher, waiting: number): void {
+    const { res } = watcher;
+    this.#dropped++;
+    this.#watchers.delete(watcher);
+    this.#log(`watch stream of ${res.req.socket.remoteAddress ?? 'a client'} dropped: it read nothing while ${Math.round(waiting / 1024)} KiB waited (more than ${Math.round(this.#limits.maxBufferedBytes / 1024)} KiB); it may connect again`);
+    res.destroy();
   }
 }
 
