@@ -59,6 +59,8 @@ export async function ensureExtensions(
   if (mode === 'stopped') reloadNeeded.delete(live);
   if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
   if (op?.settled) operations.drop(name);
+  // Storage reached only through a running editor (a cluster): looked at and installed once it runs.
+  if (deps.runtime.storageDeferred?.(name)) return 'ready';
 
   const present = await deps.runtime.installedExtensions(name);
   const who = await identities([...wanted, ...known.keys()]);

@@ -15,6 +15,8 @@ export async function ensureSettings(deps: ReconcilerDeps, name: string, live: L
   // every reconcile: between changes the file is the user's.
   if (live.settingsText === key) return;
   const { runtime } = deps;
+  // Storage reached only through a running editor (a cluster): written once it runs.
+  if (runtime.storageDeferred?.(name)) return;
   const lastWritten = parseJsonc((await runtime.readAppliedSettings(name)) ?? '') ?? {};
   const text = await runtime.readSettings(name);
   const current = text === undefined ? {} : parseJsonc(text);

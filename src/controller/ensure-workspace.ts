@@ -50,6 +50,8 @@ export async function ensureWorkspaceSource(
     live.sourceRetryAt = undefined;
     return 'ready';
   }
+  // Storage reached only through a running editor (a cluster): the source goes in once it runs.
+  if (!op && deps.runtime.storageDeferred?.(name)) return 'ready';
   if (op?.settled) {
     operations.drop(name);
     if (op.key === key && op.data.terminal) return terminal(ctx, record, uid, status, op.data.error!);

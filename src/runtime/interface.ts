@@ -163,6 +163,13 @@ export interface EditorRuntime {
   uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome>;
   /** Removes everything the server has in this runtime's storage (its editor must be stopped). */
   remove(name: string): Promise<void>;
+  /**
+   * Optional. True while reaching the server's storage would cost a workload of its own (on a
+   * cluster: no editor Pod runs, so a storage call would start one): the controller then leaves
+   * the workspace source, settings and extensions until the editor runs, so a stopped server
+   * costs nothing. Absent (local folders): never deferred.
+   */
+  storageDeferred?(name: string): boolean;
 
   // The editor.
   /** True when the route number can be given to an editor now (for local processes: nothing listens on it). */

@@ -19,6 +19,8 @@ export const EDITOR_CONTAINER = 'editor';
  * its Pod (objects.ts): never the editor's own exit, which is the run before it.
  */
 export const ALREADY_RAN_EXIT = 123;
+/** The editor Pod's init container: makes the volume's folders and reports what is in it (objects.ts). */
+export const PREPARE_CONTAINER = 'prepare';
 /** The storage helper Pod's one container. */
 export const HELPER_CONTAINER = 'storage';
 /** Where the server's volume is mounted, in the editor's Pod and the storage helper's. */

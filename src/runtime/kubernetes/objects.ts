@@ -4,16 +4,20 @@
 //                                       deleting it collects the server's objects;
 //   PVC         <prefix><name>          the workspace and the editor's data, kept across stops;
 //   Service     <prefix><name>          headless: the StatefulSet's governing Service;
-//   StatefulSet <prefix><name>          one replica while running, zero while stopped;
-//   Pod         <prefix><name>-storage  a short-lived helper that mounts the volume while the
-//                                       editor is stopped, for the storage calls (exec).
+//   StatefulSet <prefix><name>          one replica while running, zero while stopped; its Pod's
+//                                       init container prepares the volume (folders, the editor's
+//                                       config) and reports what it holds (prepare.ts);
+//   Pod         <prefix><name>-storage  a short-lived helper that mounts the volume, only for a
+//                                       storage call made while no editor runs (the controller
+//                                       makes none: it waits for the editor).
 // StatefulSet rather than Deployment: at most one Pod of a server at any time (a Deployment's
 // rolling update starts the new Pod before the old one ends, two editors on one ReadWriteOnce
 // volume), and a stable Pod name the runtime can check references against.
 import type { ResourceRequirements } from '../interface.ts';
 import {
-  ALREADY_RAN_EXIT, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
+  ALREADY_RAN_EXIT, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, PREPARE_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
+import { PREPARE_SCRIPT } from './prepare.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
 /** A Kubernetes object as applied: plain JSON. */
@@ -108,6 +112,17 @@ export class ServerObjects {
           spec: {
             ...this.#podBasics(),
             terminationGracePeriodSeconds: 10,
+            // The volume made ready in the editor's own Pod: no other Pod is needed to start it.
+            initContainers: [{
+              name: PREPARE_CONTAINER,
+              image: this.#options.image,
+              imagePullPolicy: this.#options.imagePullPolicy,
+              command: ['sh', '-c', PREPARE_SCRIPT],
+              env: this.#env(),
+              resources: mergeResources(this.#options.resources, resources),
+              securityContext: CONTAINER_SECURITY,
+              volumeMounts: this.#mounts(),
+            }],
             containers: [{
               name: EDITOR_CONTAINER,
               image: this.#options.image,

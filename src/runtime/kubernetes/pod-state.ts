@@ -62,6 +62,12 @@ export function podProblem(pod: V1Pod, container = EDITOR_CONTAINER): EditorProb
   if (waiting?.reason && STUCK.has(waiting.reason)) {
     return { reason: waiting.reason, message: waiting.message || `the editor's container is waiting: ${waiting.reason}` };
   }
+  // The editor's Pod prepares its volume first (an init container of the same image): stuck there, the editor never starts.
+  const preparing = container === EDITOR_CONTAINER ? pod.status?.initContainerStatuses?.find((c) => STUCK.has(c.state?.waiting?.reason ?? '')) : undefined;
+  if (preparing) {
+    const reason = preparing.state!.waiting!.reason!;
+    return { reason, message: preparing.state!.waiting!.message || `the container ${preparing.name} that prepares the editor's volume is waiting: ${reason}` };
+  }
   const ready = conditions.find((c) => c.type === 'Ready');
   const status = editorStatus(pod, container);
   if (status?.state?.running !== undefined && ready?.status === 'False') {

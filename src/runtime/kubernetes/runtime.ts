@@ -1,5 +1,7 @@
 // The Kubernetes runtime: each server's editor is the one Pod of a StatefulSet, its storage a
-// PersistentVolumeClaim (objects.ts), reached through exec (storage.ts). The runtime watches its
+// PersistentVolumeClaim (objects.ts), reached through exec (storage.ts). Nothing is made on the
+// cluster for a server before its editor's first start: then its anchor, claim, Service and
+// StatefulSet, whose Pod's init container prepares the volume. The runtime watches its
 // Pods with the project's own list-then-watch loop and answers state(), adopt() and list() from
 // that view, never with a question to the API server on the way.
 //
@@ -18,12 +20,12 @@ import {
 import { KubeClient, messageOf } from './client.ts';
 import { watchEvents } from './cluster-events.ts';
 import { ListWatch } from './list-watch.ts';
-import { Names, ROLE_LABEL, selector } from './names.ts';
+import { Names, ROLE_LABEL, selector, WORKSPACE } from './names.ts';
 import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
-import { containerPort, editorEnded, editorStatus, isOver, isReady, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
+import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
 import { podLogs } from './pod-logs.ts';
-import { summaryUsage } from './usage.ts';
+import { cachedSummaries, summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
 import { Workload } from './workload.ts';
 
@@ -72,6 +74,7 @@ export class KubernetesRuntime implements EditorRuntime {
     this.#storage = new KubernetesStorage({
       client: this.client, names: this.#names, objects: this.#objects, editorCommand: options.command,
       runningEditor: (name) => this.#servingPod(name),
+      helperPod: (name) => this.#pods.get(this.#names.storagePod(name)),
       vsixDir: process.env.DEVBOX_VSIX_DIR || undefined,
     });
     this.#workload = new Workload({
@@ -143,6 +146,7 @@ export class KubernetesRuntime implements EditorRuntime {
     const name = this.#names.serverOf(pod.metadata);
     const uid = pod.metadata?.uid ?? '';
     this.#seen.delete(uid);
+    this.#storage.forgetPod(uid);
     const ended = this.#ended.get(uid);
     if (ended) ended.gone = true;
     if (name && pod.metadata?.labels?.[ROLE_LABEL] === 'editor') this.#notify(name);
@@ -209,10 +213,13 @@ export class KubernetesRuntime implements EditorRuntime {
 
   // --- Storage ---
 
-  prepare(name: string): Promise<string> {
+  /** Nothing on the cluster yet: the claim comes with the first start (a server never started costs nothing there). */
+  async prepare(name: string): Promise<string> {
     this.#know(name);
-    return this.#storage.prepare(name);
+    return WORKSPACE;
   }
+  /** While no editor runs, its volume is mounted nowhere: the controller's storage work waits for the editor. */
+  storageDeferred(name: string): boolean { return this.#servingPod(name) === undefined; }
   workspaceEmpty(name: string): Promise<boolean> { return this.#storage.workspaceEmpty(name); }
   populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> { return this.#storage.populate(name, source, signal); }
   readSettings(name: string): Promise<string | undefined> { return this.#storage.readSettings(name); }
@@ -238,8 +245,8 @@ export class KubernetesRuntime implements EditorRuntime {
     const { name } = spec;
     this.#know(name);
     const owner = await this.#storage.owner(name);
-    await this.#storage.prepare(name);
-    // One Pod on the volume at a time: the storage helper goes before the editor comes.
+    await this.#storage.ensureClaim(name);
+    // One Pod on the volume at a time: a storage helper (if a call made one) goes before the editor comes.
     await this.#storage.releaseHelper(name);
     await this.client.apply(this.#objects.service(name, owner, spec.port));
     await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid });
@@ -247,12 +254,15 @@ export class KubernetesRuntime implements EditorRuntime {
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
     while (true) {
       const pod = this.#editorPod(name);
-      if (pod) {
-        const endpoint = podEndpoint(pod);
-        if (endpoint) return { ref: this.#names.refOf(pod), endpoint };
-        const problem = podProblem(pod);
-        if (problem?.reason === 'Unschedulable') throw new EditorNotPlaced(problem);
-      }
+      const endpoint = pod && podEndpoint(pod);
+      const problem = pod && podProblem(pod);
+      if (problem?.reason === 'Unschedulable') throw new EditorNotPlaced(problem);
+      // Once the kubelet says the editor's container runs (after its volume was prepared), or why
+      // not: its state and the health checks then agree. One that ended at once is reported too.
+      if (pod && endpoint && (isRunningContainer(pod) || problem || Date.now() > deadline)) return { ref: this.#names.refOf(pod), endpoint };
+      const ended = pod ? undefined : this.#lastEditorPod(name);
+      const crashed = ended && !isOver(ended) && this.#ended.get(ended.metadata!.uid!)?.stopped === false && podEndpoint(ended);
+      if (crashed) return { ref: this.#names.refOf(ended), endpoint: crashed };
       if (Date.now() > deadline) {
         const problem = pod && podProblem(pod);
         if (problem) throw new EditorNotPlaced(problem);
@@ -322,13 +332,8 @@ export class KubernetesRuntime implements EditorRuntime {
     return found;
   }
 
-  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult> {
-    return checkHealth(endpoint, timeoutMs);
-  }
-
-  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> {
-    return waitHealthy(endpoint, deadline, cancelled);
-  }
+  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult> { return checkHealth(endpoint, timeoutMs); }
+  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> { return waitHealthy(endpoint, deadline, cancelled); }
 
   /** The cluster's scheduler decides where editors fit: no memory of ours to share out. */
   memory(): undefined {
@@ -337,10 +342,11 @@ export class KubernetesRuntime implements EditorRuntime {
 
   /** The last failure of each node's kubelet summary, while it lasts. */
   readonly #summaryTrouble = new Map<string, string>();
+  #summaries: ReturnType<typeof cachedSummaries> | undefined;
 
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
   usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
-    return summaryUsage(this.client, refs, (ref) => {
+    return summaryUsage(this.#summaries ??= cachedSummaries(this.client), refs, (ref) => {
       const pod = typeof ref.pod === 'string' ? this.#pods.get(ref.pod) : undefined;
       return pod && pod.metadata?.uid === ref.uid && !this.#ended.has(String(ref.uid)) && !isOver(pod) ? pod : undefined;
     }, (node, message) => {

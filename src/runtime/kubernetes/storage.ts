@@ -1,8 +1,12 @@
-// The Kubernetes runtime's storage: each server's PersistentVolumeClaim, reached through a
-// container that mounts it. While the editor runs, its own container; while it is stopped, a
-// short-lived helper Pod (`<prefix><name>-storage`) that mounts the claim and waits. Files go in
-// and out by exec: reads with `cat`, writes with exactly their length on stdin (the exec protocol
-// cannot close stdin), sources as a tar stream. A git source is cloned and a ZIP extracted here,
+// The Kubernetes runtime's storage: each server's PersistentVolumeClaim, made at the editor's
+// first start (a server that never ran has nothing on the cluster), reached through a container
+// that mounts it. While the editor runs, its own container; a storage call made while it is
+// stopped (the controller makes none: it waits for the editor, see storageDeferred) goes to a
+// short-lived helper Pod (`<prefix><name>-storage`) that mounts the claim and waits. What a
+// running editor's volume holds (an empty workspace or not, the extensions) is known from its
+// Pod's own report (prepare.ts) and from this service's changes, so only a change costs an exec.
+// Files go in and out by exec: reads with `cat`, writes with exactly their length on stdin (the
+// exec protocol cannot close stdin), sources as a tar stream. A git source is cloned and a ZIP extracted here,
 // by the service, with the same rules as on one machine (allowed schemes, limits), then shipped:
 // the Pods need no route to the outside, and a ZIP's bytes never need a registry or a URL.
 import { execa } from 'execa';
@@ -21,6 +25,7 @@ import { messageOf, type KubeClient } from './client.ts';
 import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { isOver, podIp, podProblem } from './pod-state.ts';
+import { preparedReport } from './prepare.ts';
 
 /** A container that mounts the server's volume, to exec in. */
 interface Mounted {
@@ -34,6 +39,8 @@ export interface StorageDeps {
   objects: ServerObjects;
   /** The server's editor Pod when it runs and serves (its container is used instead of a helper). */
   runningEditor(name: string): V1Pod | undefined;
+  /** The server's helper Pod in the runtime's view of its Pods, if there is one. */
+  helperPod(name: string): V1Pod | undefined;
   /** The command that runs code-server in the image (its extension CLI). */
   editorCommand: string[];
   /** DEVBOX_VSIX_DIR: .vsix files looked at before the marketplace. */
@@ -54,6 +61,8 @@ export class KubernetesStorage {
   readonly #owners = new Map<string, Owner>();
   /** When each helper Pod goes unless used again: a stopped server keeps no Pod for long. */
   readonly #helperTimers = new Map<string, NodeJS.Timeout>();
+  /** What each running editor's volume is known to hold, by Pod uid (its report, then this service's changes). */
+  readonly #known = new Map<string, { workspaceUsed?: true; extensions?: InstalledExtensions }>();
 
   constructor(deps: StorageDeps) {
     this.#deps = deps;
@@ -70,21 +79,45 @@ export class KubernetesStorage {
     return owner;
   }
 
-  async prepare(name: string): Promise<string> {
+  /** The server's anchor and claim (applied: made when missing); the editor's start makes them. */
+  async ensureClaim(name: string): Promise<void> {
     const owner = await this.owner(name);
     await this.#deps.client.apply(this.#deps.objects.claim(name, owner));
-    return WORKSPACE;
   }
 
-  /** True while the server has no claim; nothing is started to find that out. */
+  /** True while the server has no claim (a server that never ran); nothing is started to find that out. */
   async #hasClaim(name: string): Promise<boolean> {
+    if (this.#deps.runningEditor(name)) return true;
     return (await this.#deps.client.read('v1', 'PersistentVolumeClaim', this.#deps.names.object(name))) !== undefined;
+  }
+
+  /** What is known of the running editor's volume, seeded from its Pod's report. */
+  #knownOf(pod: V1Pod): { workspaceUsed?: true; extensions?: InstalledExtensions } {
+    const uid = pod.metadata!.uid!;
+    let known = this.#known.get(uid);
+    if (!known) {
+      const report = preparedReport(pod);
+      known = { ...(report?.workspaceEmpty === false ? { workspaceUsed: true as const } : {}), ...(report?.extensions ? { extensions: report.extensions } : {}) };
+      this.#known.set(uid, known);
+    }
+    return known;
+  }
+
+  /** Forgets what was known of an editor Pod's volume (the Pod is gone). */
+  forgetPod(uid: string): void {
+    this.#known.delete(uid);
   }
 
   async workspaceEmpty(name: string): Promise<boolean> {
     if (!(await this.#hasClaim(name))) return true;
+    // A workspace with content stays so as far as the controller cares (a source goes only into
+    // an empty one); one said empty is looked at again, as a source is about to go in.
+    const editor = this.#deps.runningEditor(name);
+    if (editor && this.#knownOf(editor).workspaceUsed) return false;
     const { stdout } = await this.#run(name, ['sh', '-c', `ls -A ${WORKSPACE} 2>/dev/null | head -n 1`]);
-    return stdout.toString('utf8').trim() === '';
+    const empty = stdout.toString('utf8').trim() === '';
+    if (!empty && editor) this.#knownOf(editor).workspaceUsed = true;
+    return empty;
   }
 
   async populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> {
@@ -113,6 +146,8 @@ export class KubernetesStorage {
         throw error;
       });
       if (result.code !== 0) throw new Error(result.stderr.trim() || `putting the source into the workspace failed (exit ${result.code})`);
+      const editor = this.#deps.runningEditor(name);
+      if (editor) this.#knownOf(editor).workspaceUsed = true;
       return entries === undefined ? {} : { entries };
     } finally {
       await fs.rm(local, { recursive: true, force: true });
@@ -137,6 +172,16 @@ export class KubernetesStorage {
 
   async installedExtensions(name: string): Promise<InstalledExtensions> {
     if (!(await this.#hasClaim(name))) return new Map();
+    const editor = this.#deps.runningEditor(name);
+    const known = editor && this.#knownOf(editor);
+    if (known?.extensions) return new Map(known.extensions);
+    const found = await this.#listExtensions(name);
+    if (known) known.extensions = new Map(found);
+    return found;
+  }
+
+  /** The extensions in the volume, read where it is mounted (an exec). */
+  async #listExtensions(name: string): Promise<InstalledExtensions> {
     const script = `cd ${EXTENSIONS_DIR} 2>/dev/null || exit 0
 if [ -f extensions.json ]; then echo '#list'; cat extensions.json; exit 0; fi
 for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
@@ -178,9 +223,13 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   async #extensionCli(
     name: string, action: string[], signal: AbortSignal, judge: (code: number | undefined, output: string) => ExtensionOutcome,
   ): Promise<ExtensionOutcome> {
-    await this.#writeFile(name, CONFIG_PATH, 'auth: none\ncert: false\n', { ifMissing: true });
+    // A running editor's init container made the config; a helper's volume may lack it.
+    if (!this.#deps.runningEditor(name)) await this.#writeFile(name, CONFIG_PATH, 'auth: none\ncert: false\n', { ifMissing: true });
     const command = [...this.#deps.editorCommand, '--config', CONFIG_PATH, '--extensions-dir', EXTENSIONS_DIR, '--user-data-dir', USER_DATA_DIR, ...action];
     const bounded = AbortSignal.any([signal, AbortSignal.timeout(EXTENSION_TIMEOUT_MS)]);
+    // What the editor's volume holds changes: read again at the next question.
+    const editor = this.#deps.runningEditor(name);
+    if (editor) delete this.#knownOf(editor).extensions;
     try {
       const result = await this.#run(name, command, { signal: bounded });
       return judge(result.code, `${result.stdout.toString('utf8')}\n${result.stderr}`);
@@ -224,7 +273,8 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
     clearTimeout(this.#helperTimers.get(name));
     this.#helperTimers.delete(name);
     const { client, names } = this.#deps;
-    const pod = await client.read<V1Pod>('v1', 'Pod', names.storagePod(name));
+    // From the runtime's view of its Pods: a server that never had a helper costs no request.
+    const pod = this.#deps.helperPod(name);
     if (!pod || names.serverOf(pod.metadata) !== name) return;
     await client.delete('v1', 'Pod', names.storagePod(name), { uid: pod.metadata?.uid, graceSeconds: 0 });
   }
@@ -238,7 +288,6 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   }
 
   async #writeFile(name: string, path: string, content: string | Buffer, options: { ifMissing?: boolean } = {}): Promise<void> {
-    await this.prepare(name);
     const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     const dir = path.slice(0, path.lastIndexOf('/'));
     const temp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
@@ -292,7 +341,7 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
         pod = undefined;
       }
       if (!pod) {
-        await this.prepare(name);
+        await this.ensureClaim(name);
         await client.apply(objects.storagePod(name, await this.owner(name))).catch((error) => {
           // Still being deleted: the next round makes it.
           if (!/being deleted|already exists|object is being deleted/i.test(messageOf(error))) throw error;

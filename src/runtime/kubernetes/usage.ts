@@ -1,13 +1,34 @@
 // Editors' CPU and memory on a cluster: the kubelet's summary of each node they run on (through
-// the API server's node proxy), the editor container's figures by Pod uid.
+// the API server's node proxy), the editor container's figures by Pod uid. A node's summary is
+// asked for at most once per SUMMARY_TTL_MS, however often usage is sampled: the kubelet's own
+// figures change only at its housekeeping (every 10 s by default), and one request per node a
+// sample would cost the API server more than the editors it measures.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EditorUsage, RuntimeRef } from '../interface.ts';
-import { messageOf, type KubeClient } from './client.ts';
+import { messageOf, type KubeClient, type KubeletSummary } from './client.ts';
 import { EDITOR_CONTAINER } from './names.ts';
+
+/** How long a node's summary is used before it is asked for again. */
+export const SUMMARY_TTL_MS = 10_000;
+
+/** `client.nodeSummary`, each node's answer kept for SUMMARY_TTL_MS (a failure is not kept). */
+export function cachedSummaries(client: Pick<KubeClient, 'nodeSummary'>, now = () => Date.now()): Pick<KubeClient, 'nodeSummary'> {
+  const kept = new Map<string, { at: number; summary: Promise<KubeletSummary> }>();
+  return {
+    nodeSummary(node) {
+      const held = kept.get(node);
+      if (held && now() - held.at < SUMMARY_TTL_MS) return held.summary;
+      const summary = client.nodeSummary(node);
+      kept.set(node, { at: now(), summary });
+      summary.catch(() => kept.delete(node));
+      return summary;
+    },
+  };
+}
 
 /** The usage of each reference whose Pod `podOf` finds running; one summary per node, each one's failure (or answer: undefined) reported. */
 export async function summaryUsage(
-  client: KubeClient, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, report: (node: string, failure: string | undefined) => void,
+  client: Pick<KubeClient, 'nodeSummary'>, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, report: (node: string, failure: string | undefined) => void,
 ): Promise<Map<RuntimeRef, EditorUsage>> {
   const byUid = new Map<string, RuntimeRef>();
   const nodes = new Set<string>();
