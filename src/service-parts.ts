@@ -148,21 +148,30 @@ export async function buildParts(
   // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
   stats.onSample(() => capacity.noticeSample());
   index.on('changed', () => capacity.noticeChange());
-  if (cluster) followEditorOutput(index, logs, Date.now());
+  followEditorOutput(index, logs, Date.now());
   index.on('deleted', (name) => {
     capacity.forget(name);
     capacity.noticeChange();
     activity.forget(name);
   });
   // code-server's heartbeat of each running editor, read in the background as activity.
+  // Its answer is also the running editor's health probe: one that stops answering (or answers
+  // again) is reconciled then, with no periodic look at every server. Only running editors are
+  // walked: thousands of stopped servers cost these rounds nothing.
   const heartbeats = new HeartbeatReader({
-    running: () => [...index.records.keys()].flatMap((name) => {
+    running: () => index.running().flatMap((name) => {
       const endpoint = index.serverNamed(name)?.status?.phase === 'Running' ? index.endpointOf(name) : undefined;
       return endpoint ? [[name, endpoint] as [string, EditorEndpoint]] : [];
     }),
     stillRunning: (name) => index.endpointOf(name) !== undefined,
     activity,
-    intervalMs: () => heartbeatIntervalMs([...index.records.values()].flatMap((r) => (r.server ? [idleTimeoutSeconds(r.server.spec, live.current)] : []))),
+    onHealth: (name, answered) => {
+      if (commands.recordHealth(name, answered)) controller.enqueue(name);
+    },
+    intervalMs: () => heartbeatIntervalMs(index.running().flatMap((name) => {
+      const server = index.serverNamed(name);
+      return server ? [idleTimeoutSeconds(server.spec, live.current)] : [];
+    })),
   });
 
   // --- Metrics and persistence ---

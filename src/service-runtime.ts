@@ -87,16 +87,20 @@ export function refusePersistence(): never {
 }
 
 /**
- * For a runtime that writes no output files here: the log hub reads each server's editor output
- * while its status names a running editor, from its start for an editor launched since `startedAt`
- * (this run of the service), from now on for one adopted.
+ * The log hub reads each server's editor output while its status names a running editor, and a
+ * few seconds after, for its last lines (its files, or for a runtime that writes none here its log
+ * stream: from its start for an editor launched since `startedAt`, this run of the service, from
+ * now on for one adopted). A stopped server's output is not looked at.
  */
 export function followEditorOutput(index: ServerIndex, logs: LogHub, startedAt: number): void {
-  index.on('changed', (name) => {
+  const look = (name: string) => {
     const status = index.serverNamed(name)?.status;
     if (!status?.runtimeRef) return logs.unfollow(name);
     logs.follow(name, Date.parse(status.startTime ?? '') >= startedAt ? 'start' : 'now');
-  });
+  };
+  index.on('changed', look);
+  // An editor adopted at start-up runs with its status unchanged: its first reconcile says so.
+  index.on('reconciled', ({ name }) => look(name));
 }
 
 /**

@@ -80,11 +80,14 @@ export interface ExtensionGroup {
   user_settings: Record<string, unknown>;
 }
 
+/** The default `ports` with the Kubernetes runtime: route numbers only, 50,000 servers. */
+export const KUBERNETES_ROUTE_NUMBERS = { min: 10000, max: 59999 } as const;
+
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5, idleTimeoutSeconds: 3600 },
   capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse', idleAfterSeconds: 60 },
-  controller: { workers: 8, resyncSeconds: 30, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
+  controller: { workers: 8, resyncSeconds: 3600, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
     python: {
       name: 'python', description: 'Python: language support, debugging, Ruff for linting and formatting',
@@ -163,6 +166,9 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     persistence: { ...structuredClone(DEFAULT_CONFIG.persistence), ...given.persistence },
     runtime: runtimeConfigOver(given.runtime),
   };
+  // On a cluster a server's port is only its route number (/p/{port}/): nothing is bound on this
+  // machine, so the default range holds a fleet rather than the process runtime's 91 ports.
+  if (given.ports === undefined && config.runtime.kind === 'kubernetes') config.ports = { ...KUBERNETES_ROUTE_NUMBERS };
   // Beyond JSON Schema: each placed at the field to change.
   const found: ErrorObject[] = [];
   const problem = (path: (string | number)[], message: string) =>

@@ -72,6 +72,8 @@ export class ServerCache {
   readonly lives = new Map<string, Live>();
   /** Names whose deletion was asked for while their file is missing or invalid (it cannot carry the mark). */
   readonly deletions = new Set<string>();
+  /** Servers seen but not yet told to readers: their first status commit tells them. */
+  readonly unannounced = new Set<string>();
   /** Editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
   readonly stoppedWhileMissing = new Map<string, RuntimeRef>();
 
@@ -96,6 +98,7 @@ export class ServerCache {
   }
 
   drop(name: string): void {
+    this.unannounced.delete(name);
     this.records.delete(name);
     this.lives.delete(name);
   }

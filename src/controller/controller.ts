@@ -12,12 +12,21 @@ import type { Reconciler, ServerRecord } from './reconciler.ts';
 const RECHECK_MS = 250;
 /** How often the manifests folder itself is looked at (gone, back, or replaced by another). */
 const FOLDER_CHECK_MS = 1000;
+/**
+ * How often the folder's names are compared with the servers known, so a file whose event was
+ * lost (an inotify queue that overflowed under a sync of thousands of files) is still seen. One
+ * directory listing: it reads no manifest.
+ */
+const FOLDER_SCAN_MS = 30_000;
+/** The most names the periodic resync queues a second: its work is spread, never a burst. */
+export const RESYNC_PER_SECOND = 50;
 
 export interface ControllerOptions {
   store: ManifestStore;
   runtime: EditorRuntime;
   reconciler: Reconciler;
   workers: number;
+  /** The period of the full resync (every server looked at again), spread and jittered ±10 %. */
   resyncMs: number;
   stopGraceMs: number;
   log?: (message: string) => void;
@@ -32,6 +41,7 @@ export class Controller {
   /** Pending second looks at a manifest after our own write, by name. */
   private readonly rechecks = new Map<string, NodeJS.Timeout>();
   private resyncTimer: NodeJS.Timeout | undefined;
+  private scanTimer: NodeJS.Timeout | undefined;
   /** The manifests folder's identity (device and inode) when last looked at; undefined while it is missing. */
   private folder: string | undefined;
   private folderTimer: NodeJS.Timeout | undefined;
@@ -95,10 +105,49 @@ export class Controller {
     // List again now the watcher is ready: a file written since the first listing has no event.
     const since = (await store.list()).filter((name) => !names.includes(name));
     for (const name of [...names, ...orphans, ...since]) this.queue.add(name);
-    this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
-    this.resyncTimer.unref();
+    this.scheduleResync();
+    this.scanTimer = setInterval(() => void this.scanFolder(), FOLDER_SCAN_MS);
+    this.scanTimer.unref();
     this.folderTimer = setInterval(() => void this.checkFolder(), FOLDER_CHECK_MS);
     this.folderTimer.unref();
+  }
+
+  /**
+   * The periodic resync, level-triggered's safety net and nothing more: every server is reconciled
+   * when its manifest, its editor or a timer it asked for says so, so this only catches what an
+   * event missed. Once a period (jittered, so replicas and restarts do not line up), the names are
+   * queued RESYNC_PER_SECOND a second in the background lane: at 10,000 servers the work is spread
+   * over minutes, and a person's action still goes first.
+   */
+  private scheduleResync(): void {
+    if (this.stopping) return;
+    const period = this.options.resyncMs * (0.9 + Math.random() * 0.2);
+    this.resyncTimer = setTimeout(() => void this.spreadResync().finally(() => this.scheduleResync()), period);
+    this.resyncTimer.unref();
+  }
+
+  private async spreadResync(): Promise<void> {
+    const names = [...await this.knownNames()];
+    for (let at = 0; at < names.length && !this.stopping; at += RESYNC_PER_SECOND) {
+      for (const name of names.slice(at, at + RESYNC_PER_SECOND)) this.queue.add(name);
+      if (at + RESYNC_PER_SECOND < names.length) await new Promise((resolve) => { this.resyncTimer = setTimeout(resolve, 1000); this.resyncTimer.unref(); });
+    }
+  }
+
+  /** Queues the names whose file came or went without the controller knowing (one listing, no reads). */
+  private async scanFolder(): Promise<void> {
+    if (this.stopping || this.folder === undefined) return;
+    const listed = new Set(await this.options.store.list().catch(() => []));
+    const { records } = this.options.reconciler;
+    for (const name of listed) if (!records.has(name)) this.queue.add(name);
+    for (const name of records.keys()) if (!listed.has(name)) this.queue.add(name);
+  }
+
+  /** Every name with a file or a record. */
+  private async knownNames(): Promise<Set<string>> {
+    const names = new Set(await this.options.store.list());
+    for (const name of this.options.reconciler.records.keys()) names.add(name);
+    return names;
   }
 
   private async watchFolder(): Promise<void> {
@@ -139,11 +188,9 @@ export class Controller {
     await this.resync();
   }
 
-  /** Re-lists the folder and queues every name, so a missed event (or deletion) still shows up. */
+  /** Re-lists the folder and queues every name at once (the folder came back, the config changed). */
   async resync(): Promise<void> {
-    const names = new Set(await this.options.store.list());
-    for (const name of this.options.reconciler.records.keys()) names.add(name);
-    for (const name of names) this.queue.add(name);
+    for (const name of await this.knownNames()) this.queue.add(name);
   }
 
   /** Queues the name and resolves once a reconcile started after this call has finished (and not merely waited). */
@@ -193,7 +240,8 @@ export class Controller {
    */
   async stop(options: { stopEditors?: boolean } = {}): Promise<void> {
     this.stopping = true;
-    clearInterval(this.resyncTimer);
+    clearTimeout(this.resyncTimer);
+    clearInterval(this.scanTimer);
     clearInterval(this.folderTimer);
     for (const timer of this.rechecks.values()) clearTimeout(timer);
     this.rechecks.clear();
@@ -236,6 +284,8 @@ export class Controller {
   }
 
   private async isOwnWrite(name: string): Promise<boolean> {
+    // A file this process never wrote (a sync landing thousands) is not read here: its reconcile reads it.
+    if (!this.options.store.mayBeOwnWrite(name)) return false;
     // Read like any manifest: bounded, not through links, never blocking on a FIFO.
     const text = await this.options.store.textOf(name);
     return text !== undefined && this.options.store.isOwnWrite(name, text);

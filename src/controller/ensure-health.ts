@@ -15,19 +15,23 @@ const UNHEALTHY_RECHECK_MS = 10_000;
 export const STABLE_AFTER_MS = 60_000;
 
 /**
- * What a refresh saw on /healthz. Not answering: the next reconcile probes again before
- * calling it Running. Answering: it is Running, whatever an earlier probe concluded.
+ * What a refresh (or the background heartbeat read) saw on /healthz. Not answering: the next
+ * reconcile probes again before calling it Running. Answering: it is Running, whatever an earlier
+ * probe concluded. True when the verdict changed (the server is worth a reconcile).
  */
-export function recordHealth(live: Live | undefined, answered: boolean): void {
-  if (!live?.ref) return;
+export function recordHealth(live: Live | undefined, answered: boolean): boolean {
+  if (!live?.ref) return false;
   if (answered) {
+    const changed = !live.healthy || live.probeFailed !== undefined;
     live.healthy = true;
     live.probeFailed = undefined;
-  } else if (live.healthy) {
-    // It was up and stopped answering: Failed (Unhealthy), asked again every 10 s.
-    live.healthy = false;
-    live.probeFailed = 'code-server stopped answering /healthz';
+    return changed;
   }
+  if (!live.healthy) return false;
+  // It was up and stopped answering: Failed (Unhealthy), asked again every 10 s.
+  live.healthy = false;
+  live.probeFailed = 'code-server stopped answering /healthz';
+  return true;
 }
 
 export async function observeRunning(

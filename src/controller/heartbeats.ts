@@ -12,6 +12,8 @@ export interface HeartbeatReaderOptions {
   /** Whether the name still runs (a heartbeat read while it was deleted is dropped). */
   stillRunning: (name: string) => boolean;
   activity: ActivityTracker;
+  /** What each read saw of the editor's health: answered or not (the running editor's probe). */
+  onHealth?: (name: string, answered: boolean) => void;
   /** The wait before the next round, asked before each (it follows the config). */
   intervalMs: () => number;
   /** Asks an editor's /healthz (tests pass a fake). */
@@ -19,6 +21,8 @@ export interface HeartbeatReaderOptions {
 }
 
 const TICK_MS = 1000;
+/** Reads in a row an editor leaves unanswered before it counts as not answering (one slow answer is not a failure). */
+export const UNANSWERED_READS = 3;
 
 /** How often heartbeats are read: a quarter of the shortest idle timeout in force, from 1 s to 30 s. */
 export function heartbeatIntervalMs(idleTimeoutsSeconds: Iterable<number>): number {
@@ -35,6 +39,8 @@ export class HeartbeatReader {
   #round: Promise<void> | undefined;
   #disposed = false;
   #lastRound = 0;
+  /** Reads in a row each editor left unanswered. */
+  readonly #unanswered = new Map<string, number>();
 
   constructor(options: HeartbeatReaderOptions) {
     this.#options = options;
@@ -49,8 +55,16 @@ export class HeartbeatReader {
   async readOnce(): Promise<void> {
     for (const [name, endpoint] of [...this.#options.running()]) {
       if (this.#disposed) return;
-      const { lastHeartbeat } = await this.#health(endpoint);
-      if (lastHeartbeat !== undefined && this.#options.stillRunning(name)) this.#options.activity.touch(name, lastHeartbeat);
+      const { ok, lastHeartbeat } = await this.#health(endpoint);
+      if (!this.#options.stillRunning(name)) {
+        this.#unanswered.delete(name);
+        continue;
+      }
+      if (lastHeartbeat !== undefined) this.#options.activity.touch(name, lastHeartbeat);
+      const missed = ok ? 0 : (this.#unanswered.get(name) ?? 0) + 1;
+      if (missed === 0) this.#unanswered.delete(name);
+      else this.#unanswered.set(name, missed);
+      if (ok || missed >= UNANSWERED_READS) this.#options.onHealth?.(name, ok);
     }
   }
 

@@ -104,8 +104,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   }
 
   /** What a refresh saw on /healthz (see recordHealth in ensure-health.ts). */
-  recordHealth(name: string, answered: boolean): void {
-    recordHealth(this.cache.lives.get(name), answered);
+  recordHealth(name: string, answered: boolean): boolean {
+    return recordHealth(this.cache.lives.get(name), answered);
   }
 
   /** Where the managed editor running on the port answers, else undefined (the proxy routes only there). */
@@ -186,10 +186,18 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
 
     const server = read.server;
     const { uid, warning } = ensureIdentity(this.identities, deps.layout, name, server);
+    const before = cache.records.get(name)?.server;
     const record = cache.setRecord({ name, server });
+    // A manifest edit that changes no status (a display name, a label) is news too; a server
+    // seen for the first time is told with its first status commit (its port, its workspace).
+    if (before === undefined) cache.unannounced.add(name);
+    else if (!sameManifest(before, server)) this.emit('changed', name);
     // In the same tick as the record is shown: no answer names a process the service did not launch.
     if (server.status?.runtimeRef && !live.ref) distrustForeignRef(this, name, server.status);
-    record.absence = undefined;
+    if (record.absence !== undefined) {
+      record.absence = undefined;
+      this.emit('changed', name);
+    }
     const displayName = displayNameOf(server);
     deps.logs.track({ name, id: uid, displayName });
     if (server.metadata.deletionTimestamp || cache.deletions.has(name)) return deleteServer(this, name);
@@ -334,6 +342,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const record = this.records.get(name);
     if (!record || record.warnings?.includes(message)) return;
     record.warnings = [...(record.warnings ?? []), message].slice(-MAX_WARNINGS);
+    this.emit('changed', name);
     this.log(`manifest ${this.deps.store.fileOf(name)}: ${message}`);
     this.deps.logs.event(name, 'WARN', message);
   }
@@ -341,4 +350,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
   log(message: string): void {
     (this.deps.log ?? console.log)(message);
   }
+}
+
+/** The same manifest apart from status (status changes are told by their commit). */
+function sameManifest(a: EditorServer, b: EditorServer): boolean {
+  return JSON.stringify(a.metadata) === JSON.stringify(b.metadata) && JSON.stringify(a.spec) === JSON.stringify(b.spec);
 }

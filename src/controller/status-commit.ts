@@ -27,7 +27,8 @@ export async function commitStatus(
   server.metadata.uid = uid;
   server.status = clean;
   ctx.cache.setRecord(record);
-  ctx.emit('changed', record.name);
+  // Only news is told: a reconcile that found everything as it was costs its readers nothing.
+  if (ctx.cache.unannounced.delete(record.name) || result === 'updated') ctx.emit('changed', record.name);
   // Every stop ends here, whoever asked (API, manifest edit, idle, capacity, a crash): the
   // reference goes once the editor is gone.
   if (before?.runtimeRef && !clean.runtimeRef) ctx.deps.persistence?.stopped(record.name);

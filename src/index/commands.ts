@@ -14,8 +14,8 @@ export interface ServerCommands {
   wake(name: string, why: string): boolean;
   /** Deletes the server at its next reconcile although its file is missing or invalid (DELETE /servers/{id}). */
   requestDeletion(name: string): void;
-  /** What a refresh saw on the editor's /healthz. */
-  recordHealth(name: string, answered: boolean): void;
+  /** What a refresh saw on the editor's /healthz; true when the verdict changed. */
+  recordHealth(name: string, answered: boolean): boolean;
 }
 
 export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb';

@@ -47,6 +47,9 @@ export class OutputCapture {
   #pumping: Promise<void> | undefined;
   #dirty = false;
   #stopped = false;
+  /** While the editor runs (follow): watched and polled. Otherwise its files do not grow, and cost nothing. */
+  #following = false;
+  #drainTimer: NodeJS.Timeout | undefined;
   readonly #batches: OutputBatches;
 
   constructor(options: OutputCaptureOptions) {
@@ -63,17 +66,48 @@ export class OutputCapture {
     return this.#batches.dropped;
   }
 
-  /** Starts watching and reads what is there; the error if the folder cannot be watched (the hub's poll carries on). */
+  /** Reads what is there (output written while the service was away); follow() watches for more. */
   start(): Error | undefined {
-    const failed = this.#watch();
+    this.pump();
+    return undefined;
+  }
+
+  /** True while the editor runs, or its last lines are still being read: the hub's poll pumps it. */
+  get active(): boolean {
+    return this.#following;
+  }
+
+  /**
+   * The editor runs: its files are watched (and polled by the hub) from now on; the error if the
+   * folder cannot be watched (the hub's poll carries on). Idempotent.
+   */
+  follow(): Error | undefined {
+    clearTimeout(this.#drainTimer);
+    this.#drainTimer = undefined;
+    if (this.#following || this.#stopped) return undefined;
+    this.#following = true;
+    const failed = this.#batching ? undefined : this.#watch();
     this.pump();
     return failed;
+  }
+
+  /** The editor no longer runs: its last lines are read for drainMs more, then the files are left alone. */
+  unfollow(drainMs: number): void {
+    if (!this.#following || this.#drainTimer) return;
+    this.#drainTimer = setTimeout(() => {
+      this.#drainTimer = undefined;
+      this.#following = false;
+      this.#unwatch();
+      this.pump();
+    }, drainMs);
+    this.#drainTimer.unref();
   }
 
   /** Stops; resolves once the pass under way has stored what it read, and its offsets are saved. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unwatch();
+    clearTimeout(this.#drainTimer);
     clearTimeout(this.#batchTimer);
     await this.#pumping;
     for (const { follower } of this.#streams) {
@@ -155,7 +189,7 @@ export class OutputCapture {
     if (this.#batching) {
       this.#batching = false;
       for (const { follower } of this.#streams) void follower.release().catch(this.#options.failed);
-      this.#watch();
+      if (this.#following) this.#watch();
       this.pump();
     } else if (this.#dirty) {
       this.pump(); // woken after the pass's last look

@@ -91,6 +91,8 @@ export class LogHub {
   readonly #listeners = new Map<string | null, Set<Listener>>();
   readonly #batchListeners = new Map<string | null, Set<BatchListener>>();
   readonly #pollTimer: NodeJS.Timeout;
+  /** The servers whose editor output files are followed (their editor runs, or just stopped). */
+  readonly #following = new Set<string>();
   /** Lines the rate limit dropped since the start, servers no longer tracked included. */
   #dropped = 0;
 
@@ -105,8 +107,9 @@ export class LogHub {
     this.#clock = options.clock ?? (() => Date.now());
     this.#log = options.log ?? ((message) => console.error(message));
     this.#output = options.output;
+    // Only the output of editors that run is polled: thousands of stopped servers cost nothing here.
     this.#pollTimer = setInterval(() => {
-      for (const tracked of this.#servers.values()) tracked.capture.pump();
+      for (const name of this.#following) this.#servers.get(name)?.capture.pump();
     }, options.pollIntervalMs ?? 1000);
     // The hub alone must not keep the process alive.
     this.#pollTimer.unref();
@@ -172,19 +175,33 @@ export class LogHub {
   }
 
   /**
-   * With an output source: the server's editor runs, so its stream is read (a stream already read
-   * carries on). `since` 'start' for an editor launched in this run of the service (its whole
-   * output is new), 'now' for one adopted. Without a source (output files) it does nothing.
+   * The server's editor runs, so its output is read: with an output source its stream (a stream
+   * already read carries on; `since` 'start' for an editor launched in this run of the service,
+   * whose whole output is new, 'now' for one adopted); otherwise its output files are watched and
+   * polled from their saved offsets. Idempotent.
    */
   follow(name: string, since: 'now' | 'start'): void {
     const capture = this.#servers.get(name)?.capture;
     if (capture instanceof StreamCapture) capture.follow(since);
+    else if (capture && !capture.active) {
+      const failed = capture.follow();
+      this.#following.add(name);
+      if (failed) this.#log(`logs: cannot watch ${this.rawPaths(name).dir}, polling only: ${failed.message}`);
+    }
   }
 
-  /** With an output source: the server's editor no longer runs; its stream is read a few seconds more, for its last lines. */
+  /** The server's editor no longer runs: its output is read a few seconds more, for its last lines, then left alone. */
   unfollow(name: string): void {
     const capture = this.#servers.get(name)?.capture;
     if (capture instanceof StreamCapture) capture.unfollow(DRAIN_MS);
+    else if (capture?.active) {
+      capture.unfollow(DRAIN_MS);
+      // Polled until its drain has run (a set the poll walks, so a stopped server leaves it then).
+      const left = setTimeout(() => {
+        if (!capture.active) this.#following.delete(name);
+      }, DRAIN_MS + 100);
+      left.unref();
+    }
   }
 
   /** Records a controller event for a tracked server; an unknown name is ignored. */
@@ -202,6 +219,7 @@ export class LogHub {
     const tracked = this.#servers.get(name);
     if (tracked) {
       this.#servers.delete(name);
+      this.#following.delete(name);
       tracked.stopped = true;
       await tracked.capture.stop();
       await tracked.file.flushed();

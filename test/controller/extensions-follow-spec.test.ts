@@ -40,8 +40,9 @@ it('uninstalls an extension removed from the manifest by hand, and installs agai
   const logs = (await service.request('GET', `/servers/${id}/logs?lines=50`)).body.data.logs.join('\n');
   expect(logs).toContain('extension acme.drop uninstalled');
 
-  // Level-triggered: the folder, not status, says what is there.
+  // Level-triggered: the folder, not status, says what is there. A stopped server costs nothing
+  // until something happens to it; its next reconcile (here the start) puts the folder back.
   await fs.rm(folder('acme.keep'), { recursive: true });
-  // The next reconcile (the resync, every 5 s in tests) puts it back.
-  await eventually(() => existsSync(folder('acme.keep')), 15_000);
+  expect((await service.request('POST', `/servers/${id}/start`)).status).toBe(200);
+  await eventually(() => existsSync(folder('acme.keep')) && statusOf()?.phase === 'Running', 15_000);
 });

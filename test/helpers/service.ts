@@ -85,7 +85,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
       ...given,
       // One level deep, as loadConfig lays a config file over the defaults.
       editor: { ...DEFAULT_CONFIG.editor, stopGraceSeconds: 2, startTimeoutSeconds: 15, ...given.editor },
-      controller: { ...DEFAULT_CONFIG.controller, resyncSeconds: 5, statsIntervalSeconds: 0.5, ...given.controller },
+      controller: { ...DEFAULT_CONFIG.controller, statsIntervalSeconds: 0.5, ...given.controller },
     },
   };
 }

@@ -1,14 +1,14 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
-import { OTHER, SERVER, useHubs } from './fixtures.ts';
+import { OTHER, SERVER, useHubs, trackRunning } from './fixtures.ts';
 
 describe('the in-memory history', () => {
   const hubs = useHubs();
 
   it('is bounded in bytes per server, keeping the newest entries', () => {
     const hub = hubs.open({ maxBufferBytes: 10_000 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     for (let i = 0; i < 100; i++) hub.event(SERVER.name, 'INFO', `${i} ${'z'.repeat(1000)}`);
     const kept = hub.tail(SERVER.name, 1000);
     // 1 KB messages in a 10 KB budget: under ten of them, however many lines were asked for.
@@ -24,8 +24,8 @@ describe('the in-memory history', () => {
 
   it('returns the newest lines last, and merges all servers by time for a null name', () => {
     const hub = hubs.open();
-    hub.track(SERVER);
-    hub.track(OTHER);
+    trackRunning(hub, SERVER);
+    trackRunning(hub, OTHER);
     // Entries are stamped with new Date(): the clock is moved 5 ms between them, so each has its own time.
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
@@ -59,8 +59,8 @@ describe('the in-memory history', () => {
     expect(sliced).toEqual(SERVER);
     gc();
     const before = process.memoryUsage().heapUsed;
-    hub.track(sliced);
-    hub.track({ ...sliced }); // a reconcile re-tracks with strings from the next read
+    trackRunning(hub, sliced);
+    trackRunning(hub, { ...sliced }); // a reconcile re-tracks with strings from the next read
     for (let i = 0; i < 100; i++) hub.event(SERVER.name, 'INFO', `event ${i}`);
     text = undefined;
     sliced.id = sliced.displayName = '';

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LogEntry } from '../../src/logs/entry.ts';
 import { formatLogLine } from '../../src/logs/entry.ts';
 import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, waitFor, trackRunning } from './fixtures.ts';
 
 describe('capturing an editor output', () => {
   const hubs = useHubs();
@@ -12,7 +12,7 @@ describe('capturing an editor output', () => {
 
   beforeEach(() => {
     hub = hubs.open();
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     outputs = [];
   });
 

@@ -61,6 +61,12 @@ export class FakeEditorOutput {
   }
 }
 
+/** Tracks the server with its editor running, as the service does once its status names one: its output is followed. */
+export function trackRunning(hub: LogHub, server: Parameters<LogHub['track']>[0]): void {
+  hub.track(server);
+  hub.follow(server.name, 'start');
+}
+
 /**
  * Polls (eventually, every 10 ms) until the condition holds; the hub works on file events, so
  * tests wait for outcomes.
@@ -111,7 +117,7 @@ export function useLogStreams(setup: {
   beforeEach(async () => {
     const servers = setup.servers ?? [SERVER];
     ctx.hub = hubs.open(setup.hubOptions);
-    for (const server of servers) ctx.hub.track(server);
+    for (const server of servers) trackRunning(ctx.hub, server);
     setup.before?.(ctx.hub);
     const byId = new Map(servers.map((server) => [server.id, server]));
     ctx.streams = await startStreams(ctx.hub, (id) => byId.get(id), setup.streamOptions);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { LogEntry } from '../../src/logs/entry.ts';
 import { opened } from '../helpers/net.ts';
-import { FakeEditorOutput, SERVER, useHubs, useLogStreams, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, useLogStreams, waitFor, trackRunning } from './fixtures.ts';
 
 /** A clock the test moves by hand: the hub's entry times and its rate limit follow it, nothing else. */
 function manualClock(start = Date.parse('2026-11-22T06:00:00.000Z')): { now: () => number; advance: (ms: number) => void } {
@@ -40,7 +40,7 @@ describe('a noisy editor', () => {
   it('has lines over the rate limit dropped from memory and subscribers, counted, and reported by one marker', async () => {
     const clock = manualClock();
     const hub = hubs.open({ rateLimit: { linesPerSec: 100, burst: 100 }, clock: clock.now });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     const batches: LogEntry[][] = [];
     hub.subscribeBatch(SERVER.name, (entries) => batches.push([...entries]));
     const each: LogEntry[] = [];
@@ -85,7 +85,7 @@ describe('a noisy editor', () => {
     const clock = manualClock();
     // No poll: only the file watch wakes the hub, so no pause is seen between the two writes.
     const hub = hubs.open({ rateLimit: { linesPerSec: 100, burst: 100 }, clock: clock.now, pollIntervalMs: 60_000 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     const editor = editorFor(hub.rawPaths(SERVER.name).stdout);
 
     editor.write(block(0, 300));
@@ -103,7 +103,7 @@ describe('a noisy editor', () => {
 
   it('delivers a flood under the limit whole and in order, in batches, whatever the writes cut', async () => {
     const hub = hubs.open({ rateLimit: { linesPerSec: 0 }, maxBufferBytes: 4 * 1024 * 1024, batchIntervalMs: 10 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     let batches = 0;
     hub.subscribeBatch(SERVER.name, () => batches++);
     const { dir, stdout } = hub.rawPaths(SERVER.name);
@@ -131,7 +131,7 @@ describe('a noisy editor', () => {
   it('loses no line from the files while the limit drops: editor.out is emptied once read, server.log has every line', async () => {
     const clock = manualClock();
     const hub = hubs.open({ rateLimit: { linesPerSec: 10, burst: 10 }, clock: clock.now, maxFileBytes: 16 * 1024, maxFiles: 20 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     const { dir, stdout } = hub.rawPaths(SERVER.name);
     const editor = editorFor(stdout);
     let largest = 0;

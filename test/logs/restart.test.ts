@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LogHub } from '../../src/logs/hub.ts';
-import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, waitFor, trackRunning } from './fixtures.ts';
 
 describe('a restart of the service', () => {
   const hubs = useHubs();
@@ -13,7 +13,7 @@ describe('a restart of the service', () => {
 
   const startHub = (): LogHub => {
     const hub = hubs.open();
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     return hub;
   };
 

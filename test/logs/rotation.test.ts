@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FakeEditorOutput, SERVER, useHubs, waitFor } from './fixtures.ts';
+import { FakeEditorOutput, SERVER, useHubs, waitFor, trackRunning } from './fixtures.ts';
 
 describe('rotating log files', () => {
   const hubs = useHubs();
 
   it('rotates server.log by size and keeps at most maxFiles old files', async () => {
     const hub = hubs.open({ maxFileBytes: 4096, maxFiles: 2 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     // 200 entries of about 120 bytes: some 24 KiB, six times the limit.
     for (let i = 0; i < 200; i++) hub.event(SERVER.name, 'INFO', `event ${String(i).padStart(3, '0')} ${'x'.repeat(60)}`);
     await hub.untrack(SERVER.name);
@@ -27,7 +27,7 @@ describe('rotating log files', () => {
 
   it('empties editor.out in place once read past maxFileBytes while the editor keeps appending, losing no line', async () => {
     const hub = hubs.open({ maxFileBytes: 8192, maxFiles: 1, maxBufferBytes: 4 * 1024 * 1024 });
-    hub.track(SERVER);
+    trackRunning(hub, SERVER);
     const { stdout } = hub.rawPaths(SERVER.name);
     const editor = new FakeEditorOutput(stdout);
     try {
