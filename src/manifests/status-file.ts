@@ -60,9 +60,14 @@ function legacyProcessRef(pid: unknown, startTicks: unknown): RuntimeRef | undef
     : undefined;
 }
 
-/** Status records, one file per server name; only this process writes them. */
+/**
+ * Status records, one file per server name; only this process writes them. Each record read or
+ * written is remembered, so a reconcile that reads a server's record again (every one does, to
+ * compare) costs no file read: only this instance writes them (a restore writes through it too).
+ */
 export class StatusFiles {
   readonly dir: string;
+  readonly #known = new Map<string, StatusRecord>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -72,8 +77,16 @@ export class StatusFiles {
     return join(this.dir, `${name}.yaml`);
   }
 
-  /** The record, or undefined when there is none (or it is not one: it is then rebuilt). */
+  /** The record, or undefined when there is none (or it is not one: it is then rebuilt). A copy: the caller may change it. */
   async read(name: string): Promise<StatusRecord | undefined> {
+    const known = this.#known.get(name);
+    if (known) return structuredClone(known);
+    const record = await this.#readFile(name);
+    if (record) this.#known.set(name, structuredClone(record));
+    return record;
+  }
+
+  async #readFile(name: string): Promise<StatusRecord | undefined> {
     const text = await fs.readFile(this.fileOf(name), 'utf8').catch((error) => {
       if (error.code === 'ENOENT') return undefined;
       throw error;
@@ -104,9 +117,11 @@ export class StatusFiles {
       await handle.close();
     }
     await fs.rename(tmp, file);
+    this.#known.set(name, structuredClone(record));
   }
 
   async remove(name: string): Promise<void> {
+    this.#known.delete(name);
     await fs.rm(this.fileOf(name), { force: true });
   }
 }

@@ -100,6 +100,11 @@ export class ManifestStore {
    * other content forgets that write: the same text appearing again later (an operator undoing
    * an edit) is then theirs, not ours.
    */
+  /** True when this process has written the name's file and not seen it changed since (isOwnWrite may then say yes). */
+  mayBeOwnWrite(name: string): boolean {
+    return this.lastWritten.has(name);
+  }
+
   isOwnWrite(name: string, text: string): boolean {
     if (this.lastWritten.get(name) === text) return true;
     this.lastWritten.delete(name);
@@ -197,6 +202,13 @@ export class ManifestStore {
       await statuses.write(name, { ...record, ...(uid === undefined ? {} : { uid }), status });
       return 'updated';
     });
+  }
+
+  /** Replaces the server's status record whole (a restore puts back what was kept). */
+  async putStatusRecord(name: string, record: StatusRecord): Promise<void> {
+    const statuses = this.statuses;
+    if (!statuses) throw new Error(`the manifest store of ${this.dir} was opened without a status folder`);
+    await this.locks.run(STATUS_LOCK + name, () => statuses.write(name, record));
   }
 
   /** Removes the manifest file and the server's status record (a deletion); true when the file existed. */

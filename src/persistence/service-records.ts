@@ -9,7 +9,7 @@ import { parseDocument } from 'yaml';
 import { writeFileAtomic } from '../core/atomic-write.ts';
 import { clearProcess } from '../controller/status-commit.ts';
 import { parseManifest, type ManifestStore } from '../manifests/store.ts';
-import { specHash, StatusFiles } from '../manifests/status-file.ts';
+import { specHash } from '../manifests/status-file.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { PersistenceDeps } from './service-types.ts';
@@ -103,7 +103,7 @@ export async function putBack(store: ManifestStore, layout: DataLayout, item: Pu
   await fs.mkdir(editor.root, { recursive: true });
   const keepUid = UUID.test(uid) && !item.uidTaken(uid);
   if (read.kind === 'ok') {
-    await new StatusFiles(layout.statusDir).write(name, {
+    await store.putStatusRecord(name, {
       generation: kept.generation ?? read.server.metadata.generation ?? 1,
       specHash: specHash(read.server.spec),
       ...(keepUid ? { uid } : {}),

@@ -126,6 +126,9 @@ describe('status records', () => {
     const record = join(statusDir, 'data-pipeline.yaml');
     const old = (await readFile(record, 'utf8')) + 'status:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n';
     await writeFile(record, old);
+    // Records are read once by a running store (only it writes them): the older version's record is met at a start.
+    const restarted = () => (store = new ManifestStore(dir, statusDir));
+    restarted();
     const ref = { kind: 'process', pid: 4242, startTicks: 99 };
     expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010, runtimeRef: ref });
     expect(await store.writeStatus('data-pipeline', { phase: 'Running', port: 8010, runtimeRef: ref, message: 'seen' })).toBe('updated');
@@ -133,6 +136,7 @@ describe('status records', () => {
     expect(written).toEqual({ phase: 'Running', port: 8010, runtimeRef: ref, message: 'seen' });
     // A reference that is not plain data of a runtime is dropped, never passed on.
     await writeFile(record, old.replace(/  pid: 4242\n  pidStartTicks: 99\n/, '  runtimeRef: { pid: [1, 2] }\n'));
+    restarted();
     expect((await readServer()).status).toEqual({ phase: 'Running', port: 8010 });
   });
 
