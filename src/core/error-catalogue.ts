@@ -65,6 +65,10 @@ export const ERRORS = {
     status: 400,
     message: ({ name }: { name: string }) => `"${name}" is not a manifest name: list deleted servers with GET /snapshots/deleted`,
   },
+  INVALID_PAGE: {
+    status: 400,
+    message: ({ param, problem }: { param: string; problem: string }) => `?${param}= ${problem}`,
+  },
   INVALID_PATH: { status: 400, message: 'the log stream path is not valid: use /ws/logs or /ws/logs/{id}' },
   INVALID_QUERY: {
     status: 400,

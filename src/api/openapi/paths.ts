@@ -91,6 +91,18 @@ const dashboardPage = (operationId: string, summary: string): Json => ({
   }),
 });
 
+/**
+ * GET /servers a page at a time, and filtered (src/api/server-pages.ts): any of these makes the
+ * answer a page, in manifest-name order; none gives the whole list as before.
+ */
+const PAGE_PARAMETERS = [
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'At most this many servers; when more remain, the answer\'s `X-Continue` header holds the token of the next page.' },
+  { name: 'continue', in: 'query', schema: { type: 'string' }, description: 'The `X-Continue` token of the previous page: the next page starts right after it, whatever was added or removed meanwhile.' },
+  { name: 'owner', in: 'query', schema: { type: 'string' }, description: 'Only servers of this owner (`owner`, case-insensitive).' },
+  { name: 'status', in: 'query', schema: { type: 'string' }, description: 'Only servers with this `status` (running, stopped, starting, stopping, failed; several with commas).' },
+  { name: 'name_prefix', in: 'query', schema: { type: 'string' }, description: 'Only servers whose `name` (case-insensitive) or `manifest` starts with this.' },
+];
+
 export const PATHS: Record<string, Json> = {
   '/servers': {
     get: op('servers', 'listServers', 'List servers, or watch them', {
@@ -103,10 +115,16 @@ export const PATHS: Record<string, Json> = {
             'x-event-data': ref('WatchEvent'),
           },
         },
+        headers: {
+          'X-Continue': { description: 'With `limit`, when more servers remain: the token to give as `continue` for the next page.', schema: { type: 'string' } },
+        },
       },
-      400: error('`watch` is neither 1 nor 0 (`INVALID_QUERY`).'),
+      400: error('`watch` is neither 1 nor 0 (`INVALID_QUERY`), or a page parameter is not valid (`INVALID_PAGE`: the message names it and what to give).'),
       503: error('Too many watch streams are open (`TOO_MANY_WATCHERS`), or the service is shutting down.'),
-    }, { parameters: [{ name: 'watch', in: 'query', schema: { enum: ['0', '1'] }, description: '1: stream the list and its changes (text/event-stream).' }] }),
+    }, { parameters: [
+      { name: 'watch', in: 'query', schema: { enum: ['0', '1'] }, description: '1: stream the list and its changes (text/event-stream).' },
+      ...PAGE_PARAMETERS,
+    ] }),
     post: op('servers', 'createServer', 'Create a server', {
       201: CREATED, 400: BAD_BODY, 409: CREATE_CONFLICT, 413: TOO_LARGE, 503: FOLDER_MISSING,
     }, { description: 'Writes a new, stopped server\'s manifest and answers once the controller has assigned its port and workspace and installed its extensions (installs still running after 2 s go on in the background: `phase` and `extension_status` show them).' }),

@@ -8,6 +8,7 @@ import { apiError } from '../../core/error-catalogue.ts';
 import { API_VERSION, displayNameOf, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
 import { slugify } from '../naming.ts';
 import { ServerFeed } from '../server-feed.ts';
+import { parsePageQuery, ServerPages } from '../server-pages.ts';
 import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
 import { createdView, serverView } from '../views.ts';
 import { findServer, folderMissing, phaseIs, type ServersDeps } from './context.ts';
@@ -31,9 +32,24 @@ const validateCreate = compileBodySchema<CreateBody>('create-server.schema.json'
 export function serversCrudRoutes(deps: ServersDeps, router: Router): void {
   const { index, stats } = deps;
 
+  const pages = new ServerPages(index, (name, now) => {
+    const entry = deps.feed?.entryOf(name);
+    if (entry) return ServerFeed.current(entry, now);
+    const record = index.records.get(name);
+    return record?.server ? JSON.stringify(serverView(record, record.server.status?.runtimeRef ? stats.get(name) : undefined)) : undefined;
+  });
+
   router.get('/servers', (req, res) => {
     // Undefined while the requester may see every server: the listing costs nothing more then.
     const sees = deps.access.filterFor(req);
+    // A page, or a filtered list (src/api/server-pages.ts): the token of the next one in X-Continue.
+    const query = parsePageQuery(req.query as Record<string, unknown>);
+    if (query) {
+      const page = pages.page(query, sees);
+      if (page.next !== undefined) res.set({ 'X-Continue': page.next, 'Access-Control-Expose-Headers': 'X-Continue' });
+      sendJson(res, page.body);
+      return;
+    }
     // The same bytes as below, from records serialised once per change (uptime spliced in).
     if (deps.feed) {
       sendJson(res, deps.feed.list(sees));
