@@ -42,6 +42,18 @@ describe('runtime in the config file', () => {
     });
   });
 
+  it('gives the Kubernetes runtime a range of route numbers for a fleet when the file gives no ports, and keeps a range it gives', () => {
+    const ports = (text: string) => {
+      const read = parseConfig('config.yaml', text);
+      if (read.problems) throw new Error(JSON.stringify(read.problems));
+      return read.config.ports;
+    };
+    expect(ports('runtime:\n  kind: kubernetes\n')).toEqual({ min: 10000, max: 59999 });
+    expect(ports('runtime:\n  kind: kubernetes\nports:\n  min: 9000\n  max: 9100\n')).toEqual({ min: 9000, max: 9100 });
+    // Local processes bind each port on this machine: the small default stays.
+    expect(ports('runtime:\n  kind: process\n')).toEqual(DEFAULT_CONFIG.ports);
+  });
+
   it('is laid over the defaults: kubernetes and its storage key by key, resources replaced whole', () => {
     const read = parseConfig('config.yaml', [
       'runtime:',
