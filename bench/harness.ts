@@ -43,6 +43,8 @@ export interface BenchService {
   child: ChildProcess;
   rssMb(): number;
   call(method: string, path: string, body?: unknown): Promise<any>;
+  /** SIGTERM and wait for the exit, as a redeploy does: editors, manifests and data are left (close() removes them). */
+  terminate(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,12 +55,13 @@ export interface BenchService {
  */
 export async function startBenchService(
   editorBin: string, ports: { min: number; max: number },
-  extra: { env?: Record<string, string>; editor?: Record<string, unknown>; config?: Record<string, unknown>; checkout?: string } = {},
+  extra: { env?: Record<string, string>; editor?: Record<string, unknown>; config?: Record<string, unknown>; checkout?: string; root?: string } = {},
 ): Promise<BenchService> {
   const checkout = extra.checkout ?? ROOT;
   buildService(checkout);
   const start = startCommand(checkout);
-  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
+  // `root`: the folders of a service stopped before (its manifests and data), to time a restart.
+  const root = extra.root ?? await fs.mkdtemp(join(tmpdir(), 'devbox-bench-'));
   const configFile = join(root, 'config.yaml');
   await fs.writeFile(configFile, stringify({ ...extra.config, ports, editor: { startTimeoutSeconds: 60, stopGraceSeconds: 5, ...extra.editor } }));
   const dataDir = join(root, 'data');
@@ -91,17 +94,20 @@ export async function startBenchService(
   });
   child.stdout!.resume();
   let closing: Promise<void> | undefined;
+  const terminate = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
   const service: BenchService = {
     url, root, dataDir, child,
     pid: child.pid!,
     rssMb: () => rssMb(child.pid!),
     call: (method, path, body) => call(url, method, path, body),
+    terminate,
     close: () => (closing ??= (async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await terminate();
       await stopAllEditors(new DataLayout(dataDir).editorsDir, 2000);
       await fs.rm(root, { recursive: true, force: true });
       running.delete(service);

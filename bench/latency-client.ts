@@ -12,8 +12,8 @@ type Kind = 'gets' | 'watch';
 export interface Latency { p50_ms: number; p95_ms: number; p99_ms: number }
 
 /** Times `requests` sequential requests of `url` in a fresh process: keep-alive GETs, or watch streams each on a new connection. */
-export function timeInFreshClient(kind: Kind, url: string, requests: number): Promise<Latency> {
-  const child = fork(fileURLToPath(import.meta.url), [kind, url, String(requests)], { stdio: 'inherit' });
+export function timeInFreshClient(kind: Kind, url: string, requests: number, warmup = 200): Promise<Latency> {
+  const child = fork(fileURLToPath(import.meta.url), [kind, url, String(requests), String(warmup)], { stdio: 'inherit' });
   return new Promise((resolve, reject) => {
     child.once('message', (latency) => resolve(latency as Latency));
     child.once('exit', (code) => reject(new Error(`latency client (${kind} ${url}) exited with ${code} before answering`)));
@@ -26,8 +26,8 @@ const summary = (times: number[]): Latency => ({
   p99_ms: round(percentile(times, 99), 3),
 });
 
-/** Sequential keep-alive GETs: latency percentiles after a warm-up of 200. */
-async function timeGets(url: URL, requests: number): Promise<Latency> {
+/** Sequential keep-alive GETs: latency percentiles after a warm-up (200 unless told). */
+async function timeGets(url: URL, requests: number, warmup = 200): Promise<Latency> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const once = () => new Promise<number>((resolve, reject) => {
     const started = performance.now();
@@ -36,7 +36,7 @@ async function timeGets(url: URL, requests: number): Promise<Latency> {
       res.on('end', () => resolve(performance.now() - started));
     }).on('error', reject).end();
   });
-  for (let i = 0; i < 200; i++) await once();
+  for (let i = 0; i < warmup; i++) await once();
   const times: number[] = [];
   for (let i = 0; i < requests; i++) times.push(await once());
   agent.destroy();
@@ -66,9 +66,9 @@ async function timeWatch(url: URL, requests: number): Promise<Latency> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [kind, url, requests] = process.argv.slice(2) as [Kind, string, string];
-  const time = kind === 'watch' ? timeWatch : timeGets;
-  time(new URL(url), Number(requests)).then(
+  const [kind, url, requests, warmup] = process.argv.slice(2) as [Kind, string, string, string];
+  const timed = kind === 'watch' ? timeWatch(new URL(url), Number(requests)) : timeGets(new URL(url), Number(requests), Number(warmup));
+  timed.then(
     (latency) => process.send!(latency, () => process.exit(0)),
     (error) => {
       console.error(error);

@@ -18,6 +18,7 @@ import { benchLogsThroughService } from './service-logs.ts';
 import { benchLogCostPipeline, benchLogCostThroughService } from './log-cost.ts';
 import { STUB_EDITOR } from './harness.ts';
 import { benchClone, benchExtract } from './workspace.ts';
+import { benchScale } from './scale.ts';
 import { benchWorkbench } from './workbench.ts';
 import { targetRows, targetTable } from './targets.ts';
 
@@ -89,6 +90,10 @@ if (wanted('persistence')) {
 }
 if (wanted('kubernetes')) {
   report('editors on Kubernetes ÷ local processes, 10 servers', await benchKubernetes(realEditor(), quick, 15));
+}
+if (sections.includes('scale')) {
+  // Not in the default run (it lands 10,000 manifests): `npm run bench -- scale`.
+  report('scale: manifests landed at once, process runtime', await benchScale(STUB_EDITOR, quick, 18));
 }
 if (wanted('crd')) {
   report('EditorServer objects ÷ manifest files as the manifests, editors on Kubernetes', await benchCrd(quick, 17));
