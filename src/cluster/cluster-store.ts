@@ -13,8 +13,9 @@
 //     coalesced: commits that queue behind one another write only the latest, and a watch event
 //     older than the object as last written (its own status write's) is not taken for news, so
 //     a transition costs one status write.
-// A finalizer on every object makes `kubectl delete` a deliberate delete the controller carries
-// out (editor, volume and objects gone) before the object goes.
+// A finalizer on every object asked to run makes `kubectl delete` a deliberate delete the
+// controller carries out (editor, volume and objects gone) before the object goes; an object
+// never asked to run has nothing on the cluster, and goes at once.
 import { promises as fs } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { sameData } from '../core/equal.ts';
@@ -269,7 +270,10 @@ export class ClusterManifestStore extends ManifestStore {
   async #level(name: string): Promise<void> {
     const object = this.#objects.get(name);
     if (!object) return;
-    if (!object.metadata.deletionTimestamp && !object.metadata.finalizers?.includes(FINALIZER)) await this.#addFinalizer(object);
+    // The finalizer once the server is asked to run, before its editor makes anything on the
+    // cluster: a server that never ran has nothing to clean up (and a sync of thousands of
+    // stopped objects costs no write each).
+    if (!object.metadata.deletionTimestamp && object.spec?.running === true && !object.metadata.finalizers?.includes(FINALIZER)) await this.#addFinalizer(object);
     const text = await this.#copies.textOf(name);
     const copy = text === undefined ? undefined : parseDocument(text, { uniqueKeys: false }).toJS();
     if (!sameManifest(object, copy)) {

@@ -43,16 +43,22 @@ afterEach(async () => {
 });
 
 describe('the working copy of the objects', () => {
-  it('holds every object at start, drops copies of objects that are gone, and puts the finalizer on each object', async () => {
+  it('holds every object at start, drops copies of objects that are gone, and puts the finalizer on each object asked to run', async () => {
     await api.create(hello('hello'));
+    await api.create(hello('idle', { running: false }));
     await fs.mkdir(join(root, 'copy'), { recursive: true });
     await fs.writeFile(join(root, 'copy', 'gone.yaml'), 'apiVersion: devbox.dev/v1alpha1\n');
     store = await open();
-    expect(await store.list()).toEqual(['hello']);
+    expect(await store.list()).toEqual(['hello', 'idle']);
     const read = await store.read('hello');
     expect(read.kind).toBe('ok');
     expect(read.kind === 'ok' && read.server.metadata.uid).toBe(api.objects.get('hello')!.metadata.uid);
     expect(api.objects.get('hello')!.metadata.finalizers).toEqual([FINALIZER]);
+    // Never asked to run, it has nothing on the cluster to clean up: no write for a finalizer.
+    expect(api.objects.get('idle')!.metadata.finalizers).toBeUndefined();
+    api.touch('idle', (o) => ({ ...o, spec: { ...o.spec!, running: true } }));
+    await store.settled();
+    expect(api.objects.get('idle')!.metadata.finalizers).toEqual([FINALIZER]);
   });
 
   it('follows an object changed by someone else, as an edit the controller did not make', async () => {

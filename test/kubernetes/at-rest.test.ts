@@ -117,6 +117,8 @@ describe.skipIf(!cluster)(cluster ? 'a fleet at rest on the cluster' : `a fleet 
     const statusWrites = grew(before, settled, 'PATCH editorservers/status');
     console.log(`${OBJECTS + CREATED} stopped servers settled: ${statusWrites} status writes; requests meanwhile: ${JSON.stringify(Object.fromEntries([...settled].map(([k, v]) => [k, v - (before.get(k) ?? 0)]).filter(([, v]) => (v as number) > 0)))}`);
     expect(statusWrites).toBeLessThanOrEqual(OBJECTS + CREATED);
+    // Nor a write of the objects themselves: the cleanup finalizer waits for a start.
+    expect(grew(before, settled, 'PUT editorservers'), 'no finalizer written for a server never asked to run').toBe(0);
 
     // 2. One starts: its editor's Pod, and no other, comes up; its settings and extension go in once it runs.
     const started = names[0];
