@@ -50,14 +50,14 @@ export async function ensureWorkspaceSource(
     live.sourceRetryAt = undefined;
     return 'ready';
   }
-  // Storage reached only through a running editor (a cluster): the source goes in once it runs.
-  if (!op && deps.runtime.storageDeferred?.(name)) return 'ready';
   if (op?.settled) {
     operations.drop(name);
     if (op.key === key && op.data.terminal) return terminal(ctx, record, uid, status, op.data.error!);
     if (op.key === key && op.data.error !== undefined) return failed(ctx, record, uid, status, source, op.data.error);
   }
-  if (!op && !(await deps.runtime.workspaceEmpty(name))) {
+  // Storage reached only through a running editor (a cluster): the source is checked now and goes in once it runs.
+  const deferred = !op && deps.runtime.storageDeferred?.(name) === true;
+  if (!op && !deferred && !(await deps.runtime.workspaceEmpty(name))) {
     live.sourceFailures = undefined;
     live.sourceRetryAt = undefined;
     if (status.reason === 'PopulatingWorkspace' || status.reason === 'WorkspaceSourceFailed') {
@@ -77,6 +77,7 @@ export async function ensureWorkspaceSource(
     if (source.archive) {
       const zip = archivePath(deps.layout, source.archive.sha256);
       if (!existsSync(zip)) return terminal(ctx, record, uid, status, `the archive ${source.archive.sha256} is not in ${zip}: upload the ZIP again`);
+      if (deferred) return 'ready';
       deps.logs.event(name, 'INFO', `extracting archive ${source.archive.sha256} into the workspace`);
       op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
         try {
@@ -94,6 +95,7 @@ export async function ensureWorkspaceSource(
     const schemes = gitSchemesOf(deps);
     const problem = gitUrlProblem(source.git!.url, schemes);
     if (problem) return terminal(ctx, record, uid, status, problem);
+    if (deferred) return 'ready';
     const timeoutMs = (deps.config.workspace?.cloneTimeoutSeconds ?? 600) * 1000;
     deps.logs.event(name, 'INFO', `cloning ${source.git!.url}${source.git!.ref ? ` at ${source.git!.ref}` : ''} into the workspace`);
     op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {

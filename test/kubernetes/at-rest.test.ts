@@ -1,8 +1,9 @@
 // What a fleet costs the cluster when nobody uses it, on the real test cluster in CRD mode:
 // EditorServer objects applied at once with `running: false`, and servers created through the
 // API, make nothing on the cluster (no Pod, no claim, no StatefulSet, no anchor) and say Stopped,
-// with one status write each; a start makes the editor's own Pod and no other (its init
-// container prepares the volume; settings and extensions go in once it runs); then, with the
+// with one status write each, their git sources not cloned; a start makes the editor's own Pod
+// and no other (its init container prepares the volume; the source, settings and extensions go in
+// once it runs); then, with the
 // controller reconciling every server again and again, the API server sees no `pods/exec`, no
 // status write and no Pod made. Counted from the API server's own `apiserver_request_total`.
 import { promises as fs } from 'node:fs';
@@ -13,6 +14,7 @@ import { getObject, kubectl, NO_CLUSTER, testCluster, type TestCluster } from '.
 import { closeClusterService, startClusterService, volumeOf } from '../helpers/cluster-service.ts';
 import { installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
+import { conformanceSources, type ConformanceSources } from '../runtime/conformance-sources.ts';
 import { parsePrometheusText } from '../helpers/prometheus.ts';
 import { eventually, type TestService } from '../helpers/service.ts';
 
@@ -30,10 +32,13 @@ let service: TestService;
 /** Every Pod name the namespace ever had while the test ran, from a watch opened before anything was made. */
 const podsSeen = new Set<string>();
 let podWatch: AbortController | undefined;
+/** A git repository on loopback (git daemon): the service clones it and ships it into the volume. */
+let sources: ConformanceSources;
 
 beforeAll(async () => {
   if (!cluster) return;
   await installCrd(cluster);
+  sources = await conformanceSources();
   namespace = await testNamespace(cluster, 'devbox-rest');
   ns = namespace.name;
   const config = new KubeConfig();
@@ -42,13 +47,14 @@ beforeAll(async () => {
     if (pod.metadata?.name) podsSeen.add(pod.metadata.name);
   }, () => {});
   // A resync every 2 s: at rest the controller still looks at every server, over and over.
-  service = await startClusterService(cluster, ns, stubEditor(), { config: { controller: { resyncSeconds: 2 } }, kubernetes: { source: 'crd' } });
+  service = await startClusterService(cluster, ns, stubEditor(), { config: { controller: { resyncSeconds: 2 }, workspace: { gitSchemes: ['git'], cloneTimeoutSeconds: 60, maxUploadMb: 10 } }, kubernetes: { source: 'crd' } });
 }, 120_000);
 afterAll(async () => {
   podWatch?.abort();
   if (service) await closeClusterService(service);
   if (cluster && ns) await releaseEditorServers(cluster, ns);
   await namespace?.remove();
+  await sources?.stop();
 }, 180_000);
 
 /** The API server's request counts, by `verb resource/subresource`, summed over codes and scopes. */
@@ -84,6 +90,7 @@ function manifest(name: string): string {
   return [
     'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', `metadata: {name: ${name}}`,
     'spec:', `  displayName: ${name}`, '  running: false', '  extensions: [acme.tool]', '  settings: {"editor.fontSize": 13}',
+    `  workspace: {source: {git: {url: "${sources.git.source.git.url}"}}}`,
   ].join('\n');
 }
 
@@ -129,7 +136,12 @@ describe.skipIf(!cluster)(cluster ? 'a fleet at rest on the cluster' : `a fleet 
       return found?.status?.phase === 'Running' && condition && condition.reason !== 'Installing' && found;
     }, SETTLE_MS, 250);
     expect(object.status.extensions).toEqual([expect.objectContaining({ id: 'acme.tool', state: 'Installed' })]);
+    await eventually(async () => {
+      const found = await getObject(c, ['editorserver', started, '-n', ns]);
+      return found?.status?.phase === 'Running' && found.status.conditions?.some((x: { type: string; reason: string }) => x.type === 'WorkspaceReady' && x.reason === 'Populated');
+    }, SETTLE_MS, 250);
     const volume = await volumeOf(c, ns, started);
+    expect(await fs.readFile(join(volume!.folder, 'workspace', sources.git.file), 'utf8'), 'the git source, cloned at the first start').toBe(sources.git.content);
     const settings = await eventually(async () => fs.readFile(join(volume!.folder, 'editor', 'data', 'User', 'settings.json'), 'utf8').catch(() => undefined), 60_000, 250);
     expect(JSON.parse(settings)).toMatchObject({ 'editor.fontSize': 13 });
     expect([...podsSeen], 'the editor\'s own Pod and no helper').toEqual([`devbox-${started}-0`]);
