@@ -7,10 +7,12 @@ export interface ServersState {
   servers: Map<string, ServerRecord>;
   /** False until the first full listing has arrived. */
   loaded: boolean;
+  /** Until then, how many servers of it have come so far. */
+  received: number;
   connection: Connection;
 }
 
-let state: ServersState = { servers: new Map(), loaded: false, connection: 'connecting' };
+let state: ServersState = { servers: new Map(), loaded: false, received: 0, connection: 'connecting' };
 const listeners = new Set<(state: ServersState) => void>();
 let watch: Watch | undefined;
 
@@ -24,6 +26,9 @@ function ensureWatching(): void {
   watch ??= watchServers({
     onServers: (servers) => set({ servers, loaded: true }),
     onConnection: (connection) => set({ connection }),
+    onProgress: (received) => {
+      if (!state.loaded) set({ received });
+    },
   });
 }
 

@@ -13,6 +13,13 @@ export interface ServerName {
 
 /** Two names a person would take for the same one: case and spacing aside. */
 const sameKey = (name: string) => name.trim().replace(/\s+/g, ' ').toLowerCase();
+/** Each record's key, kept: the map is new with every change, most of its records are not. */
+const keys = new WeakMap<ServerRecord, string>();
+function keyOf(server: ServerRecord): string {
+  let key = keys.get(server);
+  if (key === undefined) keys.set(server, (key = sameKey(server.name)));
+  return key;
+}
 
 const cache = new WeakMap<Map<string, ServerRecord>, Map<string, ServerName>>();
 
@@ -21,10 +28,10 @@ export function serverNames(servers: Map<string, ServerRecord>): Map<string, Ser
   const known = cache.get(servers);
   if (known) return known;
   const counts = new Map<string, number>();
-  for (const server of servers.values()) counts.set(sameKey(server.name), (counts.get(sameKey(server.name)) ?? 0) + 1);
+  for (const server of servers.values()) counts.set(keyOf(server), (counts.get(keyOf(server)) ?? 0) + 1);
   const names = new Map<string, ServerName>();
   for (const server of servers.values()) {
-    const shared = (counts.get(sameKey(server.name)) ?? 0) > 1;
+    const shared = (counts.get(keyOf(server)) ?? 0) > 1;
     names.set(server.id, shared
       ? { name: server.name, manifest: server.manifest, label: `${server.name} (${server.manifest})` }
       : { name: server.name, label: server.name });

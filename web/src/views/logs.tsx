@@ -7,6 +7,7 @@ import { formatLogLine, openLogStream, type LogLine, type StreamState } from '..
 import { formatExact } from '../components/format.ts';
 import { serverNames } from '../components/names.tsx';
 import { useServers } from '../store.ts';
+import { sortServers } from './server-rows.ts';
 import './logs.css';
 
 /** Lines kept on the page, and lines held while paused: the oldest go first. */
@@ -98,7 +99,9 @@ export function LogsView(props: { serverId?: string }) {
     if (box.current) box.current.scrollTop = box.current.scrollHeight;
   }
 
-  const list = [...servers.values()].sort((a, b) => a.name.localeCompare(b.name) || a.manifest.localeCompare(b.manifest));
+  // Sorted, and their options made, once per change of the servers, not for every line that comes.
+  const list = useMemo(() => sortServers(servers.values(), 'name', 1), [servers]);
+  const options = useMemo(() => list.map((s) => <option key={s.id} value={s.id}>{names.get(s.id)?.label ?? s.name}</option>), [list, names]);
   const current = serverId ? servers.get(serverId) : undefined;
   const currentLabel = current ? names.get(current.id)?.label ?? current.name : undefined;
   const unknown = serverId !== undefined && loaded && current === undefined;
@@ -124,7 +127,7 @@ export function LogsView(props: { serverId?: string }) {
           <select id={`${id}-server`} value={serverId ?? ''}
             onChange={(e) => { const v = e.currentTarget.value; location.hash = v ? `#/logs/${encodeURIComponent(v)}` : '#/logs'; }}>
             <option value="">All servers</option>
-            {list.map((s) => <option key={s.id} value={s.id}>{names.get(s.id)?.label ?? s.name}</option>)}
+            {options}
             {serverId && !current && <option value={serverId}>{loaded ? `unknown server ${serverId}` : 'loading…'}</option>}
           </select>
         </div>

@@ -1,5 +1,7 @@
 // The server table (#/): every server from the watch stream, sorted and filtered, with its actions.
-import { useMemo, useState } from 'preact/hooks';
+// Only the rows in and near the window are in the DOM (useWindowedRows), so it stays quick at
+// 10,000 servers.
+import { useMemo, useRef, useState } from 'preact/hooks';
 import type { ServerRecord } from '../api/types.ts';
 import { runRefreshAll, usePending } from '../actions.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
@@ -9,8 +11,8 @@ import { ServerStatus } from '../components/status.tsx';
 import { useNow, useServers } from '../store.ts';
 import { CreateServerDialog } from './create-dialog.tsx';
 import { CapacitySummary } from '../components/capacity.tsx';
-
-type Column = 'name' | 'status' | 'port' | 'pid' | 'uptime' | 'cpu' | 'memory' | 'extensions' | 'owner';
+import { useWindowedRows } from '../components/windowed-rows.ts';
+import { filterServers, sortServers, type Column, type Direction } from './server-rows.ts';
 
 const COLUMNS: { key: Column; label: string; numeric?: boolean }[] = [
   { key: 'name', label: 'Name' },
@@ -30,46 +32,13 @@ export function uptimeSeconds(server: ServerRecord, now: number): number | null 
   return Math.max(0, (now - Date.parse(server.start_time)) / 1000);
 }
 
-const STATUS_ORDER = ['running', 'starting', 'provisioning', 'stopping', 'failed', 'stopped'];
-
-function sortValue(server: ServerRecord, column: Column): string | number | null {
-  switch (column) {
-    case 'name': return server.name.toLowerCase();
-    case 'status': return STATUS_ORDER.indexOf(server.status);
-    case 'port': return server.port;
-    case 'pid': return server.pid;
-    // The start time orders uptimes without the clock: an earlier start is a longer uptime.
-    case 'uptime': return server.start_time ? -Date.parse(server.start_time) : null;
-    case 'cpu': return server.start_time ? server.cpu_percent : null;
-    case 'memory': return server.start_time ? server.memory_mb : null;
-    case 'extensions': return server.extensions.length;
-    case 'owner': return server.owner?.toLowerCase() ?? null;
-  }
-}
-
-function compare(a: ServerRecord, b: ServerRecord, column: Column, direction: 1 | -1): number {
-  const x = sortValue(a, column);
-  const y = sortValue(b, column);
-  // Empty values last, whichever the direction.
-  if (x === null && y !== null) return 1;
-  if (y === null && x !== null) return -1;
-  if (x !== null && y !== null && x !== y) return (x < y ? -1 : 1) * direction;
-  // Equal names: by manifest name, which tells them apart on screen.
-  return a.name.localeCompare(b.name) || a.manifest.localeCompare(b.manifest) || a.id.localeCompare(b.id);
-}
-
-function matches(server: ServerRecord, filter: string): boolean {
-  if (!filter) return true;
-  const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
-  const text = [server.name, server.manifest, server.status, server.reason ?? '', server.owner ?? ''].join(' ').toLowerCase();
-  return words.every((word) => text.includes(word));
-}
+const count = (n: number) => n.toLocaleString('en-US');
 
 // Kept while the person moves between views.
-let remembered = { column: 'name' as Column, direction: 1 as 1 | -1, filter: '' };
+let remembered = { column: 'name' as Column, direction: 1 as Direction, filter: '' };
 
 export function ServersView() {
-  const { servers, loaded } = useServers();
+  const { servers, loaded, received } = useServers();
   const { refreshingAll } = usePending();
   const now = useNow();
   const [sort, setSort] = useState({ column: remembered.column, direction: remembered.direction });
@@ -77,10 +46,13 @@ export function ServersView() {
   const [creating, setCreating] = useState(false);
   remembered = { ...sort, filter };
 
-  const rows = useMemo(
-    () => [...servers.values()].filter((s) => matches(s, filter)).sort((a, b) => compare(a, b, sort.column, sort.direction)),
-    [servers, filter, sort],
-  );
+  // Sorted when the servers or the order change; filtered from that on each keystroke.
+  const ordered = useMemo(() => sortServers(servers.values(), sort.column, sort.direction), [servers, sort]);
+  const rows = useMemo(() => filterServers(ordered, filter), [ordered, filter]);
+  const all = useMemo(() => [...servers.values()], [servers]);
+  const running = useMemo(() => all.filter((s) => s.status === 'running').length, [all]);
+  const body = useRef<HTMLTableSectionElement>(null);
+  const shown = useWindowedRows(rows.length, body);
   const empty = loaded && servers.size === 0;
 
   const sortBy = (column: Column) =>
@@ -110,7 +82,7 @@ export function ServersView() {
         </div>
       </div>
 
-      {!loaded && <p class="empty" aria-busy="true">Loading servers…</p>}
+      {!loaded && <p class="empty" aria-busy="true">Loading servers…{received > 0 && ` ${count(received)} so far`}</p>}
 
       {empty && (
         <div class="empty">
@@ -124,15 +96,16 @@ export function ServersView() {
         <>
           <p class="muted summary" aria-live="polite">
             {rows.length === servers.size
-              ? `${servers.size} server${servers.size === 1 ? '' : 's'}, ${[...servers.values()].filter((s) => s.status === 'running').length} running`
-              : `${rows.length} of ${servers.size} servers match`}
+              ? `${count(servers.size)} server${servers.size === 1 ? '' : 's'}, ${count(running)} running`
+              : `${count(rows.length)} of ${count(servers.size)} servers match`}
           </p>
-          <CapacitySummary servers={[...servers.values()]} />
+          <CapacitySummary servers={all} />
           {/* Scrolls sideways only in a narrow window, with the names and the actions kept in view. */}
           <div class="table-scroll servers-scroll" tabIndex={0} role="group" aria-label="Servers table">
-            <table class="servers" aria-label="Servers">
+            {/* Row counts for assistive technology, which sees only the rendered rows. */}
+            <table class="servers" aria-label="Servers" aria-rowcount={rows.length + 1}>
               <thead>
-                <tr>
+                <tr aria-rowindex={1}>
                   {COLUMNS.map(({ key, label, numeric }) => {
                     const sorted = sort.column === key;
                     return (
@@ -152,8 +125,12 @@ export function ServersView() {
                   <th scope="col" class="col-actions">Actions</th>
                 </tr>
               </thead>
-              <tbody>
-                {rows.map((server) => <ServerRow key={server.id} server={server} name={nameOf(server, servers)} now={now} />)}
+              <tbody ref={body}>
+                {shown.before > 0 && <Spacer height={shown.before} />}
+                {rows.slice(shown.start, shown.end).map((server, i) => (
+                  <ServerRow key={server.id} server={server} name={nameOf(server, servers)} now={now} index={shown.start + i} />
+                ))}
+                {shown.after > 0 && <Spacer height={shown.after} />}
               </tbody>
             </table>
           </div>
@@ -171,12 +148,21 @@ export function ServersView() {
   );
 }
 
-function ServerRow({ server, name, now }: { server: ServerRecord; name: ServerName; now: number }) {
+/** Stands for the rows not rendered, so the table keeps its height and the scroll bar its meaning. */
+function Spacer({ height }: { height: number }) {
+  return (
+    <tr class="spacer" aria-hidden="true">
+      <td colSpan={COLUMNS.length + 1} style={{ height: `${height}px` }} />
+    </tr>
+  );
+}
+
+function ServerRow({ server, name, now, index }: { server: ServerRecord; name: ServerName; now: number; index: number }) {
   const uptime = uptimeSeconds(server, now);
   // An editor runs: a process (with a pid) or a Pod (without one).
   const live = server.start_time !== null;
   return (
-    <tr>
+    <tr data-row aria-rowindex={index + 2}>
       <td class="col-name">
         <a href={`#/servers/${encodeURIComponent(server.id)}`} class="server-name"><ServerNameText name={name} /></a>
         {server.manifest_errors?.length ? <span class="warn-mark" title="Its manifest has errors"> ⚠ manifest errors</span> : null}
