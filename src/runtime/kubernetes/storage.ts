@@ -6,9 +6,10 @@
 // running editor's volume holds (an empty workspace or not, the extensions) is known from its
 // Pod's own report (prepare.ts) and from this service's changes, so only a change costs an exec.
 // Files go in and out by exec: reads with `cat`, writes with exactly their length on stdin (the
-// exec protocol cannot close stdin), sources as a tar stream. A git source is cloned and a ZIP extracted here,
-// by the service, with the same rules as on one machine (allowed schemes, limits), then shipped:
-// the Pods need no route to the outside, and a ZIP's bytes never need a registry or a URL.
+// exec protocol cannot close stdin), sources as a tar stream. A git source is cloned and a ZIP
+// extracted here, by the service, with the same rules as on one machine (allowed schemes,
+// limits), then shipped: the Pods need no route to the outside, and a ZIP's bytes never need a
+// registry or a URL.
 import { execa } from 'execa';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
