@@ -1,9 +1,10 @@
-// The watch stream, GET servers?watch=1 (server-sent events, data-only messages
-// {"type": "ADDED" | "MODIFIED" | "DELETED" | "SYNCED", "object": record}). On every (re)connect
+// The watch stream, GET servers?watch=1 (server-sent events, read by readEventStream; data-only
+// messages {"type": "ADDED" | "MODIFIED" | "DELETED" | "SYNCED", "object": record}). On every (re)connect
 // the service sends each record as ADDED, then SYNCED: a fresh map is built until SYNCED and
 // then replaces the old one, so servers deleted while disconnected disappear. Changes after it are
 // handed on together, at most one new map per BATCH_MS: at 10,000 servers a stats sample moves a
 // hundred records at once, and a copy of the map and a re-sort per record would be wasted.
+import { readEventStream } from './event-stream.ts';
 import { apiUrl } from './http.ts';
 import type { ServerRecord, WatchEvent } from './types.ts';
 
@@ -33,7 +34,8 @@ export function watchServers(handlers: WatchHandlers): Watch {
   let next: Map<string, ServerRecord> | undefined;
   let flush: ReturnType<typeof setTimeout> | undefined;
   let progressAt = 0;
-  let source: EventSource | undefined;
+  /** Aborts the stream being read. */
+  let stream: AbortController | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let delay = MIN_DELAY_MS;
   let closed = false;
@@ -44,24 +46,26 @@ export function watchServers(handlers: WatchHandlers): Watch {
     pending = new Map();
     next = undefined;
     clearTimeout(flush);
-    source = new EventSource(apiUrl('servers?watch=1'));
-    source.onmessage = (message) => {
+    const aborted = new AbortController();
+    stream = aborted;
+    const onData = (data: string) => {
       let event: WatchEvent;
       try {
-        event = JSON.parse(message.data) as WatchEvent;
+        event = JSON.parse(data) as WatchEvent;
       } catch {
         return;
       }
       apply(event);
     };
-    source.onerror = () => {
-      // EventSource retries by itself; we take over to back off and to start a fresh listing.
-      source?.close();
-      source = undefined;
+    // Ended by the service (or the network) or refused: back off, then a fresh listing.
+    const ended = () => {
+      if (closed || stream !== aborted) return;
+      stream = undefined;
       handlers.onConnection('reconnecting');
       timer = setTimeout(connect, delay);
       delay = Math.min(delay * 2, MAX_DELAY_MS);
     };
+    readEventStream(apiUrl('servers?watch=1'), onData, aborted.signal).then(ended, ended);
   };
 
   const apply = (event: WatchEvent) => {
@@ -106,7 +110,7 @@ export function watchServers(handlers: WatchHandlers): Watch {
       closed = true;
       clearTimeout(timer);
       clearTimeout(flush);
-      source?.close();
+      stream?.abort();
     },
   };
 }
