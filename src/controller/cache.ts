@@ -77,14 +77,45 @@ export class ServerCache {
   /** Editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
   readonly stoppedWhileMissing = new Map<string, RuntimeRef>();
 
+  /** The names whose `live.ref` is set: what runs, known without walking every server. */
+  readonly #withRef = new Set<string>();
+
   /** The name's in-memory facts, made on first use. */
   live(name: string): Live {
     let live = this.lives.get(name);
     if (!live) {
-      live = { healthy: false, crashTimes: [] };
+      live = this.#newLive(name);
       this.lives.set(name, live);
     }
     return live;
+  }
+
+  /** The runtime's reference of each live editor, by name: O(running), however many servers are declared. */
+  refs(): Map<string, RuntimeRef> {
+    const refs = new Map<string, RuntimeRef>();
+    for (const name of this.#withRef) {
+      const ref = this.lives.get(name)?.ref;
+      if (ref) refs.set(name, ref);
+    }
+    return refs;
+  }
+
+  #newLive(name: string): Live {
+    const withRef = this.#withRef;
+    let ref: RuntimeRef | undefined;
+    // `ref` is kept in step with the set wherever a step sets or clears it.
+    return {
+      healthy: false,
+      crashTimes: [],
+      get ref() {
+        return ref;
+      },
+      set ref(value: RuntimeRef | undefined) {
+        ref = value;
+        if (value) withRef.add(name);
+        else withRef.delete(name);
+      },
+    };
   }
 
   /** Stores a freshly read manifest in the name's record (kept, with its warnings, if there is one). */
@@ -101,5 +132,6 @@ export class ServerCache {
     this.unannounced.delete(name);
     this.records.delete(name);
     this.lives.delete(name);
+    this.#withRef.delete(name);
   }
 }

@@ -88,7 +88,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
 
   /** The runtime's reference to each server's running editor, by name, for the stats sampler. */
   refs(): Map<string, RuntimeRef> {
-    return new Map([...this.cache.lives].flatMap(([name, l]) => (l.ref ? [[name, l.ref] as const] : [])));
+    return this.cache.refs();
   }
 
   /** Where the server's running editor answers, if it runs. */
