@@ -175,7 +175,14 @@ export class ServerFeed {
       index.on('deleted', this.#onName),
       index.on('reconciled', ({ name }) => this.refresh(name)),
     ];
-    this.#offSample = stats.onSample(() => this.refreshAll());
+    // A sample changes the figures of the editors it sampled, and of those the one before did
+    // (stopped since): only theirs are looked at, not every declared server's.
+    let sampled = new Set<string>();
+    this.#offSample = stats.onSample(() => {
+      const now = new Set(stats.names());
+      for (const name of new Set([...sampled, ...now])) this.refresh(name);
+      sampled = now;
+    });
   }
 
   /** Calls `listener` with every change from now on; returns its removal. */
@@ -328,11 +335,12 @@ export class ServerFeed {
 
   /** Looks at one server again and tells the listeners if its record changed. */
   refresh(name: string): void {
-    this.#version++;
     const record = this.#index.records.get(name);
     const before = this.#entries.get(name);
     // Listed as GET /servers lists: only records with a manifest that was once valid and a uid.
     if (!record?.server?.metadata.uid) {
+      if (!before && !this.#sources.has(name)) return;
+      this.#version++;
       this.#sources.delete(name);
       if (before) {
         this.#entries.delete(name);
@@ -344,6 +352,10 @@ export class ServerFeed {
     const stats = this.#statsOf(name, server);
     const persistence = this.#persistenceOf(name);
     const last = this.#sources.get(name);
+    // Built from the very same objects: nothing to do (and what is kept for the list stays valid).
+    if (before && last && last.stats === stats && last.server === server && last.status === server.status && last.spec === server.spec
+      && last.metadata === server.metadata && last.problems === record.problems && last.persistence === persistence) return;
+    this.#version++;
     // A new stats sample with the same figures (an idle editor's, most of them): the record is
     // what it was, so it is not built again. Everything else it is built from is the same object.
     if (before && last && last.stats !== stats && sameFigures(last.stats, stats) && last.server === server && last.status === server.status

@@ -38,6 +38,11 @@ export class StatsSampler {
     return this.latest.get(name);
   }
 
+  /** The names the last sample has figures for. */
+  names(): IterableIterator<string> {
+    return this.latest.keys();
+  }
+
   /** Counts the samples taken: while it stays the same, get() answers with the same objects. */
   get generation(): number {
     return this.samples;
