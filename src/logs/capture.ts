@@ -34,6 +34,9 @@ interface OutputStream {
 const WATCHED = new Set(['editor.out', 'editor.err']);
 
 /** Follows one server's editor.out (INFO) and editor.err (WARN). */
+/** A watched capture is also polled every this many hub ticks (seconds), as a safety net. */
+const WATCHED_POLL_EVERY = 5;
+
 export class OutputCapture {
   readonly #options: OutputCaptureOptions;
   readonly #dir: string;
@@ -49,6 +52,7 @@ export class OutputCapture {
   #stopped = false;
   /** While the editor runs (follow): watched and polled. Otherwise its files do not grow, and cost nothing. */
   #following = false;
+  #polls = 0;
   #drainTimer: NodeJS.Timeout | undefined;
   readonly #batches: OutputBatches;
 
@@ -66,10 +70,13 @@ export class OutputCapture {
     return this.#batches.dropped;
   }
 
-  /** Reads what is there (output written while the service was away); follow() watches for more. */
-  start(): Error | undefined {
+  /**
+   * The hub's poll, once a second: a capture whose folder is watched is read on the watch's
+   * events, and polled only every WATCHED_POLL_EVERY ticks, in case an event was missed.
+   */
+  poll(): void {
+    if (this.#watcher && ++this.#polls % WATCHED_POLL_EVERY !== 0) return;
     this.pump();
-    return undefined;
   }
 
   /** True while the editor runs, or its last lines are still being read: the hub's poll pumps it. */

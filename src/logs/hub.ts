@@ -57,7 +57,15 @@ const DRAIN_MS = 5000;
 interface Tracked {
   server: TrackedServer;
   file: RotatingLogFile;
-  capture: OutputCapture | StreamCapture;
+  /**
+   * With an output source, its stream (read only while followed). With output files, made when the
+   * editor is first followed and dropped once its last lines are read: a stopped server holds no
+   * reader, buffer or watch, however many are declared.
+   */
+  capture: OutputCapture | StreamCapture | undefined;
+  makeCapture: () => OutputCapture;
+  /** Lines the rate limit dropped in captures this server had before. */
+  droppedBefore: number;
   ring: EntryRing;
   stopped: boolean;
 }
@@ -109,7 +117,7 @@ export class LogHub {
     this.#output = options.output;
     // Only the output of editors that run is polled: thousands of stopped servers cost nothing here.
     this.#pollTimer = setInterval(() => {
-      for (const name of this.#following) this.#servers.get(name)?.capture.pump();
+      for (const name of this.#following) this.#servers.get(name)?.capture?.poll();
     }, options.pollIntervalMs ?? 1000);
     // The hub alone must not keep the process alive.
     this.#pollTimer.unref();
@@ -142,8 +150,6 @@ export class LogHub {
     }
     const { dir, stdout, stderr } = this.rawPaths(server.name);
     fs.mkdirSync(dir, { recursive: true });
-    // Create the output files so they can be watched before the editor first starts.
-    if (!this.#output) for (const file of [stdout, stderr]) fs.closeSync(fs.openSync(file, 'a'));
 
     const file = new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
     const batches = {
@@ -159,9 +165,9 @@ export class LogHub {
     const tracked: Tracked = {
       server: ownStrings(server),
       file,
-      capture: this.#output
-        ? new StreamCapture({ ...batches, name: server.name, source: this.#output })
-        : new OutputCapture({ ...batches, stdout, stderr, maxFileBytes: this.#maxFileBytes }),
+      capture: this.#output ? new StreamCapture({ ...batches, name: server.name, source: this.#output }) : undefined,
+      makeCapture: () => new OutputCapture({ ...batches, stdout, stderr, maxFileBytes: this.#maxFileBytes }),
+      droppedBefore: 0,
       ring: new EntryRing(this.#maxBufferBytes),
       stopped: false,
     };
@@ -170,8 +176,6 @@ export class LogHub {
       if (entry) tracked.ring.push(entry);
     }
     this.#servers.set(server.name, tracked);
-    const failed = tracked.capture.start();
-    if (failed) this.#log(`logs: cannot watch ${dir}, polling only: ${failed.message}`);
   }
 
   /**
@@ -181,27 +185,36 @@ export class LogHub {
    * polled from their saved offsets. Idempotent.
    */
   follow(name: string, since: 'now' | 'start'): void {
-    const capture = this.#servers.get(name)?.capture;
-    if (capture instanceof StreamCapture) capture.follow(since);
-    else if (capture && !capture.active) {
-      const failed = capture.follow();
-      this.#following.add(name);
-      if (failed) this.#log(`logs: cannot watch ${this.rawPaths(name).dir}, polling only: ${failed.message}`);
-    }
+    const tracked = this.#servers.get(name);
+    if (!tracked || tracked.stopped) return;
+    if (tracked.capture instanceof StreamCapture) return tracked.capture.follow(since);
+    const capture = tracked.capture ?? (tracked.capture = tracked.makeCapture());
+    if (capture.active) return;
+    const failed = capture.follow();
+    this.#following.add(name);
+    if (failed) this.#log(`logs: cannot watch ${this.rawPaths(name).dir}, polling only: ${failed.message}`);
   }
 
-  /** The server's editor no longer runs: its output is read a few seconds more, for its last lines, then left alone. */
+  /**
+   * The server's editor no longer runs: its output is read a few seconds more, for its last lines,
+   * then left alone (output files: the reader is dropped; its offsets are saved, so the next
+   * follow resumes there). An editor never followed in this run has nothing read here.
+   */
   unfollow(name: string): void {
-    const capture = this.#servers.get(name)?.capture;
-    if (capture instanceof StreamCapture) capture.unfollow(DRAIN_MS);
-    else if (capture?.active) {
-      capture.unfollow(DRAIN_MS);
-      // Polled until its drain has run (a set the poll walks, so a stopped server leaves it then).
-      const left = setTimeout(() => {
-        if (!capture.active) this.#following.delete(name);
-      }, DRAIN_MS + 100);
-      left.unref();
-    }
+    const tracked = this.#servers.get(name);
+    const capture = tracked?.capture;
+    if (capture instanceof StreamCapture) return capture.unfollow(DRAIN_MS);
+    if (!tracked || !capture?.active) return;
+    capture.unfollow(DRAIN_MS);
+    // Polled until its drain has run (a set the poll walks), then dropped unless followed again.
+    const left = setTimeout(() => {
+      if (capture.active || tracked.capture !== capture) return;
+      this.#following.delete(name);
+      tracked.capture = undefined;
+      tracked.droppedBefore += capture.dropped;
+      capture.stop().catch((err) => this.#reportFailure(tracked, err));
+    }, DRAIN_MS + 100);
+    left.unref();
   }
 
   /** Records a controller event for a tracked server; an unknown name is ignored. */
@@ -221,7 +234,7 @@ export class LogHub {
       this.#servers.delete(name);
       this.#following.delete(name);
       tracked.stopped = true;
-      await tracked.capture.stop();
+      await tracked.capture?.stop();
       await tracked.file.flushed();
     }
     if (options.remove) await fs.promises.rm(this.rawPaths(name).dir, { recursive: true, force: true });
@@ -262,7 +275,8 @@ export class LogHub {
 
   /** Lines of a server's output the rate limit dropped since it was tracked (0 for an unknown name). */
   dropped(name: string): number {
-    return this.#servers.get(name)?.capture.dropped ?? 0;
+    const tracked = this.#servers.get(name);
+    return tracked ? tracked.droppedBefore + (tracked.capture?.dropped ?? 0) : 0;
   }
 
   /** Stops following every server and the poll timer; subscribers stay registered but hear nothing. */

@@ -68,6 +68,8 @@ export class StreamCapture {
   /** Nothing to poll: the stream brings its lines. */
   pump(): void {}
 
+  poll(): void {}
+
   /** The editor runs: follows its output (from `since` when a stream is opened now); a stream already open carries on. */
   follow(since: 'now' | 'start'): void {
     clearTimeout(this.#drainTimer);
