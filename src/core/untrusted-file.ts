@@ -44,7 +44,7 @@ export async function readStable(handle: fs.FileHandle, maxBytes: number, rule: 
     const before = await handle.stat({ bigint: true });
     if (!before.isFile()) throw rule.error(`is ${kindOf(before)}: ${rule.rule}`);
     if (before.size > BigInt(maxBytes)) throw tooLarge(Number(before.size), maxBytes, rule);
-    const bytes = await readAtMost(handle, maxBytes + 1);
+    const bytes = await readAtMost(handle, maxBytes + 1, Number(before.size));
     if (bytes.length > maxBytes) throw tooLarge(bytes.length, maxBytes, rule);
     const after = await handle.stat({ bigint: true });
     if (after.size === before.size && after.mtimeNs === before.mtimeNs && after.size === BigInt(bytes.length)) return bytes;
@@ -77,17 +77,24 @@ export function kindOf(stats: BigIntStats): string {
   return 'not a regular file';
 }
 
-async function readAtMost(handle: fs.FileHandle, limit: number): Promise<Buffer> {
+/**
+ * Up to `limit` bytes. The first read asks for one byte more than the size the file had
+ * (`expected`), so a file that did not grow is read in one call into a buffer of its size; a
+ * short read of a regular file is its end (the caller compares the sizes before and after).
+ */
+async function readAtMost(handle: fs.FileHandle, limit: number, expected: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
+  let want = Math.min(Math.max(1, expected + 1), limit);
   while (total < limit) {
-    const chunk = Buffer.allocUnsafe(Math.min(CHUNK, limit - total));
+    const chunk = Buffer.allocUnsafe(want);
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
-    if (bytesRead === 0) break;
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
+    if (bytesRead < chunk.length) break;
+    want = Math.min(CHUNK, limit - total);
   }
-  return Buffer.concat(chunks, total);
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total);
 }
 
 function formatBytes(bytes: number): string {
