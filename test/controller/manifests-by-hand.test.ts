@@ -1,6 +1,7 @@
 // Operators write, edit and delete manifests by hand; the controller follows without API calls.
 import { existsSync, promises as fs } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { checkHealth } from '../../src/runtime/health.ts';
 import { eventually, processExists, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -45,7 +46,7 @@ describe('manifests written by hand', () => {
     // The operator's file stays theirs: uid and status are kept in the data folder.
     expect(await fs.readFile(file('handmade'), 'utf8')).toBe(written);
     expect(await fs.readFile(`${service.settings.dataDir}/editors/handmade/uid`, 'utf8')).toBe(`${record.id}\n`);
-    expect(await fs.readFile(statusFile('handmade'), 'utf8')).toMatch(/phase: Running/);
+    expect(parse(await fs.readFile(statusFile('handmade'), 'utf8')).status.phase).toBe('Running');
 
     await fs.rm(file('handmade'));
     await eventually(async () => (await byManifest('handmade')) === undefined);
@@ -183,8 +184,8 @@ describe('editor crashes', () => {
       }, 15_000, 100);
       expect(looping.status).toBe('failed');
       expect(looping.message).toMatch(/crashes/);
-      const status = await fs.readFile(statusFile('crashy'), 'utf8');
-      expect(Number(/restarts: (\d+)/.exec(status)?.[1])).toBeGreaterThanOrEqual(2);
+      const status = parse(await fs.readFile(statusFile('crashy'), 'utf8')).status;
+      expect(status.restarts).toBeGreaterThanOrEqual(2);
       await service.request('DELETE', `/servers/${id}`);
     } finally {
       delete process.env.STUB_CRASH_AFTER_MS;

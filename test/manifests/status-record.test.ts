@@ -124,7 +124,9 @@ describe('status records', () => {
     await writeFile(file(), HAND_WRITTEN);
     await readServer();
     const record = join(statusDir, 'data-pipeline.yaml');
-    const old = (await readFile(record, 'utf8')) + 'status:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n';
+    // An older version wrote its records in YAML's block style, with a pid.
+    const { generation, specHash } = parse(await readFile(record, 'utf8'));
+    const old = `generation: ${generation}\nspecHash: ${specHash}\nstatus:\n  phase: Running\n  port: 8010\n  pid: 4242\n  pidStartTicks: 99\n`;
     await writeFile(record, old);
     // Records are read once by a running store (only it writes them): the older version's record is met at a start.
     const restarted = () => (store = new ManifestStore(dir, statusDir));
