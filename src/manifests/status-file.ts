@@ -68,6 +68,8 @@ function legacyProcessRef(pid: unknown, startTicks: unknown): RuntimeRef | undef
 export class StatusFiles {
   readonly dir: string;
   readonly #known = new Map<string, StatusRecord>();
+  /** Whether the folder is known to exist (made once, not before every write). */
+  #made = false;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -105,11 +107,27 @@ export class StatusFiles {
   }
 
   /** Written to a temporary file, fsynced and renamed, so a crash leaves the old record or the new. */
+  /**
+   * Holds a record in memory only: a server seen for the first time, whose first status commit
+   * (in the same reconcile) writes it. Until then a restart sees it for the first time again.
+   */
+  remember(name: string, record: StatusRecord): void {
+    this.#known.set(name, structuredClone(record));
+  }
+
   async write(name: string, record: StatusRecord): Promise<void> {
-    await fs.mkdir(this.dir, { recursive: true });
+    if (!this.#made) {
+      await fs.mkdir(this.dir, { recursive: true });
+      this.#made = true;
+    }
     const file = this.fileOf(name);
     const tmp = `${file}.${process.pid}.tmp`;
-    const handle = await fs.open(tmp, 'w', 0o644);
+    const handle = await fs.open(tmp, 'w', 0o644).catch(async (error) => {
+      // The folder went since it was made (a data folder emptied by hand): made again.
+      if (error.code !== 'ENOENT') throw error;
+      await fs.mkdir(this.dir, { recursive: true });
+      return fs.open(tmp, 'w', 0o644);
+    });
     try {
       await handle.writeFile(HEADER + stringify(record, { lineWidth: 0 }));
       await handle.sync();

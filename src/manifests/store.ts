@@ -239,7 +239,8 @@ export class ManifestStore {
         // over once (a pid in it is still only adopted after /proc says it is this server's).
         const inline = currentStatus(server.status);
         record = { generation: server.metadata.generation ?? 1, specHash: hash, ...(inline ? { status: inline } : {}) };
-        await statuses.write(name, record);
+        // Written by the first status commit, which follows in the same reconcile: one write, not two.
+        statuses.remember(name, record);
       } else if (record.specHash !== hash) {
         record = { ...record, generation: record.generation + 1, specHash: hash };
         await statuses.write(name, record);

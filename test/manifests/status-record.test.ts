@@ -123,6 +123,8 @@ describe('status records', () => {
   it('takes over a status record written with a pid by an older version: the next write has only the runtime reference', async () => {
     await writeFile(file(), HAND_WRITTEN);
     await readServer();
+    // The first status commit writes the record (first sight alone writes nothing).
+    await store.writeStatus('data-pipeline', { phase: 'Stopped' });
     const record = join(statusDir, 'data-pipeline.yaml');
     // An older version wrote its records in YAML's block style, with a pid.
     const { generation, specHash } = parse(await readFile(record, 'utf8'));
