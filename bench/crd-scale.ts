@@ -170,12 +170,12 @@ const podCount = async (cluster: TestCluster, namespace: string) =>
  * figures as plain data (or `{ skipped }` without a cluster): `landed`, `create_to_page`,
  * `at_rest`, `deleted`.
  */
-export async function benchCrdScale(quick: boolean, offset: number) {
+export async function benchCrdScale(quick: boolean, offset: number, options: { windowSeconds?: number } = {}) {
   const cluster = await testCluster();
   if (!cluster) return { skipped: `no Kubernetes test cluster answers (${RUN_DIR}): the crd-scale section is skipped; \`scripts/test-cluster.sh up\` (root) starts one (docs/kubernetes-test-cluster.md)` };
   const objects = quick ? 500 : 2000;
   const running = quick ? 10 : 30;
-  const windowSeconds = quick ? 20 : 60;
+  const windowSeconds = options.windowSeconds ?? (quick ? 20 : 60);
   await installCrd(cluster);
   const config = new KubeConfig();
   config.loadFromFile(cluster.kubeconfig);

@@ -214,6 +214,21 @@ async function measureAt(browser: Browser, service: BenchService, total: number,
 }
 
 /**
+ * The dashboard against a service that already lists `total` servers named seat-00000…
+ * (bench/scale.ts lands them): paint and filter, in a browser of its own.
+ */
+export async function measureDashboard(service: BenchService, total: number, quick: boolean) {
+  ensureWebBuilt();
+  const browser = await launchBrowser();
+  try {
+    const figures = await measureAt(browser, service, total, quick ? 3 : 5, quick ? 5 : 10);
+    return { ...figures, meets_targets: figures.first_useful_paint_p95_ms <= PAINT_TARGET_MS && figures.filter_to_one_row_p95_ms <= FILTER_TARGET_MS };
+  } finally {
+    await closeBrowser(browser);
+  }
+}
+
+/**
  * `npm run bench -- dashboard-scale`: at 1,000 and 10,000 stopped servers (quick: 1,000 and
  * 2,000), each size on a fresh service.
  */

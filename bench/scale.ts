@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { round, sleep, startBenchService, type BenchService } from './harness.ts';
+import { measureDashboard } from './dashboard-scale.ts';
 import { timeInFreshClient } from './latency-client.ts';
 
 const TICKS_PER_SECOND = 100;
@@ -18,8 +19,9 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
+// The dashboard's measure finds servers by these names (bench/dashboard-scale.ts).
 function manifest(name: string): string {
-  return `apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: ${name}\nspec:\n  displayName: Course seat ${name}\n  running: false\n`;
+  return `apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: ${name}\nspec:\n  running: false\n`;
 }
 
 interface Listed { id: string; manifest: string; status: string; pid: number | null }
@@ -92,6 +94,9 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
     const one = await timeInFreshClient('gets', `${service.url}/servers/${ids[0]}`, requests);
     const health = await timeInFreshClient('gets', `${service.url}/health`, requests);
 
+    // The dashboard in Chromium at this size (BENCH_SCALE_BROWSER=0 leaves it out).
+    const dashboard = process.env.BENCH_SCALE_BROWSER === '0' ? undefined : await measureDashboard(service, total, quick);
+
     const pidsBefore = new Map((await service.call('GET', '/servers') as Listed[]).filter((s) => s.pid !== null).map((s) => [s.id, s.pid]));
     await service.terminate();
     const restarted = performance.now();
@@ -118,6 +123,7 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
       health,
       restart_to_known_s: knownS,
       editors_restarted_by_restart: restartedEditors,
+      ...(dashboard ? { dashboard } : {}),
     };
   } finally {
     await service.close();

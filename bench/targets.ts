@@ -106,6 +106,7 @@ export function targetRows(results: Results): TargetRow[] {
     info('Kubernetes ÷ processes: 10 servers created at once → every editor page through the proxy', at(results, kube, 'create_to_page', 'wall_ratio_kubernetes_to_process'), '×'),
     info('service RSS, 10 editors on Kubernetes', at(results, kube, 'service_memory', 'running', 'kubernetes', 'rss_mb'), ' MB'),
     info('service RSS, 10 editors as local processes, same run', at(results, kube, 'service_memory', 'running', 'process', 'rss_mb'), ' MB'),
+    ...scaleRows(results),
   ];
   return rows.filter((r): r is TargetRow => r !== undefined);
 }
@@ -115,4 +116,31 @@ export function targetTable(rows: TargetRow[]): string {
   const lines = ['| figure | measured | target | met | floor, same run |', '|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.figure} | ${r.measured} | ${r.target} | ${r.met === undefined ? '—' : r.met ? 'yes' : 'no'} | ${r.floor ?? ''} |`);
   return lines.join('\n');
+}
+
+/** `npm run bench -- scale`: the process runtime at 10,000 declared (1,000 beside it for the slope), and CRD mode at 2,000. */
+function scaleRows(results: Results): Array<TargetRow | undefined> {
+  const scale = 'scale: manifests landed at once, process runtime';
+  const crd = 'scale: EditorServer objects landed at once, CRD mode';
+  const big = '10000_declared';
+  const small = '1000_declared';
+  return [
+    row('landed → every server listed with its status, 10,000', at(results, scale, big, 'landed_to_listed_s'), ' s', 20, true, [['1,000, same run', at(results, scale, small, 'landed_to_listed_s')]]),
+    row('service CPU at rest, 10,000 declared, 100 running (% of a core)', at(results, scale, big, 'rest_cpu_percent_of_core'), ' %', 2, true, [['1,000, same run', at(results, scale, small, 'rest_cpu_percent_of_core')]]),
+    row('RSS at 10,000 declared', at(results, scale, big, 'rss_declared_mb'), ' MB', 250, true, [['1,000, same run', at(results, scale, small, 'rss_declared_mb')]]),
+    row('GET /servers at 10,000, p95 ÷ the same bytes from a prepared buffer', at(results, scale, big, 'list_full_p95_over_floor'), '×', 1.5, true),
+    row('GET /servers?limit=100 p95 at 10,000', at(results, scale, big, 'list_page_100', 'p95_ms'), ' ms', 2, true),
+    row('GET /servers/{id} p95 at 10,000', at(results, scale, big, 'one_server', 'p95_ms'), ' ms', 2, true),
+    row('GET /health p95 at 10,000', at(results, scale, big, 'health', 'p95_ms'), ' ms', 5, true),
+    row('restart → every server known, editors adopted, at 10,000', at(results, scale, big, 'restart_to_known_s'), ' s', 10, true),
+    row('dashboard first useful paint p95 at 10,000', at(results, scale, big, 'dashboard', 'first_useful_paint_p95_ms'), ' ms', 2000, true),
+    row('dashboard filter to one server p95 at 10,000', at(results, scale, big, 'dashboard', 'filter_to_one_row_p95_ms'), ' ms', 100, true),
+    row('CRD: 2,000 stopped objects → listed as stopped', at(results, crd, 'landed', 'listed_stopped_ms'), ' ms', 20_000, true),
+    row('CRD: Pods for 2,000 stopped objects', at(results, crd, 'landed', 'pods'), '', 0, true),
+    row('CRD: the service\'s API requests at rest per running editor a minute', at(results, crd, 'at_rest', 'service_own_per_running_editor_per_minute'), '', 1, true),
+    row('CRD: pods/exec a minute at rest', at(results, crd, 'at_rest', 'pods_exec_per_minute'), '', 0, true),
+    row('create + start → page, 10 at once, Kubernetes ÷ process', at(results, crd, 'create_to_page', 'wall_ratio_kubernetes_to_process'), '×', 2, true, [
+      ['Kubernetes ÷ 10 bare Pods of the same editor (the node\'s floor)', at(results, crd, 'create_to_page', 'wall_ratio_kubernetes_to_floor')],
+    ]),
+  ];
 }
