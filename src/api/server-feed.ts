@@ -265,7 +265,7 @@ export class ServerFeed {
       return recordsAsBytes(entries, LIST_FRAME, alloc);
     }
     const same = kept && kept.layout.records.length === entries.length && entries.every((e, i) => kept.layout.matchesAt(i, e));
-    const layout = same ? kept.layout : new ListLayout(entries);
+    const layout = same ? kept.layout : new ListLayout(entries, kept?.layout);
     this.#kept = { layout, records, sources, version: this.#version, sample };
     return layout.assemble(Date.now(), alloc);
   }

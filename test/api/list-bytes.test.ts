@@ -4,6 +4,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ListLayout, uptimeLength, writeUptime } from '../../src/api/list-bytes.ts';
 import { recordsAsBytes, type FeedEntry } from '../../src/api/server-feed.ts';
+import { prng } from '../helpers/prng.ts';
 
 const out = Buffer.alloc(40);
 /** The digits written at 2 in a buffer of underscores, or a note of what went wrong. */
@@ -69,6 +70,45 @@ describe('a kept list layout', () => {
       }
     } finally {
       spy.mockRestore();
+    }
+  });
+
+  it('made from the layout before it, after random changes, inserts and removals, assembles what a fresh one does, and takes over unchanged pieces', () => {
+    const random = prng(20261129);
+    const now = Date.now();
+    let list = Array.from({ length: 700 }, (_, i) => entry(`s${i}`, random() < 0.1 ? now - Math.floor(random() * 1e7) : undefined));
+    let layout = new ListLayout(list);
+    const concat = vi.spyOn(Buffer, 'concat');
+    try {
+      for (let round = 0; round < 40; round++) {
+        list = [...list];
+        // A stats sample: some running records replaced (new objects); now and then a create or a delete.
+        for (let k = 0; k < 5; k++) {
+          const at = Math.floor(random() * list.length);
+          list[at] = entry(list[at].name, random() < 0.5 ? now - 1000 : undefined);
+        }
+        if (random() < 0.2) list.splice(Math.floor(random() * list.length), 0, entry(`new${round}`, undefined));
+        if (random() < 0.2) list.splice(Math.floor(random() * list.length), 1);
+        concat.mockClear();
+        const next = new ListLayout(list, layout);
+        const built = concat.mock.calls.length;
+        concat.mockClear();
+        const fresh = new ListLayout(list);
+        // Five changed records rebuild at most three pieces each (before its uptime, after it, and
+        // the one a start or stop splits or joins), not all of them (more than 60 here).
+        if (list.length === layout.records.length) expect(built).toBeLessThanOrEqual(15);
+        expect(concat.mock.calls.length).toBeGreaterThan(60);
+        for (const at of [now, now + 1234]) {
+          const want = recordsAsBytes(list, frame, (n) => Buffer.alloc(n)).toString();
+          vi.spyOn(Date, 'now').mockReturnValue(at);
+          expect(next.assemble(at, (n) => Buffer.alloc(n)).toString()).toBe(fresh.assemble(at, (n) => Buffer.alloc(n)).toString());
+          vi.mocked(Date.now).mockRestore();
+          expect(JSON.parse(next.assemble(at, (n) => Buffer.alloc(n)).toString()).length).toBe(JSON.parse(want).length);
+        }
+        layout = next;
+      }
+    } finally {
+      concat.mockRestore();
     }
   });
 
