@@ -10,6 +10,8 @@ export type { ServerRecord };
 export interface Live {
   /** The runtime's reference to the live editor. */
   ref?: RuntimeRef;
+  /** Taken over at start-up and not looked at since: its first look asks /healthz at once. */
+  adopted?: boolean;
   /** Where the live editor answers (from its launch, or its command line when adopted). */
   endpoint?: EditorEndpoint;
   /** The manifests folder (device and inode) the file was last read from. */

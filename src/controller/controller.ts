@@ -99,12 +99,14 @@ export class Controller {
     const names = await store.list();
     const reads = await Promise.all(names.map((n) => store.read(n)));
     const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
-    const orphans = await this.adoptRunningEditors(new Set(names), servers);
+    const { adopted, orphans } = await this.adoptRunningEditors(new Set(names), servers);
 
     await this.watchFolder();
     // List again now the watcher is ready: a file written since the first listing has no event.
     const since = (await store.list()).filter((name) => !names.includes(name));
-    for (const name of [...names, ...orphans, ...since]) this.queue.add(name);
+    // Running editors first: each is Starting from its adoption until its /healthz answers, so at
+    // 10,000 servers they are not left behind every stopped one's first look.
+    for (const name of new Set([...adopted, ...orphans, ...names, ...since])) this.queue.add(name);
     this.scheduleResync();
     this.scanTimer = setInterval(() => void this.scanFolder(), FOLDER_SCAN_MS);
     this.scanTimer.unref();
@@ -296,9 +298,9 @@ export class Controller {
    * between launch and status write, the one on its port) and stop the others a manifest has;
    * one whose manifest is missing is stopped only after the grace period, as for a file that
    * just went. Only editors the runtime says this service launched are ever found here. Returns the
-   * names of those without a manifest.
+   * names of those adopted, and of those without a manifest.
    */
-  private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<string[]> {
+  private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<{ adopted: string[]; orphans: string[] }> {
     const { runtime, reconciler } = this.options;
     const adopted = new Map<string, RunningEditor>();
     const orphans = new Map<string, RunningEditor>();
@@ -338,7 +340,7 @@ export class Controller {
       this.log(`stopping editor ${describeRef(editor.ref)} (${editor.name}): no manifest wants it`);
       return runtime.stop(editor.name, editor.ref, this.options.stopGraceMs);
     }));
-    return [...orphans.keys()];
+    return { adopted: [...adopted.keys()], orphans: [...orphans.keys()] };
   }
 
   private async removeStaleTemporaries(): Promise<void> {

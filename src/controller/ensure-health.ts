@@ -11,6 +11,8 @@ import type { ReconcileResult } from './queue.ts';
 
 /** How often an editor that missed its start deadline is asked /healthz again. */
 const UNHEALTHY_RECHECK_MS = 10_000;
+/** How long an editor adopted Running is given to answer its first /healthz before it is Starting like any other. */
+const ADOPTED_PROBE_MS = 1000;
 /** An editor that stays up this long forgets its earlier crashes. */
 export const STABLE_AFTER_MS = 60_000;
 
@@ -53,6 +55,12 @@ export async function observeRunning(
     await ctx.commit(record, uid, status);
     // The runtime says when it goes (onChange); a probe that gave up is retried meanwhile, as for Unhealthy.
     return live.probeFailed ? { requeueAfterMs: UNHEALTHY_RECHECK_MS } : undefined;
+  }
+  // Adopted Running at a restart: asked once, now, so one that answers stays Running (not
+  // Starting until a background probe comes back, for every running editor of the fleet).
+  if (live.adopted) {
+    live.adopted = undefined;
+    if (!live.healthy && status.phase === 'Running' && endpoint && (await runtime.health(endpoint, ADOPTED_PROBE_MS)).ok) recordHealth(live, true);
   }
   // It answers after all (a slow first start): recover without anyone asking.
   if (live.probeFailed && endpoint && (await runtime.health(endpoint)).ok) recordHealth(live, true);

@@ -15,6 +15,7 @@ export function adoptEditor(ctx: ReconcileContext, name: string, ref: RuntimeRef
   const live = ctx.cache.live(name);
   live.ref = ref;
   live.endpoint = endpoint;
+  live.adopted = true;
 }
 
 /**

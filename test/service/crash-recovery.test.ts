@@ -75,6 +75,12 @@ describe('a service killed with SIGKILL', () => {
     });
     expect(record.pid).toBe(pid);
     expect(processExists(pid)).toBe(true);
+    // Asked /healthz as it was adopted: Running throughout, never Starting again (which would say
+    // "started" a second time in its log once it answered).
+    await eventually(async () => (await request(second.url, 'GET', `/servers/${id}`)).body.observed_generation !== null);
+    const logs: string[] = (await request(second.url, 'GET', `/servers/${id}/logs?lines=200`)).body.data.logs;
+    expect(logs.filter((line) => line.includes('started: code-server answers'))).toHaveLength(1);
+    expect((await request(second.url, 'GET', `/servers/${id}`)).body.phase).toBe('Running');
     // Adopted editors are still fully managed: stop reaches them.
     const stopped = await request(second.url, 'POST', `/servers/${id}/stop`);
     expect(stopped.body.data).toMatchObject({ status: 'stopped', pid: null });
