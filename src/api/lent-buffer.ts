@@ -4,6 +4,7 @@
 // a write still holds it, the next answer gets a buffer of its own.
 
 const MIN_BYTES = 16 * 1024;
+const LARGE_BYTES = 1024 * 1024;
 
 export class LentBuffer {
   readonly #maxBytes: number;
@@ -11,8 +12,12 @@ export class LentBuffer {
   /** Who holds it now (a token per loan, so that a late release of an earlier loan frees nothing). */
   #holder: symbol | undefined;
 
-  /** Answers larger than `maxBytes` always get a buffer of their own, not kept afterwards. */
-  constructor(maxBytes = 4 * 1024 * 1024) {
+  /**
+   * Answers larger than `maxBytes` always get a buffer of their own, not kept afterwards. The
+   * default holds the list of about 40,000 servers: a fresh 7 MB per answer at 10,000 was memory
+   * outside the heap that brought a full collection every few answers.
+   */
+  constructor(maxBytes = 32 * 1024 * 1024) {
     this.#maxBytes = maxBytes;
   }
 
@@ -22,7 +27,8 @@ export class LentBuffer {
    */
   take(length: number): { bytes: Buffer; release: () => void } {
     if (this.#holder !== undefined || length > this.#maxBytes) return { bytes: Buffer.allocUnsafe(length), release: () => undefined };
-    if (this.#buffer.length < length) this.#buffer = Buffer.allocUnsafeSlow(Math.min(this.#maxBytes, Math.max(length * 2, MIN_BYTES)));
+    // Room to grow: twice a small list, a quarter more of a large one (7 MB at 10,000 servers).
+    if (this.#buffer.length < length) this.#buffer = Buffer.allocUnsafeSlow(Math.min(this.#maxBytes, Math.max(length < LARGE_BYTES ? length * 2 : length * 1.25, MIN_BYTES)));
     const holder = Symbol('loan');
     this.#holder = holder;
     const release = () => {
