@@ -3,34 +3,18 @@
 // start → first useful paint (server rows on screen and the count of servers right), and the
 // filter box: the name of one server typed in → that one row shown. Measured at each N, smallest
 // first, so the slope shows; the page's row elements and DOM size are reported beside.
-import { execFileSync } from 'node:child_process';
-import { existsSync, promises as fs, readdirSync, statSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { closeBrowser, launchBrowser } from '../test/helpers/browser.ts';
+import { ensureWebBuilt } from './dashboard.ts';
 import { percentile, round, sleep, startBenchService, STUB_EDITOR, type BenchService } from './harness.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const PAINT_TARGET_MS = 2000;
 const FILTER_TARGET_MS = 100;
 
 // Code run in the page: the project's tsconfig has no DOM types.
 declare const window: any, document: any, MutationObserver: any, PerformanceObserver: any, requestAnimationFrame: any;
-
-function newest(dir: string): number {
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return latest;
-}
-
-/** Builds dist/web/ when it is missing or older than web/'s sources, so the figures are the current page's. */
-function ensureWebBuilt(): void {
-  const index = join(ROOT, 'dist', 'web', 'index.html');
-  if (existsSync(index) && statSync(index).mtimeMs >= newest(join(ROOT, 'web'))) return;
-  execFileSync('npm', ['run', 'build:web', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-}
 
 const seat = (i: number) => `seat-${String(i).padStart(5, '0')}`;
 

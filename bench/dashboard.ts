@@ -26,7 +26,7 @@ function newest(dir: string): number {
 }
 
 /** Builds dist/web/ when it is missing or older than web/'s sources, so the figures are the current page's. */
-function ensureWebBuilt(): void {
+export function ensureWebBuilt(): void {
   const index = join(ROOT, 'dist', 'web', 'index.html');
   if (existsSync(index) && statSync(index).mtimeMs >= newest(join(ROOT, 'web'))) return;
   execFileSync('npm', ['run', 'build:web', '--silent'], { cwd: ROOT, stdio: 'inherit' });
