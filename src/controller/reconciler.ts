@@ -309,9 +309,14 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
         if (action.kind === 'hold') return; // failed or stopped for capacity: until someone starts it again
         if (action.kind === 'record-crash') {
           // We believed it was running and it is gone: it exited or crashed.
+          const ended = status.runtimeRef;
           const delay = recordCrash(this, name, status, live);
           await this.commit(record, uid, status);
-          return delay === undefined ? undefined : { requeueAfterMs: delay };
+          if (delay !== undefined) return { requeueAfterMs: delay };
+          // Not started again: nothing the platform brings back in its place may run either (a
+          // StatefulSet makes a deleted Pod again). A process that ended is not signalled.
+          if (ended) await deps.runtime.stop(name, ended, deps.config.editor.stopGraceSeconds * 1000).catch((error: Error) => this.log(`stopping what is left of ${name}'s editor: ${error.message}`));
+          return;
         }
         if (action.kind === 'wait') return { requeueAfterMs: action.untilMs - now };
     }
