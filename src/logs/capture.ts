@@ -98,14 +98,15 @@ export class OutputCapture {
     return failed;
   }
 
-  /** The editor no longer runs: its last lines are read for drainMs more, then the files are left alone. */
-  unfollow(drainMs: number): void {
+  /** The editor no longer runs: its last lines are read for drainMs more, then the files are left alone (and `drained` is called). */
+  unfollow(drainMs: number, drained?: () => void): void {
     if (!this.#following || this.#drainTimer) return;
     this.#drainTimer = setTimeout(() => {
       this.#drainTimer = undefined;
       this.#following = false;
       this.#unwatch();
       this.pump();
+      drained?.();
     }, drainMs);
     this.#drainTimer.unref();
   }

@@ -205,16 +205,14 @@ export class LogHub {
     const capture = tracked?.capture;
     if (capture instanceof StreamCapture) return capture.unfollow(DRAIN_MS);
     if (!tracked || !capture?.active) return;
-    capture.unfollow(DRAIN_MS);
-    // Polled until its drain has run (a set the poll walks), then dropped unless followed again.
-    const left = setTimeout(() => {
-      if (capture.active || tracked.capture !== capture) return;
+    // Polled until its drain has run (a set the poll walks), then dropped; stop() waits for the last read.
+    capture.unfollow(DRAIN_MS, () => {
+      if (tracked.capture !== capture) return;
       this.#following.delete(name);
       tracked.capture = undefined;
       tracked.droppedBefore += capture.dropped;
       capture.stop().catch((err) => this.#reportFailure(tracked, err));
-    }, DRAIN_MS + 100);
-    left.unref();
+    });
   }
 
   /** Records a controller event for a tracked server; an unknown name is ignored. */
