@@ -96,7 +96,7 @@ export function serviceComponents(
       stop: () => http.close(),
     },
     {
-      // A cluster's EditorServer objects are listed into their working copy before the controller lists it.
+      // A cluster's EditorServer objects are listed before the controller lists them.
       name: 'cluster manifests',
       start: () => manifestsSynced(parts.store, log),
       stop: () => (parts.store as { close?: () => Promise<void> }).close?.(),

@@ -48,8 +48,8 @@ export async function kubernetesRuntime(settings: KubernetesSettings, log: (mess
 
 /**
  * Where the servers' manifests are: the manifests folder, or, with runtime.kubernetes.source crd,
- * the namespace's EditorServer objects (through a working copy in the data folder). The cluster's
- * code is loaded only then.
+ * the namespace's EditorServer objects (read from the watch's cache, no copy on disk). The
+ * cluster's code is loaded only then.
  */
 export async function manifestStoreFor(
   settings: Settings, layout: DataLayout, cluster: KubernetesRuntime | undefined, log: (message: string) => void,
@@ -57,14 +57,13 @@ export async function manifestStoreFor(
   const namespace = manifestsNamespace(settings.runtime);
   if (namespace === undefined || !cluster) return new ManifestStore(settings.manifestsDir, layout.statusDir);
   const { openClusterManifests } = await import('./cluster/open.ts');
-  log(`manifests: the EditorServer objects of namespace ${namespace} (working copy in ${layout.clusterManifestsDir})`);
+  log(`manifests: the EditorServer objects of namespace ${namespace}`);
   // Over the runtime's own client: the same cluster and namespace.
   return openClusterManifests({ client: cluster.client, dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log });
 }
 
 /**
- * Waits until the cluster's manifests are listed and their working copy is level with them, so
- * the controller lists what the cluster holds; a cluster that does not answer in time refuses the start.
+ * Waits until the cluster's manifests are listed, so the controller lists what the cluster holds; a cluster that does not answer in time refuses the start.
  */
 export async function manifestsSynced(store: ManifestStore, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
   const cluster = store as Partial<ClusterManifestStore>;

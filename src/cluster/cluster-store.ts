@@ -1,18 +1,15 @@
-// The manifests of a cluster: the EditorServer objects of one namespace, kept as a working copy
-// of manifest files in the data folder, so the controller runs over them exactly as it runs over
-// a manifests folder (the same validation, the same rules for copies, forged status blocks and
-// deletions). The objects are the truth:
-//   - the cluster's side: a list-then-watch loop writes each object's manifest into the working
-//     copy when it says something new (a `kubectl apply`, a GitOps tool, another replica), and
-//     takes it out when the object is gone; its writes are foreign to the controller, which sees
-//     them as edits;
+// The manifests of a cluster: the EditorServer objects of one namespace, served straight from a
+// list-then-watch cache (no copy on disk). Each object is read as the manifest a person could
+// have written, so the controller runs over them exactly as over a folder (the same validation,
+// the same rules for copies, forged status blocks and deletions). The objects are the truth:
+//   - the cluster's side: the watch keeps the objects as last seen and tells the controller of
+//     each that says something new or is gone; the echoes of the service's own writes are no news;
 //   - the service's side: the API's creates, updates and deletion marks, and a GitOps mirror's
-//     writes, go to the objects first (resourceVersion-guarded), then to the working copy;
-//   - status goes to the objects only through the /status subresource, with observedGeneration
-//     in the objects' own generations; a status someone else wrote is put back. Writes are
-//     coalesced: commits that queue behind one another write only the latest, and a watch event
-//     older than the object as last written (its own status write's) is not taken for news, so
-//     a transition costs one status write.
+//     writes, go to the objects (resourceVersion-guarded), and the cache takes what they answer;
+//   - status goes to the objects only through /status; the controller's status records (in the
+//     data folder) are its own, and a status someone else wrote is put back. Commits that queue
+//     behind a write in flight write only the latest, and an event older than the service's last
+//     write is not taken for news: a transition costs one status write.
 // A finalizer on every object asked to run makes `kubectl delete` a deliberate delete the
 // controller carries out (editor, volume and objects gone) before the object goes; an object
 // never asked to run has nothing on the cluster, and goes at once.
@@ -20,17 +17,19 @@ import { promises as fs } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { sameData } from '../core/equal.ts';
 import { KeyedMutex } from '../core/mutex.ts';
+import type { ManifestEvents, ManifestWatch } from '../manifests/source.ts';
 import { ConflictError, ManifestStore, parseManifest, type ManifestRead, type WriteResult } from '../manifests/store.ts';
 import type { Document } from 'yaml';
 import type { EditorServer, EditorServerStatus } from '../manifests/types.ts';
 import { ListWatch } from '../runtime/kubernetes/list-watch.ts';
 import { ApiRefusal, FINALIZER, type EditorServerObject, type EditorServers } from './editor-servers.ts';
-import { manifestText, objectFor, objectUpdated, sameManifest } from './render.ts';
+import { addFinalizer, olderVersion, releaseObject } from './object-writes.ts';
+import { manifestOf, manifestText, objectFor, objectUpdated, sameManifest } from './render.ts';
 
 const MAX_ATTEMPTS = 5;
 
 export interface ClusterStoreOptions {
-  /** The working copy's folder (in the data folder: never a person's manifests folder). */
+  /** Where earlier versions kept a working copy of the objects (removed by prepare()). */
   dir: string;
   /** The controller's status records. */
   statusDir: string;
@@ -43,29 +42,35 @@ export interface ClusterStoreOptions {
 export class ClusterManifestStore extends ManifestStore {
   readonly api: EditorServers;
   readonly #log: (message: string) => void;
-  /** Writes the working copy for the cluster's side: a writer of its own, so the controller's store sees its writes as edits. */
-  readonly #copies: ManifestStore;
   readonly #watch: ListWatch<EditorServerObject>;
   /** The objects as last seen, by name. */
   readonly #objects = new Map<string, EditorServerObject>();
-  /** Names this service is creating an object for: their working copy is written by the create. */
+  /** Each object's manifest text, made once per object seen. */
+  readonly #texts = new WeakMap<EditorServerObject, string>();
+  /** The manifest of the service's own last write of each object, so its watch event (which may come before the write's answer) is no news. */
+  readonly #ours = new Map<string, Record<string, unknown>>();
+  /** Names this service is creating an object for. */
   readonly #creating = new Set<string>();
   /** Names created here whose object the watch has not shown yet: a list from before the create does not take them out. */
   readonly #unseen = new Set<string>();
-  /** One change of the working copy (and of an object's status) at a time, per name. */
+  /** Uids of objects whose server was deleted, kept by the API server until their finalizer goes: they are no manifest any more. */
+  readonly #released = new Set<string>();
+  /** One change of an object's finalizer or status at a time, per name. */
   readonly #sync = new KeyedMutex();
   readonly #pending = new Set<Promise<unknown>>();
   /** Names whose status could not be written (the API server away): the next sight of the object writes it. */
   readonly #unwritten = new Set<string>();
   /** The latest status the controller committed and nobody has written yet, by name. */
   readonly #wanted = new Map<string, EditorServerStatus>();
+  /** The controller's watch, once it watches; until then the names with news wait in `#early`. */
+  #events: ManifestEvents | undefined;
+  readonly #early = new Set<string>();
   #trouble: string | undefined;
 
   constructor(options: ClusterStoreOptions) {
     super(options.dir, options.statusDir);
     this.api = options.api;
     this.#log = options.log;
-    this.#copies = new ManifestStore(options.dir);
     this.#watch = new ListWatch(options.api.transport(), {
       replace: (items) => this.#replaceAll(items),
       upsert: (object) => this.#upsert(object),
@@ -78,9 +83,8 @@ export class ClusterManifestStore extends ManifestStore {
     }, options.relistMs !== undefined ? { relistMs: options.relistMs } : {});
   }
 
-  /** Lists the objects and brings the working copy level with them; resolves once it is. */
+  /** Lists the objects (and brings their finalizers and status level); resolves once it has. */
   async start(): Promise<void> {
-    await fs.mkdir(this.dir, { recursive: true });
     this.#watch.start();
     await this.#watch.synced();
     await this.settled();
@@ -91,7 +95,7 @@ export class ClusterManifestStore extends ManifestStore {
     await this.settled();
   }
 
-  /** Resolves once the working copy has caught up with every object seen so far. */
+  /** Resolves once the work started by every object seen so far (finalizers, status put back) is done. */
   async settled(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all([...this.#pending]);
   }
@@ -101,17 +105,86 @@ export class ClusterManifestStore extends ManifestStore {
     return this.#objects.get(name);
   }
 
-  /** The manifest, with the object's own generation while the working copy says what the object says. */
-  override async read(name: string): Promise<ManifestRead> {
-    const read = await super.read(name);
+  // --- The source: the objects as manifests ---
+
+  override fileOf(name: string): string {
+    return this.api.describe(name);
+  }
+
+  override describe(name: string): string {
+    return this.api.describe(name);
+  }
+
+  override async list(): Promise<string[]> {
+    const names: string[] = [];
+    for (const [name, object] of this.#objects) if (this.#isManifest(object)) names.push(name);
+    return names.sort();
+  }
+
+  override async exists(name: string): Promise<boolean> {
+    return this.#objects.has(name);
+  }
+
+  override async readText(name: string): Promise<string | undefined> {
     const object = this.#objects.get(name);
-    if (read.kind === 'ok' && object?.metadata.generation !== undefined && sameData(object.spec ?? null, read.server.spec ?? null)) {
-      read.server.metadata.generation = object.metadata.generation;
-    }
+    if (!object || !this.#isManifest(object)) return undefined;
+    return this.#textOf(object);
+  }
+
+  /**
+   * The object as a manifest, validated as a file is, with the controller's status and the
+   * object's own generation. An object's status is taken over once, when the controller has none
+   * of its own (a fresh data folder), and then validated with the rest.
+   */
+  override async read(name: string): Promise<ManifestRead> {
+    const object = this.#objects.get(name);
+    if (!object || !this.#isManifest(object)) return { kind: 'missing', name };
+    const statuses = this.statuses!;
+    const firstSight = object.status !== undefined && (await statuses.read(name)) === undefined;
+    const read = parseManifest(name, firstSight ? manifestText(object, true) : this.#textOf(object), this.api.describe(name));
+    if (read.kind !== 'ok') return read;
+    await this.observe(read.server, statuses);
+    if (object.metadata.generation !== undefined) read.server.metadata.generation = object.metadata.generation;
     return read;
   }
 
-  /** Creates the object, then its working copy; false when an object of that name exists. The uid is the API server's. */
+  /** The objects are always there to be read: a cluster away answers from the cache, and paused is never the word. */
+  override async folderIdentity(): Promise<string | undefined> {
+    return `cluster:${this.api.namespace}`;
+  }
+
+  /** Removes the working copy earlier versions kept; the objects are listed by start(). */
+  override async prepare(): Promise<string[]> {
+    if (!(await fs.stat(this.dir).then(() => true, () => false))) return [];
+    await fs.rm(this.dir, { recursive: true, force: true });
+    return [`removed ${this.dir}: the EditorServer objects are read from the cluster's watch, and no copy of them is kept`];
+  }
+
+  override async watch(events: ManifestEvents, _log?: (message: string) => void): Promise<ManifestWatch> {
+    this.#events = events;
+    for (const name of this.#early) events.changed(name);
+    this.#early.clear();
+    return { close: async () => { this.#events = undefined; } };
+  }
+
+  #isManifest(object: EditorServerObject): boolean {
+    return !this.#released.has(object.metadata.uid ?? '');
+  }
+
+  #textOf(object: EditorServerObject): string {
+    let text = this.#texts.get(object);
+    if (text === undefined) this.#texts.set(object, (text = manifestText(object)));
+    return text;
+  }
+
+  #news(name: string): void {
+    if (this.#events) this.#events.changed(name);
+    else this.#early.add(name);
+  }
+
+  // --- The service's writes ---
+
+  /** Creates the object; false when an object of that name exists. The uid is the API server's. */
   override async create(server: EditorServer, onCreated?: () => void): Promise<boolean> {
     const name = server.metadata.name;
     if (this.#creating.has(name) || this.#objects.has(name)) return false;
@@ -122,9 +195,8 @@ export class ClusterManifestStore extends ManifestStore {
       this.#unseen.add(name);
       this.#objects.set(name, created);
       server.metadata.uid = created.metadata.uid;
-      // A stale copy of that name (an object deleted while this service was away) gives way.
-      await this.#sync.run(name, () => this.#copies.remove(name));
-      return await super.create(server, onCreated);
+      onCreated?.();
+      return true;
     } finally {
       this.#creating.delete(name);
     }
@@ -134,7 +206,8 @@ export class ClusterManifestStore extends ManifestStore {
    * Changes the object's metadata or spec through the YAML document of its manifest, as the
    * file store does, and replaces the object only at the version it was read at (a change made
    * meanwhile is read again). A deletion mark asks the API server to delete the object: the
-   * finalizer keeps it until the controller has deleted the server.
+   * finalizer keeps it until the controller has deleted the server; an object without one (never
+   * asked to run) goes at once, and the answer is 'missing'.
    */
   override async update(name: string, mutate: (doc: Document, server: EditorServer) => boolean | void): Promise<WriteResult> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -148,9 +221,11 @@ export class ClusterManifestStore extends ManifestStore {
       const next = doc.toJS() as EditorServer;
       if (next.metadata.deletionTimestamp && !object.metadata.deletionTimestamp) {
         await this.api.delete(name, object.metadata.uid);
-        // The working copy says so at once; the object's own mark follows through the watch.
-        await this.#sync.run(name, () => super.update(name, mutate));
-        return 'updated';
+        // The cache says so at once; the watch's events follow.
+        const now = await this.api.get(name);
+        if (now && now.metadata.uid === object.metadata.uid) this.#objects.set(name, now);
+        else if (this.#objects.get(name)?.metadata.uid === object.metadata.uid) this.#objects.delete(name);
+        return now?.metadata.uid === object.metadata.uid ? 'updated' : 'missing';
       }
       if (sameManifest(object, next)) return 'unchanged';
       const put = await this.#put(object, next);
@@ -195,32 +270,33 @@ export class ClusterManifestStore extends ManifestStore {
     return result;
   }
 
-  /** The server is deleted: its working copy and status record go, then the finalizer, and with it the object. */
-  override async remove(name: string): Promise<boolean> {
-    const read = await super.read(name);
-    const uid = read.kind === 'ok' ? read.server.metadata.uid : this.#objects.get(name)?.metadata.uid;
-    const removed = await this.#sync.run(name, () => super.remove(name));
-    await this.#release(name, uid);
-    return removed;
+  /** The server is deleted: its status record goes, then the finalizer, and with it the object. True when its object was there. */
+  override async remove(name: string, serverUid?: string): Promise<boolean> {
+    // The deleted server's own object: the uid the controller knows it by (an object made again
+    // under the name meanwhile is another server's), else the object as last seen.
+    const object = this.#objects.get(name);
+    const uid = serverUid ?? (await this.statuses!.read(name))?.uid ?? object?.metadata.uid;
+    if (uid !== undefined) this.#released.add(uid);
+    await this.removeStatus(name);
+    await releaseObject(this.api, name, uid);
+    return object !== undefined;
   }
 
-  /**
-   * Replaces the object's metadata and spec with the manifest's, only at the version it was read
-   * at, then the working copy (the controller's own write, as with a file); 'conflict' when the
-   * object changed meanwhile.
-   */
+  /** Replaces the object's metadata and spec, only at the version read ('conflict' otherwise); its echo is no news. */
   async #put(object: EditorServerObject, server: EditorServer): Promise<'updated' | 'missing' | 'conflict'> {
     const name = object.metadata.name;
     let updated: EditorServerObject;
+    const next = objectUpdated(object, server);
+    this.#ours.set(name, manifestOf(next));
     try {
-      updated = await this.api.replace(objectUpdated(object, server));
+      updated = await this.api.replace(next);
     } catch (error) {
       if (error instanceof ApiRefusal && error.status === 409) return 'conflict';
       if (error instanceof ApiRefusal && error.status === 404) return 'missing';
       throw error;
     }
-    this.#objects.set(name, updated);
-    await this.#sync.run(name, () => super.replaceText(name, manifestText(updated)));
+    const held = this.#objects.get(name);
+    if (!held || held.metadata.uid !== updated.metadata.uid || !olderVersion(updated.metadata.resourceVersion, held.metadata.resourceVersion)) this.#objects.set(name, updated);
     return 'updated';
   }
 
@@ -235,13 +311,12 @@ export class ClusterManifestStore extends ManifestStore {
     this.#trouble = undefined;
     const names = new Set(items.map((item) => item.metadata.name));
     for (const item of items) this.#upsert(item);
-    for (const name of this.#objects.keys()) if (!names.has(name) && !this.#unseen.has(name)) this.#objects.delete(name);
-    // Copies of objects that are gone (deleted while this service was away) go too.
-    this.#track((async () => {
-      for (const name of await this.#copies.list()) {
-        if (!this.#objects.has(name) && !this.#creating.has(name) && !this.#unseen.has(name)) await this.#sync.run(name, () => this.#dropCopy(name));
-      }
-    })());
+    // Objects that are gone (deleted while the watch was away) are news too.
+    for (const [name, object] of this.#objects) {
+      if (names.has(name) || this.#unseen.has(name)) continue;
+      this.#objects.delete(name);
+      this.#forget(name, object);
+    }
   }
 
   #upsert(object: EditorServerObject): void {
@@ -254,36 +329,48 @@ export class ClusterManifestStore extends ManifestStore {
     this.#objects.set(name, object);
     this.#unseen.delete(name);
     if (this.#creating.has(name)) return;
+    // News for the controller when the manifest it reads changed: not for a status (its own, or
+    // one it puts back below), a finalizer or a version.
+    const manifest = manifestOf(object);
+    // The echo of the service's own write is seen once; whatever comes after is someone else's.
+    const ours = this.#ours.get(name);
+    this.#ours.delete(name);
+    const echo = ours !== undefined && sameData(ours, manifest);
+    const same = held?.metadata.uid === object.metadata.uid && sameData(manifestOf(held!), manifest);
+    if (!same && !echo) this.#news(name);
     this.#track(this.#sync.run(name, () => this.#level(name)));
   }
 
   #removed(object: EditorServerObject): void {
     const name = object.metadata?.name;
     if (typeof name !== 'string' || this.#creating.has(name)) return;
-    if (this.#objects.get(name)?.metadata.uid !== object.metadata.uid && this.#objects.has(name)) return;
+    const held = this.#objects.get(name);
+    if (held && held.metadata.uid !== object.metadata.uid) return;
     this.#objects.delete(name);
-    this.#unwritten.delete(name);
-    this.#track(this.#sync.run(name, () => this.#dropCopy(name)));
+    this.#forget(name, object);
   }
 
-  /** Brings the working copy (and the object's finalizer and status) level with the object as last seen. */
+  /** An object gone: the controller hears of it (its status record stays until the controller lets the server go). */
+  #forget(name: string, object: EditorServerObject): void {
+    this.#unwritten.delete(name);
+    this.#ours.delete(name);
+    if (object.metadata.uid !== undefined) this.#released.delete(object.metadata.uid);
+    this.#news(name);
+  }
+
+  /** Brings the object's finalizer and status level with what the controller holds. */
   async #level(name: string): Promise<void> {
     const object = this.#objects.get(name);
-    if (!object) return;
+    if (!object || !this.#isManifest(object)) return;
     // The finalizer once the server is asked to run, before its editor makes anything on the
     // cluster: a server that never ran has nothing to clean up (and a sync of thousands of
     // stopped objects costs no write each).
-    if (!object.metadata.deletionTimestamp && object.spec?.running === true && !object.metadata.finalizers?.includes(FINALIZER)) await this.#addFinalizer(object);
-    const text = await this.#copies.textOf(name);
-    const copy = text === undefined ? undefined : parseDocument(text, { uniqueKeys: false }).toJS();
-    if (!sameManifest(object, copy)) {
-      // A status is taken over from the object only when the controller has none of its own (a fresh data folder).
-      const firstSight = !(await fs.stat(this.statusFileOf(name)!).then(() => true, () => false));
-      await this.#copies.replaceText(name, manifestText(object, firstSight));
+    if (!object.metadata.deletionTimestamp && object.spec?.running === true && !object.metadata.finalizers?.includes(FINALIZER)) {
+      const updated = await addFinalizer(this.api, object);
+      if (updated && this.#objects.get(name)?.metadata.uid === updated.metadata.uid) this.#objects.set(name, updated);
     }
     // The controller's status is the status: one written by anyone else is put back.
-    const read = await super.read(name);
-    const status = read.kind === 'ok' ? read.server.status : undefined;
+    const status = (await this.statuses!.read(name))?.status;
     if (status && !sameData(object.status ?? null, status)) {
       if (object.status !== undefined && !this.#unwritten.has(name)) this.#log(`cluster manifests: the status of ${this.api.describe(name)} was not the controller's (written by someone else?): put back`);
       await this.#pushStatus(name, status);
@@ -307,48 +394,4 @@ export class ClusterManifestStore extends ManifestStore {
       this.#log(`cluster manifests: ${(error as Error).message}; written at the next sight of the object`);
     }
   }
-
-  async #addFinalizer(object: EditorServerObject): Promise<void> {
-    try {
-      const updated = await this.api.replace({ ...object, metadata: { ...object.metadata, finalizers: [...(object.metadata.finalizers ?? []), FINALIZER] } });
-      if (this.#objects.get(object.metadata.name)?.metadata.uid === updated.metadata.uid) this.#objects.set(object.metadata.name, updated);
-    } catch (error) {
-      // Changed meanwhile: the watch shows the change, and the finalizer is added then.
-      if (!(error instanceof ApiRefusal && (error.status === 409 || error.status === 404))) throw error;
-    }
-  }
-
-  /** Takes out the working copy of an object that is gone (its status record stays until the controller lets the server go). */
-  async #dropCopy(name: string): Promise<void> {
-    if (this.#objects.has(name)) return;
-    await this.#copies.remove(name);
-  }
-
-  /** Removes the finalizer from the server's object (only that object: one made again under its name is left alone), deleting it first if nobody has. */
-  async #release(name: string, uid: string | undefined): Promise<void> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const object = await this.api.get(name);
-      if (!object || (uid !== undefined && object.metadata.uid !== uid)) return;
-      if (!object.metadata.deletionTimestamp) await this.api.delete(name, object.metadata.uid);
-      const finalizers = (object.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
-      if (finalizers.length === (object.metadata.finalizers ?? []).length) return;
-      try {
-        await this.api.replace({ ...object, metadata: { ...object.metadata, finalizers } });
-        return;
-      } catch (error) {
-        if (error instanceof ApiRefusal && error.status === 404) return;
-        if (!(error instanceof ApiRefusal && error.status === 409)) throw error;
-      }
-    }
-    throw new ConflictError(`${this.api.describe(name)} kept changing while its finalizer was being removed: it is removed at the next try`);
-  }
-}
-
-/**
- * True when resource version `a` is known to be older than `b`. Versions are opaque to clients;
- * every Kubernetes API server backed by etcd makes them increasing integers, and anything else
- * is taken as news (never older).
- */
-function olderVersion(a: string | undefined, b: string | undefined): boolean {
-  return a !== undefined && b !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
 }

@@ -11,7 +11,7 @@ export const VERSION = 'v1alpha1';
 export const PLURAL = 'editorservers';
 /** Kept on every object the controller manages: a delete waits until the server's editor, volume and objects are gone. */
 export const FINALIZER = 'devbox.dev/cleanup';
-/** kubectl apply's record of the last applied file: kept on the object, never shown in the working copy. */
+/** kubectl apply's record of the last applied file: kept on the object, never shown in the manifest the controller reads. */
 export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** An EditorServer as the API server keeps it. Everything in it is untrusted: anyone with access to the namespace wrote it. */

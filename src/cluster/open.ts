@@ -1,5 +1,5 @@
 // The cluster's manifests: over the client of the cluster (and namespace) the editors run in, the
-// namespace's EditorServer objects and their working copy in the data folder.
+// namespace's EditorServer objects.
 import type { KubeClient } from '../runtime/kubernetes/client.ts';
 import { ClusterManifestStore } from './cluster-store.ts';
 import { EditorServerApi } from './editor-servers.ts';
@@ -9,7 +9,7 @@ export { ClusterManifestStore };
 export interface ClusterManifestsOptions {
   /** The runtime's client: its namespace is the objects'. */
   client: KubeClient;
-  /** The working copy's folder. */
+  /** Where earlier versions kept a working copy of the objects (removed at start). */
   dir: string;
   statusDir: string;
   log: (message: string) => void;

@@ -1,4 +1,4 @@
-// EditorServer objects as manifest files and back. The working copy of an object is the manifest
+// EditorServer objects as manifest files and back. An object read as a manifest is the manifest
 // a person could have written: name, uid, annotations, labels, a deletion mark and the spec. What
 // only the API server needs (resourceVersion, finalizers, kubectl's last-applied record) stays on
 // the object, so the controller reads exactly what it reads from a file, with the same rules.
@@ -25,12 +25,12 @@ export function manifestOf(object: EditorServerObject, withStatus = false): Reco
   return body;
 }
 
-/** The working copy's text of the object. */
+/** The object as a manifest's text. */
 export function manifestText(object: EditorServerObject, withStatus = false): string {
   return `${SCHEMA_MODELINE}\n${stringify(manifestOf(object, withStatus), { lineWidth: 0 })}`;
 }
 
-/** True when the manifest (parsed from the working copy) says what the object says, status aside. */
+/** True when the manifest says what the object says, status aside. */
 export function sameManifest(object: EditorServerObject, manifest: unknown): boolean {
   const copy = manifest as Partial<EditorServer> | undefined;
   if (!copy || typeof copy !== 'object') return false;

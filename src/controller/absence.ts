@@ -28,7 +28,7 @@ export async function deleteServer(ctx: ReconcileContext, name: string): Promise
     await persistence.deleting(name);
   }
   await teardown(ctx, name);
-  await store.remove(name).catch((error) =>
+  await store.remove(name, ctx.identities.uidOf(name)).catch((error) =>
     ctx.log(`deleted server ${name}, but its manifest ${store.fileOf(name)} could not be removed: ${(error as Error).message}`));
   ctx.cache.deletions.delete(name);
   ctx.identities.forget(name);

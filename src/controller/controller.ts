@@ -1,28 +1,17 @@
 // The control loop: lists the manifests, adopts the editors already running, then watches the
-// folder and feeds names to a work queue whose workers call reconcile(name).
-import { promises as fs } from 'node:fs';
-import { basename, join } from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
-import { MANIFEST_EXT, type ManifestStore } from '../manifests/store.ts';
+// manifests' source (the folder, or a cluster's objects) and feeds names to a work queue whose
+// workers call reconcile(name).
+import type { ManifestSource, ManifestWatch } from '../manifests/source.ts';
 import type { EditorServer } from '../manifests/types.ts';
 import { describeRef, sameRef, type EditorRuntime, type RunningEditor } from '../runtime/interface.ts';
 import { WorkQueue, type Lane } from './queue.ts';
 import type { Reconciler, ServerRecord } from './reconciler.ts';
 
-const RECHECK_MS = 250;
-/** How often the manifests folder itself is looked at (gone, back, or replaced by another). */
-const FOLDER_CHECK_MS = 1000;
-/**
- * How often the folder's names are compared with the servers known, so a file whose event was
- * lost (an inotify queue that overflowed under a sync of thousands of files) is still seen. One
- * directory listing: it reads no manifest.
- */
-const FOLDER_SCAN_MS = 30_000;
 /** The most names the periodic resync queues a second: its work is spread, never a burst. */
 export const RESYNC_PER_SECOND = 50;
 
 export interface ControllerOptions {
-  store: ManifestStore;
+  store: ManifestSource;
   runtime: EditorRuntime;
   reconciler: Reconciler;
   workers: number;
@@ -35,16 +24,12 @@ export interface ControllerOptions {
 export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
-  private watcher: FSWatcher | undefined;
+  private watch: ManifestWatch | undefined;
   /** How many reconciles of each name have started, so a caller can wait for a fresh one. */
   private readonly runs = new Map<string, number>();
-  /** Pending second looks at a manifest after our own write, by name. */
-  private readonly rechecks = new Map<string, NodeJS.Timeout>();
   private resyncTimer: NodeJS.Timeout | undefined;
-  private scanTimer: NodeJS.Timeout | undefined;
-  /** The manifests folder's identity (device and inode) when last looked at; undefined while it is missing. */
+  /** The manifests' place (the folder's device and inode) when first listed. */
   private folder: string | undefined;
-  private folderTimer: NodeJS.Timeout | undefined;
   private stopping = false;
 
   constructor(options: ControllerOptions) {
@@ -88,9 +73,7 @@ export class Controller {
 
   async start(): Promise<void> {
     const { store, reconciler } = this.options;
-    await fs.mkdir(store.dir, { recursive: true });
-    for (const name of await store.recoverInterruptedWrites()) this.log(`put back ${store.fileOf(name)}: a write was interrupted while the file was moved aside`);
-    await this.removeStaleTemporaries();
+    for (const said of await store.prepare()) this.log(said);
 
     await reconciler.loadIdentities();
     this.folder = await store.folderIdentity();
@@ -101,17 +84,17 @@ export class Controller {
     const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
     const { adopted, orphans } = await this.adoptRunningEditors(new Set(names), servers);
 
-    await this.watchFolder();
-    // List again now the watcher is ready: a file written since the first listing has no event.
+    this.watch = await store.watch({
+      changed: (name) => this.queue.add(name),
+      everything: () => void this.resync(),
+      known: () => reconciler.records.keys(),
+    }, (message) => this.log(message));
+    // List again now the watch is ready: a manifest written since the first listing has no event.
     const since = (await store.list()).filter((name) => !names.includes(name));
     // Running editors first: each is Starting from its adoption until its /healthz answers, so at
     // 10,000 servers they are not left behind every stopped one's first look.
     for (const name of new Set([...adopted, ...orphans, ...names, ...since])) this.queue.add(name);
     this.scheduleResync();
-    this.scanTimer = setInterval(() => void this.scanFolder(), FOLDER_SCAN_MS);
-    this.scanTimer.unref();
-    this.folderTimer = setInterval(() => void this.checkFolder(), FOLDER_CHECK_MS);
-    this.folderTimer.unref();
   }
 
   /**
@@ -136,15 +119,6 @@ export class Controller {
     }
   }
 
-  /** Queues the names whose file came or went without the controller knowing (one listing, no reads). */
-  private async scanFolder(): Promise<void> {
-    if (this.stopping || this.folder === undefined) return;
-    const listed = new Set(await this.options.store.list().catch(() => []));
-    const { records } = this.options.reconciler;
-    for (const name of listed) if (!records.has(name)) this.queue.add(name);
-    for (const name of records.keys()) if (!listed.has(name)) this.queue.add(name);
-  }
-
   /** Every name with a file or a record. */
   private async knownNames(): Promise<Set<string>> {
     const names = new Set(await this.options.store.list());
@@ -152,45 +126,7 @@ export class Controller {
     return names;
   }
 
-  private async watchFolder(): Promise<void> {
-    const { store } = this.options;
-    await this.watcher?.close();
-    const watcher = watch(store.dir, {
-      ignoreInitial: true,
-      depth: 0,
-      // A link in the folder is reported, never followed (it may lead anywhere).
-      followSymlinks: false,
-      ignored: (path, stats) => basename(path).startsWith('.') || (stats?.isFile() === true && !path.endsWith(MANIFEST_EXT)),
-    });
-    this.watcher = watcher;
-    watcher.on('all', (_event, path) => void this.onFileEvent(path));
-    watcher.on('error', (error) => this.log(`watching ${store.dir} failed: ${(error as Error).message}`));
-    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-  }
-
-  /**
-   * Notices the manifests folder going (a failed mount, a move) and coming back, or being
-   * replaced by another (a git checkout): says so once, watches the folder that is there now,
-   * and looks at every server again. While it is away, servers are paused, not deleted.
-   */
-  private async checkFolder(): Promise<void> {
-    const { store } = this.options;
-    const now = await store.folderIdentity();
-    if (now === this.folder || this.stopping) return;
-    const before = this.folder;
-    this.folder = now;
-    if (now === undefined) {
-      this.log(`manifests folder ${store.dir} is missing (moved, deleted or not mounted?): every server is paused; no editor is stopped and no file is deleted until it is back`);
-      return;
-    }
-    this.log(before === undefined
-      ? `manifests folder ${store.dir} is back: resuming`
-      : `manifests folder ${store.dir} was replaced by another folder: watching the new one; servers whose manifest is not in it stay paused until it is`);
-    await this.watchFolder();
-    await this.resync();
-  }
-
-  /** Re-lists the folder and queues every name at once (the folder came back, the config changed). */
+  /** Re-lists the manifests and queues every name at once (the folder came back, the config changed). */
   async resync(): Promise<void> {
     for (const name of await this.knownNames()) this.queue.add(name);
   }
@@ -243,12 +179,8 @@ export class Controller {
   async stop(options: { stopEditors?: boolean } = {}): Promise<void> {
     this.stopping = true;
     clearTimeout(this.resyncTimer);
-    clearInterval(this.scanTimer);
-    clearInterval(this.folderTimer);
-    for (const timer of this.rechecks.values()) clearTimeout(timer);
-    this.rechecks.clear();
     this.queue.stop();
-    await this.watcher?.close();
+    await this.watch?.close();
     // Reconciles under way finish first (within a bound), so nothing writes after stop returns.
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.stopGraceMs + 10_000)));
@@ -262,35 +194,6 @@ export class Controller {
         this.log(`stopping ${name} at shutdown failed: ${(error as Error).stack ?? error}`))));
     }
     this.options.runtime.dispose();
-  }
-
-  private async onFileEvent(path: string): Promise<void> {
-    const file = basename(path);
-    if (!file.endsWith(MANIFEST_EXT) || file.startsWith('.')) return;
-    const name = file.slice(0, -MANIFEST_EXT.length);
-    // Our own writes come back as events: skip them, or every status write would wake us again.
-    if (await this.isOwnWrite(name)) {
-      // Our rename replaced the file chokidar was watching; an edit landing while it re-attaches
-      // to the new file can go unreported, so look once more a moment later.
-      // One recheck per name at a time, however many events a rename makes.
-      if (this.rechecks.has(name)) return;
-      const timer = setTimeout(async () => {
-        this.rechecks.delete(name);
-        if (!(await this.isOwnWrite(name))) this.queue.add(name);
-      }, RECHECK_MS);
-      timer.unref();
-      this.rechecks.set(name, timer);
-      return;
-    }
-    this.queue.add(name);
-  }
-
-  private async isOwnWrite(name: string): Promise<boolean> {
-    // A file this process never wrote (a sync landing thousands) is not read here: its reconcile reads it.
-    if (!this.options.store.mayBeOwnWrite(name)) return false;
-    // Read like any manifest: bounded, not through links, never blocking on a FIFO.
-    const text = await this.options.store.textOf(name);
-    return text !== undefined && this.options.store.isOwnWrite(name, text);
   }
 
   /**
@@ -341,13 +244,6 @@ export class Controller {
       return runtime.stop(editor.name, editor.ref, this.options.stopGraceMs);
     }));
     return { adopted: [...adopted.keys()], orphans: [...orphans.keys()] };
-  }
-
-  private async removeStaleTemporaries(): Promise<void> {
-    const dir = this.options.store.dir;
-    for (const entry of await fs.readdir(dir)) {
-      if (entry.startsWith('.') && entry.endsWith('.tmp')) await fs.rm(join(dir, entry), { force: true });
-    }
   }
 
   private log(message: string): void {

@@ -142,7 +142,7 @@ export class ManifestsMirror {
     // A name a local manifest has, which the repository does not own yet, stays local.
     for (const [name, { file }] of wanted) {
       if (this.owned.has(name)) continue;
-      if (await entryExists(store.fileOf(name))) {
+      if (await store.exists(name)) {
         problems.push({ file, problem: `the server "${name}" exists already in ${store.fileOf(name)} and does not come from this repository: rename the file in the repository, or delete that server (DELETE /servers/{id}) first` });
         wanted.delete(name);
       }
@@ -226,7 +226,3 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** True when anything is at the path (a link included, which is not followed). */
-async function entryExists(path: string): Promise<boolean> {
-  return fs.lstat(path).then(() => true, () => false);
-}

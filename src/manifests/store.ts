@@ -8,10 +8,12 @@ import { Document, parseDocument, stringify } from 'yaml';
 import { sameData } from '../core/equal.ts';
 import { errorClass } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
+import { FolderWatch } from './folder-watch.ts';
 import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
 import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
 import { linkUnlessTaken, renameIfThere } from './replace.ts';
 import { SCHEMA_MODELINE } from './schema.ts';
+import type { ManifestEvents, ManifestSource, ManifestWatch } from './source.ts';
 import { currentStatus, specHash, StatusFiles, type StatusRecord } from './status-file.ts';
 import type { EditorServer, EditorServerStatus } from './types.ts';
 
@@ -33,9 +35,9 @@ const MAX_ATTEMPTS = 5;
  * only status records (writeStatus). Without a status folder (`npm run doctor`) the store only
  * reads manifests.
  */
-export class ManifestStore {
+export class ManifestStore implements ManifestSource {
   readonly dir: string;
-  private readonly statuses?: StatusFiles;
+  protected readonly statuses?: StatusFiles;
   /** The text of our own last write per name, so the watcher can ignore our echoes. */
   private readonly lastWritten = new Map<string, string>();
   private readonly locks = new KeyedMutex();
@@ -47,6 +49,30 @@ export class ManifestStore {
 
   fileOf(name: string): string {
     return join(this.dir, name + MANIFEST_EXT);
+  }
+
+  describe(name: string): string {
+    return this.fileOf(name);
+  }
+
+  async exists(name: string): Promise<boolean> {
+    return fs.lstat(this.fileOf(name)).then(() => true, () => false);
+  }
+
+  /** Makes the folder when missing, puts back writes a crash interrupted and removes their temporaries. */
+  async prepare(): Promise<string[]> {
+    await fs.mkdir(this.dir, { recursive: true });
+    const said = (await this.recoverInterruptedWrites()).map((name) => `put back ${this.fileOf(name)}: a write was interrupted while the file was moved aside`);
+    for (const entry of await fs.readdir(this.dir)) {
+      if (entry.startsWith('.') && entry.endsWith('.tmp')) await fs.rm(join(this.dir, entry), { force: true });
+    }
+    return said;
+  }
+
+  async watch(events: ManifestEvents, log: (message: string) => void): Promise<ManifestWatch> {
+    const watch = new FolderWatch(this, events, log);
+    await watch.start();
+    return watch;
   }
 
   /** Where the controller keeps the server's status and generation. */
@@ -211,8 +237,8 @@ export class ManifestStore {
     await this.locks.run(STATUS_LOCK + name, () => statuses.write(name, record));
   }
 
-  /** Removes the manifest file and the server's status record (a deletion); true when the file existed. */
-  async remove(name: string): Promise<boolean> {
+  /** Removes the manifest file and the server's status record (a deletion of the server of that uid); true when the file existed. */
+  async remove(name: string, _uid?: string): Promise<boolean> {
     const removed = await this.locks.run(name, async () => {
       this.lastWritten.delete(name);
       try {
@@ -223,13 +249,18 @@ export class ManifestStore {
         throw error;
       }
     });
-    const statuses = this.statuses;
-    if (statuses) await this.locks.run(STATUS_LOCK + name, () => statuses.remove(name));
+    await this.removeStatus(name);
     return removed;
   }
 
+  /** Removes the server's status record. */
+  protected async removeStatus(name: string): Promise<void> {
+    const statuses = this.statuses;
+    if (statuses) await this.locks.run(STATUS_LOCK + name, () => statuses.remove(name));
+  }
+
   /** Moves the generation when the spec changed since last seen, and merges the status record in. */
-  private observe(server: EditorServer, statuses: StatusFiles): Promise<void> {
+  protected observe(server: EditorServer, statuses: StatusFiles): Promise<void> {
     const name = server.metadata.name;
     return this.locks.run(STATUS_LOCK + name, async () => {
       const hash = specHash(server.spec);
@@ -303,7 +334,8 @@ export class ManifestStore {
     });
   }
 
-  private readText(name: string): Promise<string | undefined> {
+  /** The manifest's text; undefined when it is not there; throws UnreadableEntryError for an entry that cannot be one. */
+  readText(name: string): Promise<string | undefined> {
     return readManifestEntry(this.fileOf(name));
   }
 

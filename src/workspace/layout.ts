@@ -23,7 +23,7 @@ export class DataLayout {
     return join(this.dataDir, 'status');
   }
 
-  /** The working copy of a cluster's EditorServer objects, when they are the manifests (runtime.kubernetes.source: crd). */
+  /** Where earlier versions kept a working copy of a cluster's EditorServer objects: removed at start in CRD mode. */
   get clusterManifestsDir(): string {
     return join(this.dataDir, 'cluster-manifests');
   }

@@ -1,6 +1,7 @@
-// The cluster's manifests over an in-memory API server: the working copy follows the objects
-// (and is written as someone else's edit, so the controller reconciles), the API's writes reach
-// the objects first and never overwrite a change made meanwhile, status goes through /status with
+// The cluster's manifests over an in-memory API server: the objects are read from the watch's
+// cache as manifests (no copy on disk), a change someone else makes is news for the controller
+// and the service's own writes are not, the API's writes reach the objects and never overwrite
+// a change made meanwhile, status goes through /status with
 // the object's generation and is put back when forged, a delete waits for the finalizer, and a
 // hostile object is only ever an invalid manifest.
 import { promises as fs } from 'node:fs';
@@ -17,6 +18,8 @@ let root: string;
 let api: FakeEditorServers;
 let store: ClusterManifestStore;
 let lines: string[];
+/** The names the store told the controller about, in order. */
+let news: string[];
 
 function hello(name = 'hello', spec: Record<string, unknown> = { running: true }): EditorServer {
   return { apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name }, spec } as unknown as EditorServer;
@@ -25,30 +28,30 @@ function hello(name = 'hello', spec: Record<string, unknown> = { running: true }
 async function open(): Promise<ClusterManifestStore> {
   const opened = new ClusterManifestStore({ dir: join(root, 'copy'), statusDir: join(root, 'status'), api, log: (line) => lines.push(line) });
   await opened.start();
+  await opened.watch({ changed: (name) => news.push(name), everything: () => {}, known: () => [] });
   return opened;
-}
-
-async function fileOf(name: string): Promise<string | undefined> {
-  return fs.readFile(join(root, 'copy', `${name}.yaml`), 'utf8').catch(() => undefined);
 }
 
 beforeEach(async () => {
   root = await fs.mkdtemp(join(tmpdir(), 'devbox-cluster-store-'));
   api = new FakeEditorServers();
   lines = [];
+  news = [];
 });
 afterEach(async () => {
   await store?.close();
   await fs.rm(root, { recursive: true, force: true });
 });
 
-describe('the working copy of the objects', () => {
-  it('holds every object at start, drops copies of objects that are gone, and puts the finalizer on each object asked to run', async () => {
+describe('the objects as manifests', () => {
+  it('lists every object at start, keeps no copy on disk (removing one an earlier version kept), and puts the finalizer on each object asked to run', async () => {
     await api.create(hello('hello'));
     await api.create(hello('idle', { running: false }));
     await fs.mkdir(join(root, 'copy'), { recursive: true });
     await fs.writeFile(join(root, 'copy', 'gone.yaml'), 'apiVersion: devbox.dev/v1alpha1\n');
     store = await open();
+    expect(await store.prepare()).toEqual([expect.stringMatching(/removed .*copy/)]);
+    expect(await fs.stat(join(root, 'copy')).catch(() => undefined)).toBeUndefined();
     expect(await store.list()).toEqual(['hello', 'idle']);
     const read = await store.read('hello');
     expect(read.kind).toBe('ok');
@@ -61,14 +64,15 @@ describe('the working copy of the objects', () => {
     expect(api.objects.get('idle')!.metadata.finalizers).toEqual([FINALIZER]);
   });
 
-  it('follows an object changed by someone else, as an edit the controller did not make', async () => {
+  it('follows an object changed by someone else, and tells the controller', async () => {
     await api.create(hello());
     store = await open();
+    await store.settled();
+    news.length = 0;
     api.touch('hello', (o) => ({ ...o, spec: { ...o.spec!, running: false, displayName: 'Changed' } }));
     await store.settled();
-    const text = (await fileOf('hello'))!;
-    expect(text).toContain('displayName: Changed');
-    expect(store.isOwnWrite('hello', text)).toBe(false);
+    await eventually(() => news.includes('hello'));
+    expect(await store.readText('hello')).toContain('displayName: Changed');
     const read = await store.read('hello');
     expect(read.kind === 'ok' && read.server.metadata.generation).toBe(api.objects.get('hello')!.metadata.generation);
   });
@@ -84,18 +88,38 @@ describe('the working copy of the objects', () => {
     expect(api.objects.get('bad')!.status).toBeUndefined();
   });
 
-  it('takes out the copy of an object deleted without the controller (its finalizer taken off by hand)', async () => {
+  it('tells the controller of an object deleted without it (its finalizer taken off by hand): it is no manifest any more', async () => {
     await api.create(hello());
     store = await open();
+    await store.settled();
+    news.length = 0;
     api.touch('hello', (o) => ({ ...o, metadata: { ...o.metadata, finalizers: [] } }));
     await api.delete('hello');
+    await eventually(async () => (await store.read('hello')).kind === 'missing');
+    expect(await store.list()).toEqual([]);
+    expect(news).toContain('hello');
+  });
+
+  it('takes none of its own writes for news: finalizers, status and the API\'s changes wake nothing; a change by someone else does', async () => {
+    await api.create(hello('quiet', { running: false }));
+    store = await open();
     await store.settled();
-    expect(await fileOf('hello')).toBeUndefined();
+    news.length = 0;
+    await store.update('quiet', (doc) => { doc.setIn(['spec', 'running'], true); });
+    await store.settled();
+    await store.writeStatus('quiet', { phase: 'Running', port: 8010 });
+    await store.settled();
+    expect(api.objects.get('quiet')!.metadata.finalizers).toEqual([FINALIZER]);
+    expect(api.objects.get('quiet')!.status).toEqual({ phase: 'Running', port: 8010 });
+    expect(news).toEqual([]);
+    api.touch('quiet', (o) => ({ ...o, metadata: { ...o.metadata, labels: { team: 'b' } } }));
+    await eventually(() => news.length > 0);
+    expect(news).toEqual(['quiet']);
   });
 });
 
 describe('the API\'s writes', () => {
-  it('creates the object first (with the owner annotation and the finalizer), then its copy with the object\'s uid', async () => {
+  it('creates the object (with the owner annotation and the finalizer) and reads it at once with the object\'s uid', async () => {
     store = await open();
     const server: EditorServer = { ...hello('made'), metadata: { name: 'made', uid: '11111111-1111-4111-8111-111111111111', annotations: { 'devbox.dev/owner': 'ada@example.com' } } };
     let created = false;
@@ -105,7 +129,7 @@ describe('the API\'s writes', () => {
     expect(object.metadata.annotations).toEqual({ 'devbox.dev/owner': 'ada@example.com' });
     expect(object.metadata.finalizers).toEqual([FINALIZER]);
     expect(server.metadata.uid).toBe(object.metadata.uid);
-    expect(await fileOf('made')).toContain(`uid: ${object.metadata.uid}`);
+    expect(await store.readText('made')).toContain(`uid: ${object.metadata.uid}`);
     // The name is taken: the API tries the next one.
     expect(await store.create(hello('made'))).toBe(false);
   });
@@ -122,7 +146,7 @@ describe('the API\'s writes', () => {
     expect(object.spec!.running).toBe(false);
     expect(object.metadata.labels).toEqual({ other: 'writer' });
     expect(object.metadata.finalizers).toEqual([FINALIZER]);
-    expect(await fileOf('hello')).toContain('running: false');
+    expect(await store.readText('hello')).toContain('running: false');
   });
 
   it('turns a deletion mark into a delete the finalizer holds, and lets the object go once the server is removed', async () => {
@@ -132,11 +156,11 @@ describe('the API\'s writes', () => {
       doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
     });
     expect(api.objects.get('hello')!.metadata.deletionTimestamp).toBeDefined();
-    expect(await fileOf('hello')).toContain('deletionTimestamp');
+    expect(await store.readText('hello')).toContain('deletionTimestamp');
     expect(await store.remove('hello')).toBe(true);
     expect(api.objects.has('hello')).toBe(false);
-    await store.settled();
-    expect(await fileOf('hello')).toBeUndefined();
+    expect(await store.list()).toEqual([]);
+    expect((await store.read('hello')).kind).toBe('missing');
   });
 
   it('never releases an object made again under the name: only the deleted server\'s own', async () => {
@@ -152,7 +176,7 @@ describe('the API\'s writes', () => {
     await api.create(hello());
     const second = api.objects.get('hello')!;
     expect(second.metadata.uid).not.toBe(first);
-    await store.remove('hello');
+    await store.remove('hello', first);
     expect(api.objects.get('hello')?.metadata.uid).toBe(second.metadata.uid);
     expect(api.objects.get('hello')?.metadata.deletionTimestamp).toBeUndefined();
   });

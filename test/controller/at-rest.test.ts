@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it, vi } from 'vitest';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
+import { FolderWatch } from '../../src/manifests/folder-watch.ts';
 
 let service: TestService | undefined;
 afterEach(async () => {
@@ -54,8 +55,7 @@ it('reconciles no server of a fleet at rest, running or stopped, while the servi
 it('finds a manifest whose file event was lost by the folder\'s listing, within its period', async () => {
   // The watcher misses nothing here, so the event is taken away: only the listing can find the file.
   service = await startTestService();
-  const controller = service.controller as unknown as { onFileEvent(path: string): Promise<void> };
-  vi.spyOn(controller, 'onFileEvent').mockImplementation(async () => undefined);
+  vi.spyOn(FolderWatch.prototype as unknown as { onFileEvent(path: string): Promise<void> }, 'onFileEvent').mockImplementation(async () => undefined);
   await fs.writeFile(join(service.settings.manifestsDir, 'late.yaml'), manifest('late'));
   const before = performance.now();
   await eventually(async () => ((await service!.request('GET', '/servers')).body as Listed[]).some((s) => s.manifest === 'late' && s.status === 'stopped'), 45_000, 200);

@@ -1,6 +1,5 @@
 // What every /servers route is given, and the acts they share: find a server by id, change
 // its spec through the manifest, answer in the lifecycle envelope.
-import { existsSync } from 'node:fs';
 import type { Request } from 'express';
 import type { Config, ExtensionGroup } from '../../config/settings.ts';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
@@ -88,7 +87,7 @@ export async function updateSpec(
   });
   if (result === 'missing') {
     // A server paused by a missing folder is still there: say why it cannot change now.
-    if (!existsSync(store.dir)) throw folderMissing(store);
+    if ((await store.folderIdentity()) === undefined) throw folderMissing(store);
     throw notFound(record.server!.metadata.uid ?? record.name);
   }
   if (result === 'invalid') {

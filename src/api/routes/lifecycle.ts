@@ -1,6 +1,5 @@
 // POST /servers/{id}/start, /stop, /restart and DELETE /servers/{id}: each writes desired state
 // into the manifest, then waits (bounded) for the controller to report the outcome, like `kubectl wait`.
-import { existsSync } from 'node:fs';
 import type { Response, Router } from 'express';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
 import type { Admission } from '../../index/commands.ts';
@@ -63,7 +62,7 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
       doc.setIn(['metadata', 'deletionTimestamp'], new Date().toISOString());
     });
     // A whole folder away pauses its servers: the file comes back with them, so nothing is deleted now.
-    if (result === 'missing' && !existsSync(store.dir)) throw folderMissing(store);
+    if (result === 'missing' && (await store.folderIdentity()) === undefined) throw folderMissing(store);
     // A file that is missing or invalid cannot carry the mark: the controller is told instead.
     if (result === 'invalid' || result === 'missing') commands.requestDeletion(record.name);
     commands.enqueue(record.name);

@@ -3,7 +3,7 @@
 // GET /servers/{id}/manifest: one server's file as it is on disk, read as the controller reads it.
 import type { Router } from 'express';
 import { apiError } from '../../core/error-catalogue.ts';
-import { readManifestEntry, UnreadableEntryError } from '../../manifests/read-entry.ts';
+import { UnreadableEntryError } from '../../manifests/read-entry.ts';
 import { findServer, type ServersDeps } from './context.ts';
 
 export function manifestRoutes(deps: ServersDeps, router: Router): void {
@@ -28,7 +28,7 @@ export function manifestRoutes(deps: ServersDeps, router: Router): void {
     let yaml: string | undefined;
     try {
       // The folder is untrusted: never through a link, never a FIFO, at most the manifest size limit.
-      yaml = await readManifestEntry(file);
+      yaml = await store.readText(record.name);
     } catch (error) {
       if (!(error instanceof UnreadableEntryError)) throw error;
       throw apiError('MANIFEST_UNREADABLE', { file, problem: error.message });
