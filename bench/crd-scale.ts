@@ -14,6 +14,7 @@ import { installCrd } from '../test/helpers/crd.ts';
 import { kubectl, runtimeOptions, stubEditor, testNamespace, TEST_IMAGE } from '../test/helpers/kube-runtime.ts';
 import { parsePrometheusText } from '../test/helpers/prometheus.ts';
 import { benchPorts, median, round, sleep, startBenchService, STUB_EDITOR, type BenchService } from './harness.ts';
+import { poolConnections } from '../src/runtime/kubernetes/connection-pool.ts';
 import { spread } from './kubernetes.ts';
 
 const GROUP = { group: 'devbox.dev', version: 'v1alpha1', plural: 'editorservers' };
@@ -179,6 +180,9 @@ export async function benchCrdScale(quick: boolean, offset: number, options: { w
   await installCrd(cluster);
   const config = new KubeConfig();
   config.loadFromFile(cluster.kubeconfig);
+  // Connections kept and reused, as a GitOps tool's client (client-go) does: the library's default
+  // is a new TLS connection per call, which made the bench's own creates the slow part.
+  poolConnections(config);
   const api = config.makeApiClient(CustomObjectsApi);
   const namespace = await testNamespace(cluster, 'devbox-bench-scale');
   const ns = namespace.name;

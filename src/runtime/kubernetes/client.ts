@@ -8,6 +8,7 @@ import {
   AppsV1Api, CoreV1Api, Exec, HttpMethod, RequestContext, setHeaderOptions, KubeConfig, KubernetesObjectApi, Log, PatchStrategy, Watch,
   type KubernetesObject, type V1Status,
 } from '@kubernetes/client-node';
+import { poolConnections } from './connection-pool.ts';
 import { WatchFailure, type ListResult, type ListWatchTransport, type WatchEvent } from './list-watch.ts';
 import { FIELD_MANAGER } from './names.ts';
 import type { KubeObject } from './objects.ts';
@@ -46,6 +47,7 @@ export class KubeClient {
     this.config = new KubeConfig();
     if (kubeconfig) this.config.loadFromFile(kubeconfig);
     else this.config.loadFromDefault();
+    poolConnections(this.config);
     this.namespace = namespace;
     this.#objects = KubernetesObjectApi.makeApiClient(this.config);
     this.#core = this.config.makeApiClient(CoreV1Api);
