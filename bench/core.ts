@@ -11,6 +11,7 @@ import { identityOf } from '../src/core/procfs.ts';
 import { freePort } from '../test/helpers/net.ts';
 import { bareNodeRssMb, benchPorts, sharedMemoryMb, median, round, sleep, startBenchService, type BenchService } from './harness.ts';
 import { timeInFreshClient } from './latency-client.ts';
+import { cpuUs } from './proxy.ts';
 
 /** Spawns the editor the way the service does and times spawn → first 200 from /healthz. */
 async function directStart(bin: string): Promise<number> {
@@ -116,11 +117,25 @@ export async function benchList(bin: string, count: number, requests: number, of
  * Service memory with `count` running editors, then over `minutes` of repeated list, start and
  * stop calls: RSS sampled each minute.
  */
+/** The service's RSS once its CPU use falls under 2 % of a core over a 2 s window (at most 30 s of waiting). */
+async function rssWhenQuiet(service: BenchService): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const before = cpuUs(service.pid);
+    await sleep(2000);
+    const percent = (cpuUs(service.pid) - before) / 2e6 * 100;
+    if (percent < 2 || Date.now() > deadline) return service.rssMb();
+  }
+}
+
 export async function benchMemorySoak(bin: string, count: number, minutes: number, offset: number, checkout?: string) {
   const service = await startBenchService(bin, benchPorts(offset), { checkout });
   try {
     const ids = await startEditors(service, count, 'soak');
     const atStart = service.rssMb();
+    // At rest: once the service has used under 2 % of a core for 2 s in a row (the starts' work
+    // done, their garbage collected), at most 30 s after the last start.
+    const atRest = await rssWhenQuiet(service);
     const shared = sharedMemoryMb(service.pid);
     const bareNode = await bareNodeRssMb();
     const samples: number[] = [round(atStart, 1)];
@@ -154,7 +169,9 @@ export async function benchMemorySoak(bin: string, count: number, minutes: numbe
       growth_after_first_minute_mb: round(atEnd - samples[Math.min(1, samples.length - 1)], 1),
       // Flat: what the second half of the soak added (the first fills buffers and warms the heap).
       growth_second_half_mb: round(atEnd - samples[Math.floor((samples.length - 1) / 2)], 1),
+      // Right after the 30th start answered (the starts' transient allocations included).
       rss_start_mb: round(atStart, 1),
+      rss_rest_mb: round(atRest, 1),
       // The service's share with the binary's pages divided among the processes running it (PSS),
       // and its private memory (USS); the stub editors run the same node binary.
       pss_start_mb: round(shared.pss, 1),
