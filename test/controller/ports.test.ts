@@ -107,6 +107,20 @@ describe('PortAllocator', () => {
     expect(ports.owner(8010)).toBe('b');
   });
 
+  it('hands out the lowest free port, also one freed below those handed out since, and tries a busy one again', async () => {
+    const busy = new Set([8012]);
+    const ports = new PortAllocator({ min: 8010, max: 8020 }, async (port) => !busy.has(port));
+    for (const name of ['a', 'b', 'c', 'd']) await ports.allocate(name);
+    expect([ports.portOf('c'), ports.portOf('d')]).toEqual([8013, 8014]);
+    ports.release('b');
+    expect(await ports.allocate('e')).toBe(8011);
+    busy.clear();
+    expect(await ports.allocate('f')).toBe(8012);
+    expect(await ports.allocate('g')).toBe(8015);
+    ports.setRange({ min: 8000, max: 8020 });
+    expect(await ports.allocate('h')).toBe(8000);
+  });
+
   it('never hands out, nor reserves, a port excluded from it (the service\'s own)', async () => {
     const ports = new PortAllocator({ min: 8010, max: 8012 }, alwaysFree);
     ports.exclude(8011, 'the port of this service itself');
