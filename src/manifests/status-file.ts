@@ -70,6 +70,12 @@ export class StatusFiles {
   readonly #known = new Map<string, StatusRecord>();
   /** Whether the folder is known to exist (made once, not before every write). */
   #made = false;
+  /**
+   * The manifest text each record was last observed with, so the status write that ends a
+   * reconcile (ManifestStore.writeStatus: is the manifest still there and valid?) compares texts
+   * instead of parsing it again. About a file's size each, in memory.
+   */
+  readonly #seen = new Map<string, string>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -138,8 +144,19 @@ export class StatusFiles {
     this.#known.set(name, structuredClone(record));
   }
 
+  /** Notes the manifest text the name's record was just observed with (the manifest was valid). */
+  seen(name: string, text: string): void {
+    this.#seen.set(name, text);
+  }
+
+  /** True when the name has a record, last observed with exactly this manifest text. */
+  sawText(name: string, text: string | null | undefined): boolean {
+    return typeof text === 'string' && this.#known.has(name) && this.#seen.get(name) === text;
+  }
+
   async remove(name: string): Promise<void> {
     this.#known.delete(name);
+    this.#seen.delete(name);
     await fs.rm(this.fileOf(name), { force: true });
   }
 }

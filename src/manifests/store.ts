@@ -112,7 +112,7 @@ export class ManifestStore implements ManifestSource {
     }
     if (text === undefined) return { kind: 'missing', name };
     const read = parseManifest(name, text, this.fileOf(name));
-    if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses);
+    if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses, text);
     return read;
   }
 
@@ -213,17 +213,18 @@ export class ManifestStore implements ManifestSource {
   }
 
   /**
-   * Records the server's status (the controller's part) in its status record when it differs;
-   * the manifest file is never written. 'missing' or 'invalid' when the manifest is not there
-   * or does not validate: nothing is recorded then.
+   * Records the server's status (the controller's part) in its record when it differs; the
+   * manifest is never written, and parsed again only if it changed since its record was observed.
+   * 'missing' or 'invalid' when the manifest is not there or does not validate: nothing is recorded.
    */
   async writeStatus(name: string, status: EditorServerStatus, uid?: string): Promise<WriteResult> {
     const statuses = this.statuses;
     if (!statuses) throw new Error(`the manifest store of ${this.dir} was opened without a status folder`);
-    const read = await this.read(name);
-    if (read.kind !== 'ok') return read.kind;
+    const read = statuses.sawText(name, await this.readText(name).catch(() => null)) ? undefined : await this.read(name);
+    if (read && read.kind !== 'ok') return read.kind;
     return this.locks.run(STATUS_LOCK + name, async () => {
-      const record = (await statuses.read(name)) ?? { generation: read.server.metadata.generation ?? 1, specHash: specHash(read.server.spec) };
+      const record = (await statuses.read(name)) ?? (read && { generation: read.server.metadata.generation ?? 1, specHash: specHash(read.server.spec) });
+      if (!record) return 'missing'; // removed since: the server is being deleted
       if (sameData(record.status ?? null, status ?? null) && (uid === undefined || record.uid === uid)) return 'unchanged';
       await statuses.write(name, { ...record, ...(uid === undefined ? {} : { uid }), status });
       return 'updated';
@@ -259,10 +260,11 @@ export class ManifestStore implements ManifestSource {
     if (statuses) await this.locks.run(STATUS_LOCK + name, () => statuses.remove(name));
   }
 
-  /** Moves the generation when the spec changed since last seen, and merges the status record in. */
-  protected observe(server: EditorServer, statuses: StatusFiles): Promise<void> {
+  /** Moves the generation when the spec changed since last seen, and merges the status record in; `text`: the manifest's, when read from a file. */
+  protected observe(server: EditorServer, statuses: StatusFiles, text?: string): Promise<void> {
     const name = server.metadata.name;
     return this.locks.run(STATUS_LOCK + name, async () => {
+      if (text !== undefined) statuses.seen(name, text);
       const hash = specHash(server.spec);
       let record: StatusRecord | undefined = await statuses.read(name);
       if (!record) {

@@ -157,4 +157,15 @@ describe('status records', () => {
     expect(await store.remove('data-pipeline')).toBe(true);
     expect(await readdir(statusDir)).toEqual([]);
   });
+
+  it('records nothing once the manifest read at the start of a reconcile turned invalid or went', async () => {
+    await readServer();
+    await writeFile(file(), HAND_WRITTEN.replace('running:    false', 'running:    maybe'));
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' })).toBe('invalid');
+    await writeFile(file(), HAND_WRITTEN);
+    await readServer();
+    await rm(file());
+    expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' })).toBe('missing');
+    expect(await readdir(statusDir).catch(() => [])).toEqual([]);
+  });
 });
