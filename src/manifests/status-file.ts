@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import type { EditorServerSpec, EditorServerStatus, RuntimeRef } from './types.ts';
 
 export interface StatusRecord {
@@ -58,6 +58,43 @@ function legacyProcessRef(pid: unknown, startTicks: unknown): RuntimeRef | undef
   return Number.isSafeInteger(pid) && (pid as number) > 0 && Number.isSafeInteger(startTicks) && (startTicks as number) >= 0
     ? { kind: 'process', pid: pid as number, startTicks: startTicks as number }
     : undefined;
+}
+
+/** A word or path that reads as itself in YAML (no quotes needed): letters, digits, `_ . / -`, single spaces. */
+const PLAIN = /^[A-Za-z/][\w./-]*(?: [\w./-]+)*$/;
+/** Words some YAML readers take for booleans or null. */
+const RESERVED = /^(?:true|false|null|yes|no|on|off|y|n)$/i;
+
+/**
+ * The record as block YAML, as the `yaml` package writes it but for strings that need quotes,
+ * which are JSON strings (a JSON string is a YAML double-quoted one). Several times faster than
+ * the package's stringify, which was a good part of what a new server costs at first sight.
+ */
+export function recordYaml(value: unknown, indent = ''): string {
+  let out = '';
+  if (Array.isArray(value)) {
+    for (const item of value) out += `${indent}-${nested(item, `${indent}  `, true)}`;
+    return out;
+  }
+  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+    if (item !== undefined) out += `${indent}${scalar(key)}:${nested(item, `${indent}  `, false)}`;
+  }
+  return out;
+}
+
+/** What follows `key:` or `-`: a scalar on the same line, or a block below. */
+function nested(value: unknown, indent: string, inSequence: boolean): string {
+  if (value === null || typeof value !== 'object') return ` ${scalar(value)}\n`;
+  const empty = Array.isArray(value) ? value.length === 0 : Object.values(value).every((v) => v === undefined);
+  if (empty) return Array.isArray(value) ? ' []\n' : ' {}\n';
+  // An item of a sequence starts on the dash's line, as the package writes it.
+  return inSequence ? ` ${recordYaml(value, indent).slice(indent.length)}` : `\n${recordYaml(value, indent)}`;
+}
+
+function scalar(value: unknown): string {
+  if (typeof value === 'string') return PLAIN.test(value) && !RESERVED.test(value) ? value : JSON.stringify(value);
+  if (typeof value === 'number' && !Number.isFinite(value)) return 'null';
+  return value === undefined ? 'null' : JSON.stringify(value);
 }
 
 /**
@@ -135,7 +172,7 @@ export class StatusFiles {
       return fs.open(tmp, 'w', 0o644);
     });
     try {
-      await handle.writeFile(HEADER + stringify(record, { lineWidth: 0 }));
+      await handle.writeFile(HEADER + recordYaml(record));
       await handle.sync();
     } finally {
       await handle.close();

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
+import { recordYaml } from '../../src/manifests/status-file.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import type { EditorServerStatus } from '../../src/manifests/types.ts';
 
@@ -167,5 +168,28 @@ describe('status records', () => {
     await rm(file());
     expect(await store.writeStatus('data-pipeline', { phase: 'Stopped' })).toBe('missing');
     expect(await readdir(statusDir).catch(() => [])).toEqual([]);
+  });
+
+  it('writes records that any YAML reader reads back as they were, whatever their strings hold', () => {
+    const strings = ['Stopped', '', 'true', 'False', 'null', '~', '0x1f', '1e3', '-', '- x', 'a: b', 'a #b', '#x', ' lead', 'trail ', 'two  spaces',
+      '/data/workspaces/seat-1', 'it\'s "quoted"', 'line\nbreak', 'tab\there', '[x]', '{x}', '*ref', '&anchor', '!tag', '%d', '@at', '`tick`', 'é ünïcödé', '\u0000', '2026-11-29T07:44:00Z', '5f0c8e1a-0000-4000-8000-000000000000'];
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const value = (depth: number): unknown => {
+      switch (random(depth > 2 ? 4 : 6)) {
+        case 0: return strings[random(strings.length)];
+        case 1: return [0, -3, 1.5, 1e21, 2 ** 53 - 1][random(5)];
+        case 2: return [true, false, null][random(3)];
+        case 3: return strings[random(strings.length)] + strings[random(strings.length)];
+        case 4: return Array.from({ length: random(3) }, () => value(depth + 1));
+        default: return Object.fromEntries(Array.from({ length: random(4) }, () => [strings[random(strings.length)], value(depth + 1)]));
+      }
+    };
+    for (let i = 0; i < 300; i++) {
+      const record = { generation: i + 1, specHash: 'abc', status: { phase: 'Running', details: value(0), more: [value(1), value(1)] } };
+      expect(parse(recordYaml(record))).toEqual(record);
+    }
+    expect(recordYaml({ generation: 2, status: { phase: 'Running', port: 8012, runtimeRef: { kind: 'process', pid: 4242 }, conditions: [{ type: 'Ready', status: 'True' }] } }))
+      .toBe('generation: 2\nstatus:\n  phase: Running\n  port: 8012\n  runtimeRef:\n    kind: process\n    pid: 4242\n  conditions:\n    - type: Ready\n      status: "True"\n');
   });
 });
