@@ -123,7 +123,7 @@ export class LogHub {
     this.#pollTimer.unref();
   }
 
-  /** The folder of a server's logs and the files the runtime opens (O_APPEND) for the editor. */
+  /** The folder of a server's logs and the files the runtime opens (O_APPEND) for the editor; the runtime makes the folder if it is missing. */
   rawPaths(name: string): { dir: string; stdout: string; stderr: string } {
     // Names are validated as DNS labels upstream; this only guards the join against escaping logsDir.
     if (name === '' || name.startsWith('.') || path.basename(name) !== name) {
@@ -148,9 +148,9 @@ export class LogHub {
       }
       return;
     }
+    // The folder is made by the first write into it (server.log's, or the runtime's when it
+    // launches the editor), not here: tracking thousands of servers at once costs no syscall each.
     const { dir, stdout, stderr } = this.rawPaths(server.name);
-    fs.mkdirSync(dir, { recursive: true });
-
     const file = new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
     const batches = {
       file,
@@ -190,6 +190,8 @@ export class LogHub {
     if (tracked.capture instanceof StreamCapture) return tracked.capture.follow(since);
     const capture = tracked.capture ?? (tracked.capture = tracked.makeCapture());
     if (capture.active) return;
+    // The folder is watched: made here when no write has made it yet (one call per editor started).
+    fs.mkdirSync(this.rawPaths(name).dir, { recursive: true });
     const failed = capture.follow();
     this.#following.add(name);
     if (failed) this.#log(`logs: cannot watch ${this.rawPaths(name).dir}, polling only: ${failed.message}`);

@@ -1,6 +1,7 @@
 // server.log: every entry of one server, formatted, rotated by size so the folder stays bounded.
 
 import fs from 'node:fs';
+import { dirname } from 'node:path';
 
 /** An append-only text file that rotates to `path.1 … path.N` when it would pass maxBytes. */
 export class RotatingLogFile {
@@ -39,7 +40,11 @@ export class RotatingLogFile {
 
   async #write(data: string | Buffer): Promise<void> {
     const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
-    this.#size ??= await fs.promises.stat(this.path).then((s) => s.size, () => 0);
+    // The first write makes the folder when it is missing (nothing makes it earlier).
+    this.#size ??= await fs.promises.stat(this.path).then((s) => s.size, async () => {
+      await fs.promises.mkdir(dirname(this.path), { recursive: true });
+      return 0;
+    });
     if (this.#size > 0 && this.#size + bytes > this.#maxBytes) {
       await this.#rotate();
       this.#size = 0;

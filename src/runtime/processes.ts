@@ -2,6 +2,8 @@
 // process group with its output going to files, so it outlives a controller restart. Its
 // reference is the process identity (pid and start time, never a pid alone); an editor counts
 // as a server's only when /proc says this service launched it for that very server.
+import { promises as fs } from 'node:fs';
+import { dirname } from 'node:path';
 import { editorEnvironment } from '../core/child-env.ts';
 import { isAlive, type ProcessIdentity } from '../core/procfs.ts';
 import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
@@ -112,6 +114,8 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
     const workspacePath = await this.prepare(spec.name);
     const editor = this.layout.editor(spec.name);
     const output = this.outputOf(spec.name);
+    // The log hub leaves its folder to the first write into it: this one may be the first.
+    for (const dir of new Set([dirname(output.stdout), dirname(output.stderr)])) await fs.mkdir(dir, { recursive: true });
     // Files, not pipes, and not waited for: the editor keeps running and writing while the service restarts.
     const child = spawnDetached({
       command: this.bin,

@@ -115,3 +115,17 @@ describe('capturing an editor output', () => {
     expect(fs.existsSync(dir)).toBe(false);
   });
 });
+
+describe('a server that is tracked and never runs', () => {
+  const hubs = useHubs();
+
+  it('has no log folder until its first event is written, then one with server.log', async () => {
+    const hub = hubs.open();
+    hub.track(SERVER);
+    const { dir } = hub.rawPaths(SERVER.name);
+    expect(fs.existsSync(dir)).toBe(false);
+    hub.event(SERVER.name, 'INFO', 'created "Data pipeline"');
+    await hub.untrack(SERVER.name); // flushes
+    expect(fs.readFileSync(`${dir}/server.log`, 'utf8')).toMatch(/\[INFO\] \[controller\] created "Data pipeline"\n$/);
+  });
+});
