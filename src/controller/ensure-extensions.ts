@@ -62,7 +62,8 @@ export async function ensureExtensions(
   // Storage reached only through a running editor (a cluster): looked at and installed once it runs.
   if (deps.runtime.storageDeferred?.(name)) return 'ready';
 
-  const present = await deps.runtime.installedExtensions(name);
+  // Nothing wanted and nothing recorded (most servers): what the folder holds changes nothing.
+  const present = wanted.length === 0 && known.size === 0 ? new Map<string, string | undefined>() : await deps.runtime.installedExtensions(name);
   const who = await identities([...wanted, ...known.keys()]);
   const isPresent = (id: string) => {
     const it = who.get(id);

@@ -18,6 +18,11 @@ export async function ensureSettings(deps: ReconcilerDeps, name: string, live: L
   // Storage reached only through a running editor (a cluster): written once it runs.
   if (runtime.storageDeferred?.(name)) return;
   const lastWritten = parseJsonc((await runtime.readAppliedSettings(name)) ?? '') ?? {};
+  // Nothing to apply and nothing applied before (most servers): the file is the user's alone, not even read.
+  if (Object.keys(desired).length === 0 && Object.keys(lastWritten).length === 0) {
+    live.settingsText = key;
+    return;
+  }
   const text = await runtime.readSettings(name);
   const current = text === undefined ? {} : parseJsonc(text);
   if (current === undefined) {

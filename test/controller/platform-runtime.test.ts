@@ -121,17 +121,18 @@ describe('a start the platform has not placed', () => {
   it('is asked again without reading the extensions anew while the spec wants the same ones (on a cluster each read runs a Pod)', async () => {
     let reads = 0;
     const read = runtime.installedExtensions.bind(runtime);
-    runtime.installedExtensions = (name) => {
+    // acme.tool is in the editor's storage already (a server with none wanted has nothing read).
+    runtime.installedExtensions = async (name) => {
       reads++;
-      return read(name);
+      return new Map([...await read(name), ['acme.tool', undefined]]);
     };
     runtime.notPlaced = UNSCHEDULABLE;
-    await writeManifest('tries');
+    await writeManifest('tries', { extensions: ['acme.tool'] });
     for (let i = 0; i < 4; i++) await reconciler.reconcile('tries');
     expect(runtime.launches).toHaveLength(4);
     expect(reads).toBe(1);
     // Other extensions wanted: they are looked at again before the next try.
-    await writeManifest('tries', { extensions: ['acme.tool'] });
+    await writeManifest('tries', { extensions: ['acme.tool', 'acme.other'] });
     await reconciler.reconcile('tries');
     expect(reads).toBe(2);
     runtime.notPlaced = undefined;
@@ -164,7 +165,8 @@ describe('storage the platform cannot reach while no editor runs', () => {
       if (unavailable) throw unavailable;
       return read(name);
     };
-    await writeManifest('cut');
+    // An extension wanted: its storage must be read before the editor starts.
+    await writeManifest('cut', { extensions: ['acme.tool'] });
     expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 1000 });
     expect(await reconciler.reconcile('cut')).toEqual({ requeueAfterMs: 2000 });
     const pending = await statusOf('cut');
