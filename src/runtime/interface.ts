@@ -143,7 +143,11 @@ export interface EditorRuntime {
   readonly kind: string;
 
   // Storage: the server's workspace and editor data, which outlive stops and starts.
-  /** Makes the server's storage if it is not there; returns the workspace path the editor opens. */
+  /**
+   * The workspace path the editor opens, and the server known to the runtime. Neither runtime
+   * makes storage here: it is made by the first start, or by the first write that needs it (a
+   * source, an extension), so a server declared and never started costs none.
+   */
   prepare(name: string): Promise<string>;
   /** True when the workspace has no entries (a source is put only into an empty workspace). */
   workspaceEmpty(name: string): Promise<boolean>;

@@ -28,8 +28,9 @@ export class LocalStorage {
     this.outputOf = outputOf;
   }
 
-  prepare(name: string): Promise<string> {
-    return ensureWorkspace(this.layout, name);
+  /** The workspace path; its folders, and the editor's, are made by the start or write that needs them (ensureWorkspace). */
+  async prepare(name: string): Promise<string> {
+    return this.layout.workspace(name);
   }
 
   async workspaceEmpty(name: string): Promise<boolean> {
@@ -37,7 +38,7 @@ export class LocalStorage {
   }
 
   async populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> {
-    const workspace = this.layout.workspace(name);
+    const workspace = await ensureWorkspace(this.layout, name);
     await removeLeftovers(workspace);
     if ('archive' in source) return { entries: await extractInto(workspace, source.archive.path, signal) };
     await cloneInto(workspace, source.git, { schemes: source.schemes, timeoutMs: source.timeoutMs, signal });
@@ -64,11 +65,14 @@ export class LocalStorage {
     return this.#installer.installed(this.#target(name));
   }
 
-  installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+  // The extension CLI is code-server too: it needs the editor's folders and config file.
+  async installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+    await ensureWorkspace(this.layout, name);
     return this.#installer.install(this.#target(name), id, signal);
   }
 
-  uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+  async uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> {
+    await ensureWorkspace(this.layout, name);
     return this.#installer.uninstall(this.#target(name), id, signal);
   }
 

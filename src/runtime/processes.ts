@@ -8,7 +8,7 @@ import { editorEnvironment } from '../core/child-env.ts';
 import { isAlive, type ProcessIdentity } from '../core/procfs.ts';
 import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
-import type { DataLayout } from '../workspace/layout.ts';
+import { ensureWorkspace, type DataLayout } from '../workspace/layout.ts';
 import { checkHealth, waitHealthy, type HealthResult } from './health.ts';
 import type { EditorEndpoint, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
 import { machineMemory, type MachineMemory } from './machine-memory.ts';
@@ -111,7 +111,7 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
   }
 
   async start(spec: StartSpec): Promise<StartedEditor> {
-    const workspacePath = await this.prepare(spec.name);
+    const workspacePath = await ensureWorkspace(this.layout, spec.name);
     const editor = this.layout.editor(spec.name);
     const output = this.outputOf(spec.name);
     // The log hub leaves its folder to the first write into it: this one may be the first.

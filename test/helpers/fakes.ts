@@ -10,7 +10,7 @@ import {
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../../src/runtime/interface.ts';
 import { LocalStorage } from '../../src/runtime/process-storage.ts';
-import type { DataLayout } from '../../src/workspace/layout.ts';
+import { ensureWorkspace, type DataLayout } from '../../src/workspace/layout.ts';
 
 /** A clock that moves only when told to; timers fire in order of their due time. */
 export class FakeClock implements Clock {
@@ -108,7 +108,8 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
 
   async start(spec: StartSpec): Promise<StartedEditor> {
     if (this.launchError) throw this.launchError;
-    await this.prepare(spec.name);
+    // As the process runtime: a start makes the server's folders.
+    await ensureWorkspace(this.layout, spec.name);
     this.launches.push(spec);
     // A request that stands is found again, not made twice.
     const standing = this.unplaced.get(spec.name);
