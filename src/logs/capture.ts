@@ -72,10 +72,15 @@ export class OutputCapture {
 
   /**
    * The hub's poll, once a second: a capture whose folder is watched is read on the watch's
-   * events, and polled only every WATCHED_POLL_EVERY ticks, in case an event was missed.
+   * events, and looked at only every WATCHED_POLL_EVERY ticks, in case an event was missed: one
+   * stat per file, and a read only when a file holds more than was read (at 100 running editors
+   * a read of every file cost more than everything else the service does at rest).
    */
   poll(): void {
-    if (this.#watcher && ++this.#polls % WATCHED_POLL_EVERY !== 0) return;
+    if (this.#watcher) {
+      if (++this.#polls % WATCHED_POLL_EVERY !== 0) return;
+      if (!this.#batches.undeclared && this.#streams.every(({ follower }) => follower.caughtUp())) return;
+    }
     this.pump();
   }
 

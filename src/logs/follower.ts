@@ -98,6 +98,16 @@ export class RawLogFollower {
     }
   }
 
+  /**
+   * True when a read would find nothing and nothing read waits to be saved: the file ends where
+   * the last read stopped (or is not there), looked at with one stat and no open.
+   */
+  caughtUp(): boolean {
+    if (this.#held || this.#mustCommit || JSON.stringify(this.#position) !== this.#committed) return false;
+    const stat = fs.statSync(this.path, { throwIfNoEntry: false });
+    return stat === undefined || (stat.ino === this.#position.ino && stat.size === this.#position.offset);
+  }
+
   /** Closes the file kept open by read(hold). */
   async release(): Promise<void> {
     const held = this.#held;

@@ -81,6 +81,11 @@ export class OutputBatches {
     await written;
   }
 
+  /** Whether dropped lines wait for their marker (quiet() would publish one). */
+  get undeclared(): boolean {
+    return this.#undeclared > 0;
+  }
+
   /** The output paused: the lines dropped that no marker has reported yet are reported now. */
   quiet(): void {
     if (this.#undeclared > 0) this.#options.publish([this.#marker(new Date(this.#options.clock()).toISOString())], []);

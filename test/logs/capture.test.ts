@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LogEntry } from '../../src/logs/entry.ts';
@@ -127,5 +128,42 @@ describe('a server that is tracked and never runs', () => {
     hub.event(SERVER.name, 'INFO', 'created "Data pipeline"');
     await hub.untrack(SERVER.name); // flushes
     expect(fs.readFileSync(`${dir}/server.log`, 'utf8')).toMatch(/\[INFO\] \[controller\] created "Data pipeline"\n$/);
+  });
+});
+
+describe('the poll behind the folder watch, for an event the watch missed', () => {
+  const hubs = useHubs();
+  const outputs: FakeEditorOutput[] = [];
+  afterEach(() => {
+    vi.restoreAllMocks();
+    for (const output of outputs.splice(0)) output.close();
+  });
+
+  it('reads output that came without an event', async () => {
+    // A watch that never reports anything, as one whose event was lost.
+    const quiet = Object.assign(new EventEmitter(), { close() {} }) as unknown as fs.FSWatcher;
+    vi.spyOn(fs, 'watch').mockImplementation(() => quiet);
+    const hub = hubs.open();
+    trackRunning(hub, SERVER);
+    const output = new FakeEditorOutput(hub.rawPaths(SERVER.name).stdout);
+    outputs.push(output);
+    output.write('written while the watch was deaf\n');
+    await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
+    expect(hub.tail(SERVER.name, 10)[0].message).toBe('written while the watch was deaf');
+  });
+
+  it('looks at an editor that printed nothing new with one stat a file, and opens nothing', async () => {
+    const hub = hubs.open();
+    trackRunning(hub, SERVER);
+    const { stdout, stderr } = hub.rawPaths(SERVER.name);
+    const output = new FakeEditorOutput(stdout);
+    outputs.push(output);
+    output.write('one line\n');
+    await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
+    const opens = vi.spyOn(fs.promises, 'open');
+    const stats = vi.spyOn(fs, 'statSync');
+    // Three looks of the poll (one every 5 ticks of 50 ms), each a stat of both files.
+    await waitFor(() => stats.mock.calls.filter(([file]) => file === stderr).length >= 3);
+    expect(opens.mock.calls.filter(([file]) => file === stdout || file === stderr)).toEqual([]);
   });
 });
