@@ -176,11 +176,13 @@ export class ServerFeed {
       index.on('reconciled', ({ name }) => this.refresh(name)),
     ];
     // A sample changes the figures of the editors it sampled, and of those the one before did
-    // (stopped since): only theirs are looked at, not every declared server's.
+    // (stopped since): only theirs are looked at, not every declared server's, and only while a
+    // watch stream follows the feed. Otherwise nobody is told, and each entry is brought up to
+    // date when it is read (#fresh): a sample every 2 s at rest builds no record.
     let sampled = new Set<string>();
     this.#offSample = stats.onSample(() => {
       const now = new Set(stats.names());
-      for (const name of new Set([...sampled, ...now])) this.refresh(name);
+      if (this.#listeners.size > 0) for (const name of new Set([...sampled, ...now])) this.refresh(name);
       sampled = now;
     });
   }

@@ -64,6 +64,31 @@ describe('ServerFeed', () => {
     expect(JSON.parse(changes[2].after!.json).cpu_percent).toBe(7.5);
   });
 
+  it('brings a record to its last sample when it is read, while nobody follows the feed', async () => {
+    const index = fakeIndex();
+    const handle = { kind: 'process', pid: 4242, startTicks: 1 };
+    let usage: EditorUsage = { cpuPercent: 1, memoryMb: 100, uptime: 1 };
+    const stats = new StatsSampler(() => new Map([['alpha', handle]]), async () => new Map([[handle, usage]]), 60_000);
+    const feed = new ServerFeed(index, stats);
+    index.records.set('alpha', { name: 'alpha', server: {
+      apiVersion: API_VERSION, kind: KIND,
+      metadata: { name: 'alpha', uid: '5f0c0000-0000-4000-8000-000000000001' },
+      spec: { running: true },
+      status: { phase: 'Running', runtimeRef: handle, port: 8010, startTime: new Date().toISOString() },
+    } });
+    await stats.sample();
+    expect(JSON.parse(feed.list())[0]).toMatchObject({ cpu_percent: 1, memory_mb: 100 });
+    usage = { cpuPercent: 2, memoryMb: 120, uptime: 3 };
+    await stats.sample();
+    expect(JSON.parse(feed.listBytes(undefined, Buffer.allocUnsafe).toString())[0]).toMatchObject({ cpu_percent: 2, memory_mb: 120 });
+    // Followed from now on: the next sample is told as it comes.
+    const changes: FeedChange[] = [];
+    feed.subscribe((change) => changes.push(change));
+    usage = { cpuPercent: 3, memoryMb: 130, uptime: 5 };
+    await stats.sample();
+    expect(changes.map((change) => JSON.parse(change.after!.json).memory_mb)).toEqual([130]);
+  });
+
   it('reports a record that went with its last state, and lists only records with a uid', () => {
     const { index, feed, changes } = setUp();
     index.records.set('never-valid', { name: 'never-valid', problems: ['spec: required'] });
