@@ -1,5 +1,5 @@
 // `npm run bench [-- section …]`: the project's benchmarks, each measured side by side with its
-// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests, kubernetes (editors as Pods on the test cluster against local processes; skipped without a cluster), crd (EditorServer objects against manifest files as the manifests, on the test cluster) (default: all). Asked for by name only: scale (10,000 manifests landed at once on the process runtime, 1,000 beside for the slope, the dashboard in Chromium at each size, then 2,000 EditorServer objects in CRD mode on the test cluster; BENCH_SCALE_SIZES sets the sizes), dashboard-scale (the dashboard alone at 1,000 and 10,000).
+// baseline in one run. Sections: start, list (30 servers, and 300 with 30 running), list-busy (GET /servers from the client that has just started 30 editors, beside a fresh client), memory, proxy, logs, workspace, dashboard, observability, workbench, persistence, manifests, kubernetes (editors as Pods on the test cluster against local processes; skipped without a cluster), crd (EditorServer objects against manifest files as the manifests, on the test cluster) (default: all). Asked for by name only: scale (10,000 manifests landed at once on the process runtime, 1,000 beside for the slope, the dashboard in Chromium at each size, then 2,000 EditorServer objects in CRD mode on the test cluster; BENCH_SCALE_SIZES sets the sizes, BENCH_SCALE_CRD=0 leaves the CRD part out), dashboard-scale (the dashboard alone at 1,000 and 10,000).
 // BENCH_SOAK_MINUTES sets the memory soak (default 10); BENCH_QUICK=1 shortens everything.
 // `npm run bench -- compare <base-ref> …` measures another commit's service against this one's
 // instead, alternating in one run (bench/compare.ts).
@@ -96,7 +96,8 @@ if (wanted('kubernetes')) {
 if (sections.includes('scale')) {
   // Not in the default run (it lands 10,000 manifests and 2,000 objects): `npm run bench -- scale`.
   report('scale: manifests landed at once, process runtime', await benchScale(STUB_EDITOR, quick, 18));
-  report('scale: EditorServer objects landed at once, CRD mode', await benchCrdScale(quick, 40, { windowSeconds: quick ? 20 : 30 }));
+  // BENCH_SCALE_CRD=0 leaves the CRD part out (the process runtime alone, e.g. to profile it).
+  if (process.env.BENCH_SCALE_CRD !== '0') report('scale: EditorServer objects landed at once, CRD mode', await benchCrdScale(quick, 40, { windowSeconds: quick ? 20 : 30 }));
 }
 if (sections.includes('dashboard-scale')) {
   report('dashboard in Chromium at 1,000 and 10,000 servers', await benchDashboardScale(quick, 60));

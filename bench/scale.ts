@@ -68,8 +68,12 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
     for (const name of names) await fs.writeFile(join(staging, `${name}.yaml`), manifest(name));
     // Landed as a checkout lands them: each file renamed into the folder the service watches.
     const landed = performance.now();
+    const cpuLanded = cpuSeconds(service.pid);
     for (const name of names) await fs.rename(join(staging, `${name}.yaml`), join(manifests, `${name}.yaml`));
     const listedS = await until(service, landed, (list) => list.length === total && list.every((s) => s.status === 'stopped'), 300_000);
+    // What the landing cost the service, on all its threads (its JavaScript thread, the file
+    // system's thread pool, the garbage collector), the kernel's work for it included.
+    const landedCpuS = round(cpuSeconds(service.pid) - cpuLanded, 1);
     const rssDeclared = round(service.rssMb(), 1);
 
     const ids = (await service.call('GET', '/servers') as Listed[]).slice(0, running).map((s) => s.id);
@@ -109,6 +113,7 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
       servers: total,
       running_editors: running,
       landed_to_listed_s: listedS,
+      landed_service_cpu_s: landedCpuS,
       start_running_s: runningS,
       rest_cpu_percent_of_core: restCpuPercent,
       rest_window_s: windowS,
