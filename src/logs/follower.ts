@@ -104,7 +104,12 @@ export class RawLogFollower {
    */
   caughtUp(): boolean {
     if (this.#held || this.#mustCommit || JSON.stringify(this.#position) !== this.#committed) return false;
-    const stat = fs.statSync(this.path, { throwIfNoEntry: false });
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.statSync(this.path, { throwIfNoEntry: false });
+    } catch {
+      return false; // a read says what is wrong, as it would have without this look
+    }
     return stat === undefined || (stat.ino === this.#position.ino && stat.size === this.#position.offset);
   }
 
