@@ -153,6 +153,8 @@ describe('the poll behind the folder watch, for an event the watch missed', () =
   });
 
   it('looks at an editor that printed nothing new with one stat a file, and opens nothing', async () => {
+    const quiet = Object.assign(new EventEmitter(), { close() {} }) as unknown as fs.FSWatcher;
+    vi.spyOn(fs, 'watch').mockImplementation(() => quiet);
     const hub = hubs.open();
     trackRunning(hub, SERVER);
     const { stdout, stderr } = hub.rawPaths(SERVER.name);
@@ -160,6 +162,8 @@ describe('the poll behind the folder watch, for an event the watch missed', () =
     outputs.push(output);
     output.write('one line\n');
     await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
+    // Read and its offset saved: from now on nothing is left to read.
+    await waitFor(() => fs.existsSync(`${stdout}.offset`) && JSON.parse(fs.readFileSync(`${stdout}.offset`, 'utf8')).offset === 9);
     const opens = vi.spyOn(fs.promises, 'open');
     const stats = vi.spyOn(fs, 'statSync');
     // Three looks of the poll (one every 5 ticks of 50 ms), each a stat of both files.
