@@ -1,6 +1,6 @@
-// Step: where the server's workspace is (the runtime makes its storage at the first start, or
-// the first write that needs it), and the spec's workspace source put into an empty workspace
-// once, as an operation (a clone may take minutes; the worker is not held).
+// Step: the server's workspace, made once per name (the editor's own folders come with its first
+// start), and the spec's workspace source put into an empty workspace once, as an operation (a
+// clone may take minutes; the worker is not held).
 import { existsSync } from 'node:fs';
 import { backoffMs } from '../core/backoff.ts';
 import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts';
@@ -17,7 +17,7 @@ const KIND = 'workspace source';
 /** Retries of a failed clone back off from 1 s up to this (the network may come back). */
 const MAX_RETRY_MS = 60_000;
 
-/** The workspace path, asked of the runtime once per name. */
+/** Makes the workspace if this name has not had it made yet; returns its path. */
 export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, live: Live): Promise<string> {
   if (!live.workspacePath) live.workspacePath = await deps.runtime.prepare(name);
   return live.workspacePath;

@@ -144,9 +144,10 @@ export interface EditorRuntime {
 
   // Storage: the server's workspace and editor data, which outlive stops and starts.
   /**
-   * The workspace path the editor opens, and the server known to the runtime. Neither runtime
-   * makes storage here: it is made by the first start, or by the first write that needs it (a
-   * source, an extension), so a server declared and never started costs none.
+   * The workspace path the editor opens, the server known to the runtime, and what must be there
+   * before it first runs: for local processes the workspace folder (the editor's own folders
+   * come with its first start or extension install), on a cluster nothing (the claim comes
+   * with the first start).
    */
   prepare(name: string): Promise<string>;
   /** True when the workspace has no entries (a source is put only into an empty workspace). */

@@ -28,9 +28,15 @@ export class LocalStorage {
     this.outputOf = outputOf;
   }
 
-  /** The workspace path; its folders, and the editor's, are made by the start or write that needs them (ensureWorkspace). */
+  /**
+   * Makes the workspace folder (a person may put files in it before the first start, and a
+   * snapshot keeps it); the editor's own folders and config file come with the first start or
+   * extension install that needs them (ensureWorkspace).
+   */
   async prepare(name: string): Promise<string> {
-    return this.layout.workspace(name);
+    const workspace = this.layout.workspace(name);
+    await fs.mkdir(workspace, { recursive: true });
+    return workspace;
   }
 
   async workspaceEmpty(name: string): Promise<boolean> {

@@ -112,7 +112,7 @@ async function startRunning(name: string, spec: Partial<EditorServerSpec> = {}):
 }
 
 describe('reconcile', () => {
-  it('gives a new manifest a uid, a port and a workspace path, reports it Stopped, and keeps the comment', async () => {
+  it('gives a new manifest a uid, a port and a workspace, reports it Stopped, and keeps the comment', async () => {
     const text = await writeManifest('fresh');
     expect(await reconciler.reconcile('fresh')).toBeUndefined();
 
@@ -120,8 +120,8 @@ describe('reconcile', () => {
     expect(server.metadata.uid).toMatch(UUID);
     expect(server.status).toMatchObject({ phase: 'Stopped', runtimeRef: null, port: config.ports.min, workspacePath: layout.workspace('fresh') });
     expect(ports.portOf('fresh')).toBe(config.ports.min);
-    // A server never started has no folders yet: its first start makes them.
-    expect(existsSync(layout.workspace('fresh'))).toBe(false);
+    expect(existsSync(layout.workspace('fresh'))).toBe(true);
+    // The editor's own folders come with its first start.
     expect(existsSync(layout.editor('fresh').userDataDir)).toBe(false);
     // The file is the operator's: neither uid nor status is written into it.
     expect(await readFile(store.fileOf('fresh'), 'utf8')).toBe(text);
