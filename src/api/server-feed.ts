@@ -25,12 +25,11 @@ export interface FeedEntry {
   readonly id: string;
   /** The manifest behind it, for the access policy (its owner). */
   readonly server: EditorServer;
-  readonly view: ServerView;
   /** The record as JSON, serialised once when it changed. */
   readonly json: string;
-  /** The record without uptime, as JSON: what tells a change. */
+  /** The record without uptime, as JSON: what tells a change (json itself when startMs is undefined: its uptime is 0). */
   readonly key: string;
-  /** The JSON before and after the uptime value: json is prefix + uptime + suffix. */
+  /** The JSON before and after the uptime value, json being prefix + uptime + suffix; empty when startMs is undefined. */
   readonly prefix: string;
   readonly suffix: string;
   /** start_time in ms (Date.parse once), for the uptime spliced in; undefined when none. */
@@ -367,17 +366,18 @@ export class ServerFeed {
     }
     const from: Sources = { server, status: server.status, spec: server.spec, metadata: server.metadata, problems: record.problems, stats, persistence };
     const view = serverView(record, stats, persistence);
-    const { prefix, suffix } = splitJson(view);
+    const startMs = view.start_time ? Date.parse(view.start_time) : undefined;
+    // A record that did not start (most of them) keeps one flat string, no halves: 1.5 KB less a server.
+    const { prefix, suffix } = startMs === undefined ? { prefix: '', suffix: '' } : splitJson(view);
+    const json = startMs === undefined ? JSON.stringify(view) : prefix + numberJson(view.uptime) + suffix;
     // Both halves with the uptime left out: the record without it.
-    const key = prefix + suffix;
+    const key = startMs === undefined ? json : prefix + suffix;
     this.#sources.set(name, from);
     if (before?.key === key) return;
-    const json = prefix + numberJson(view.uptime) + suffix;
-    const startMs = view.start_time ? Date.parse(view.start_time) : undefined;
     const bytes = startMs === undefined
       ? { prefix: Buffer.from(json), suffix: EMPTY }
       : { prefix: Buffer.from(prefix), suffix: Buffer.from(suffix) };
-    const after: FeedEntry = { name, id: server.metadata.uid!, server, view, json, key, prefix, suffix, startMs, bytes };
+    const after: FeedEntry = { name, id: server.metadata.uid!, server, json, key, prefix, suffix, startMs, bytes };
     this.#entries.set(name, after);
     this.#emit({ name, before, after });
   }

@@ -39,7 +39,7 @@ function entry(name: string, startMs: number | undefined): FeedEntry {
   const suffix = `,"status":"running"}`;
   const json = `${prefix}0${suffix}`;
   return {
-    name, id: name, server: {} as never, view: {} as never, json, key: prefix + suffix, prefix, suffix, startMs,
+    name, id: name, server: {} as never, json, key: prefix + suffix, prefix, suffix, startMs,
     bytes: startMs === undefined ? { prefix: Buffer.from(json), suffix: Buffer.alloc(0) } : { prefix: Buffer.from(prefix), suffix: Buffer.from(suffix) },
   };
 }
