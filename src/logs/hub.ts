@@ -63,7 +63,8 @@ interface Tracked {
    * reader, buffer or watch, however many are declared.
    */
   capture: OutputCapture | StreamCapture | undefined;
-  makeCapture: () => OutputCapture;
+  /** The server's rate limit, made with its first capture (its token bucket outlives each capture). */
+  limit?: LineRateLimit;
   /** Lines the rate limit dropped in captures this server had before. */
   droppedBefore: number;
   ring: EntryRing;
@@ -150,27 +151,9 @@ export class LogHub {
     }
     // The folder is made by the first write into it (server.log's, or the runtime's when it
     // launches the editor), not here: tracking thousands of servers at once costs no syscall each.
-    const { dir, stdout, stderr } = this.rawPaths(server.name);
-    const file = new RotatingLogFile(path.join(dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
-    const batches = {
-      file,
-      clock: this.#clock,
-      limit: this.#linesPerSec > 0 ? new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock }) : undefined,
-      entry: (level: LogLevel, source: LogSource, message: string, timestamp: string) => this.#entry(tracked, level, source, message, timestamp),
-      publish: (entries: LogEntry[], messageBytes: readonly number[]) => this.#publish(tracked, entries, messageBytes),
-      dropped: (count: number) => (this.#dropped += count),
-      failed: (err: unknown) => this.#reportFailure(tracked, err),
-      batchIntervalMs: this.#batchIntervalMs,
-    };
-    const tracked: Tracked = {
-      server: ownStrings(server),
-      file,
-      capture: this.#output ? new StreamCapture({ ...batches, name: server.name, source: this.#output }) : undefined,
-      makeCapture: () => new OutputCapture({ ...batches, stdout, stderr, maxFileBytes: this.#maxFileBytes }),
-      droppedBefore: 0,
-      ring: new EntryRing(this.#maxBufferBytes),
-      stopped: false,
-    };
+    const file = new RotatingLogFile(path.join(this.rawPaths(server.name).dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
+    const tracked: Tracked = { server: ownStrings(server), file, capture: undefined, droppedBefore: 0, ring: new EntryRing(this.#maxBufferBytes), stopped: false };
+    if (this.#output) tracked.capture = new StreamCapture({ ...this.#batches(tracked), name: server.name, source: this.#output });
     for (const line of readTailLines(tracked.file.path, this.#maxFiles, this.#maxBufferBytes)) {
       const entry = parseLogLine(line, tracked.server);
       if (entry) tracked.ring.push(entry);
@@ -188,7 +171,8 @@ export class LogHub {
     const tracked = this.#servers.get(name);
     if (!tracked || tracked.stopped) return;
     if (tracked.capture instanceof StreamCapture) return tracked.capture.follow(since);
-    const capture = tracked.capture ?? (tracked.capture = tracked.makeCapture());
+    const { stdout, stderr } = this.rawPaths(name);
+    const capture = tracked.capture ?? (tracked.capture = new OutputCapture({ ...this.#batches(tracked), stdout, stderr, maxFileBytes: this.#maxFileBytes }));
     if (capture.active) return;
     // The folder is watched: made here when no write has made it yet (one call per editor started).
     fs.mkdirSync(this.rawPaths(name).dir, { recursive: true });
@@ -283,6 +267,24 @@ export class LogHub {
   async close(): Promise<void> {
     clearInterval(this.#pollTimer);
     await Promise.all([...this.#servers.keys()].map((name) => this.untrack(name)));
+  }
+
+  /**
+   * What a capture of the server's output needs, made when its first capture is (a server that
+   * never runs holds none of it: thousands declared hold a log file and a ring each, nothing more).
+   */
+  #batches(tracked: Tracked) {
+    if (this.#linesPerSec > 0) tracked.limit ??= new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock });
+    return {
+      file: tracked.file,
+      clock: this.#clock,
+      limit: tracked.limit,
+      entry: (level: LogLevel, source: LogSource, message: string, timestamp: string) => this.#entry(tracked, level, source, message, timestamp),
+      publish: (entries: LogEntry[], messageBytes: readonly number[]) => this.#publish(tracked, entries, messageBytes),
+      dropped: (count: number) => (this.#dropped += count),
+      failed: (err: unknown) => this.#reportFailure(tracked, err),
+      batchIntervalMs: this.#batchIntervalMs,
+    };
   }
 
   #entry(tracked: Tracked, level: LogLevel, source: LogSource, message: string, timestamp: string): LogEntry {
