@@ -76,7 +76,8 @@ function nextChange(runtime: EditorRuntime, name: string, timeoutMs = 15_000): P
 /** The first line of the editor's output that `matches` accepts, read from its log stream. */
 export async function logLine(runtime: EditorRuntime, name: string, since: 'now' | 'start', matches: RegExp, opened?: () => Promise<void>): Promise<string> {
   const stop = new AbortController();
-  const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(15_000)]);
+  // A bound, not a wait: a Pod's start on a loaded one-node cluster can take longer than 15 s.
+  const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(60_000)]);
   const lines = runtime.logs(name, { signal, since })[Symbol.asyncIterator]();
   // The first read opens the stream (since 'now' begins there); only then may the output come.
   const first = lines.next();
