@@ -3,7 +3,8 @@
 //
 // On Linux each process's /proc/<pid>/stat is read once per sample: the read that tells which
 // group a process is in also gives its CPU time, start time and resident pages, so a member is not
-// read a second time. The reads are done a slice at a time with the event loop let go between
+// read a second time. Every process on the machine is read only every FULL_SCAN_EVERY samples (or
+// when the editors change); the samples between read the members found then. The reads are done a slice at a time with the event loop let go between
 // slices, so a sample never holds up requests for the whole scan (at 30 editors it read every
 // process on the machine in one go: 4–60 ms of a blocked event loop every 2 s). CPU percent is
 // the CPU time used since the previous sample over the time between them, as pidusage measured
@@ -56,6 +57,7 @@ export async function processGroupUsage(leaders: ProcessIdentity[]): Promise<Map
 /** Forgets each process's last sample (the service stops). */
 export function clearUsageHistory(): void {
   history.clear();
+  lastScan = undefined;
   pidusage.clear();
 }
 
@@ -66,6 +68,15 @@ const SLICE = 16;
 
 /** Each process's CPU ticks at the last sample, by pid, with its start time (a reused pid starts anew). */
 const history = new Map<number, { startTicks: number; ticks: number; uptimeMs: number }>();
+
+/**
+ * Every process on the machine is read (to find the groups' members) once every this many
+ * samples, and whenever the groups sampled change; the samples between read only the members
+ * found last time (and the leaders), so a sample costs what the editors run, not what the
+ * machine runs. A process an editor starts later is counted from the next full look.
+ */
+export const FULL_SCAN_EVERY = 5;
+let lastScan: { leaders: string; members: number[]; samplesSince: number } | undefined;
 
 let constants: Promise<{ clockTick: number; pageSize: number }> | undefined;
 /** Clock ticks per second and the page size, asked of getconf once (as pidusage did), else Linux's usual 100 and 4096. */
@@ -103,10 +114,14 @@ function statFields(pid: number): string[] | undefined {
 /** Every process whose group leader is one of `leaders`, with its leader and figures. */
 async function sampleGroups(leaders: Set<number>): Promise<Map<number, [number, ProcessSample]>> {
   const { clockTick, pageSize } = await systemConstants();
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+  const key = [...leaders].sort((a, b) => a - b).join(',');
+  const full = lastScan === undefined || lastScan.leaders !== key || ++lastScan.samplesSince >= FULL_SCAN_EVERY;
+  const pids: number[] = full ? [] : [...new Set([...leaders, ...lastScan!.members])];
+  if (full) {
+    for (const entry of await readdir('/proc')) {
+      const pid = Number(entry);
+      if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+    }
   }
   const samples = new Map<number, [number, ProcessSample]>();
   const seen = new Set<number>();
@@ -136,6 +151,7 @@ async function sampleGroups(leaders: Set<number>): Promise<Map<number, [number, 
     }
   }
   for (const pid of history.keys()) if (!seen.has(pid)) history.delete(pid);
+  if (full) lastScan = { leaders: key, members: [...samples.keys()], samplesSince: 0 };
   return samples;
 }
 

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { identityOf } from '../../src/core/procfs.ts';
-import { clearUsageHistory, processGroupUsage } from '../../src/runtime/usage.ts';
+import { clearUsageHistory, FULL_SCAN_EVERY, processGroupUsage } from '../../src/runtime/usage.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const rssBytes = (pid: number) => Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096;
@@ -32,6 +32,8 @@ afterEach(() => {
 async function startGroup(): Promise<{ pid: number; child: number }> {
   const script = `
     const { spawn } = require('node:child_process');
+    // Another child when asked (a process the editor starts later); listened for before the first pid is told.
+    process.on('SIGUSR2', () => console.log(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }).pid));
     const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     console.log(child.pid);
     setInterval(() => { const end = Date.now() + 40; while (Date.now() < end); }, 50);
@@ -71,6 +73,29 @@ describe.runIf(process.platform === 'linux')('process group usage', () => {
     await new Promise((r) => leader!.once('exit', r));
     // The child, killed with its group, may linger a moment as a zombie, which counts for nothing.
     expect(await eventually(async () => (await processGroupUsage([identity])).size === 0)).toBe(true);
+  });
+
+  it('reads every process on the machine only every few samples, and counts a process started since from the next such look', async () => {
+    const { pid, child } = await startGroup();
+    const identity = identityOf(pid)!;
+    await processGroupUsage([identity]); // the first sample of these editors: a full look
+    const started = new Promise<number>((resolve) => leader!.stdout!.once('data', (chunk) => resolve(Number(String(chunk).trim()))));
+    process.kill(pid, 'SIGUSR2');
+    const late = await started;
+    // Up and running (a Node.js process holds tens of MB once started), so its memory no longer races ahead.
+    await eventually(() => rssBytes(late) > 15 * 1024 * 1024);
+    // Each sample beside what the group held without and with the new child at that moment.
+    const samples: Array<{ sample: number; without: number; late: number }> = [];
+    for (let i = 0; i < FULL_SCAN_EVERY; i++) {
+      const without = rssBytes(pid) + rssBytes(child);
+      const lateBytes = rssBytes(late);
+      samples.push({ sample: (await processGroupUsage([identity])).get(identity)!.memoryBytes!, without, late: lateBytes });
+    }
+    // The samples between full looks read the members found at the last one: not the new child…
+    for (const { sample, without, late } of samples.slice(0, -1)) expect(sample).toBeLessThan(without + late / 2);
+    // …which the next full look finds.
+    const last = samples.at(-1)!;
+    expect(last.sample).toBeGreaterThan(last.without + last.late / 2);
   });
 
   it('lets the event loop run between slices of the scan', async () => {
