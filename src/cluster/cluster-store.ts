@@ -45,7 +45,8 @@ export class ClusterManifestStore extends ManifestStore {
   readonly #watch: ListWatch<EditorServerObject>;
   /** The objects as last seen, by name. */
   readonly #objects = new Map<string, EditorServerObject>();
-  /** Each object's manifest text, made once per object seen. */
+  /** Each object's manifest and its text, made once per object seen. */
+  readonly #manifests = new WeakMap<EditorServerObject, Record<string, unknown>>();
   readonly #texts = new WeakMap<EditorServerObject, string>();
   /** The manifest of the service's own last write of each object, so its watch event (which may come before the write's answer) is no news. */
   readonly #ours = new Map<string, Record<string, unknown>>();
@@ -105,13 +106,8 @@ export class ClusterManifestStore extends ManifestStore {
     return this.#objects.get(name);
   }
 
-  // --- The source: the objects as manifests ---
-
+  // --- The source: the objects as manifests (fileOf names the object, and so does describe) ---
   override fileOf(name: string): string {
-    return this.api.describe(name);
-  }
-
-  override describe(name: string): string {
     return this.api.describe(name);
   }
 
@@ -172,9 +168,15 @@ export class ClusterManifestStore extends ManifestStore {
   }
 
   #textOf(object: EditorServerObject): string {
-    let text = this.#texts.get(object);
-    if (text === undefined) this.#texts.set(object, (text = manifestText(object)));
+    const text = this.#texts.get(object) ?? manifestText(object);
+    this.#texts.set(object, text);
     return text;
+  }
+
+  #manifestOf(object: EditorServerObject): Record<string, unknown> {
+    const made = this.#manifests.get(object) ?? manifestOf(object);
+    this.#manifests.set(object, made);
+    return made;
   }
 
   #news(name: string): void {
@@ -331,12 +333,12 @@ export class ClusterManifestStore extends ManifestStore {
     if (this.#creating.has(name)) return;
     // News for the controller when the manifest it reads changed: not for a status (its own, or
     // one it puts back below), a finalizer or a version.
-    const manifest = manifestOf(object);
+    const manifest = this.#manifestOf(object);
     // The echo of the service's own write is seen once; whatever comes after is someone else's.
     const ours = this.#ours.get(name);
     this.#ours.delete(name);
     const echo = ours !== undefined && sameData(ours, manifest);
-    const same = held?.metadata.uid === object.metadata.uid && sameData(manifestOf(held!), manifest);
+    const same = held?.metadata.uid === object.metadata.uid && sameData(this.#manifestOf(held!), manifest);
     if (!same && !echo) this.#news(name);
     this.#track(this.#sync.run(name, () => this.#level(name)));
   }
