@@ -1,9 +1,8 @@
-// Which uid each server name has. A name's uid is given once and kept in its data folder, so
-// it survives a manifest replaced without one; a uid another name holds (a copied manifest) is
-// never shared: the copy gets a uid of its own.
+// Which uid each server name has. A name's uid is given once and kept in its status record (and,
+// by earlier versions, in a file of its data folder), so it survives a manifest replaced without
+// one; a uid another name holds (a copied manifest) is never shared: the copy gets a uid of its own.
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { writeFileAtomic } from '../core/atomic-write.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -19,24 +18,28 @@ export interface ResolvedUid {
 export class ServerIdentities {
   private readonly uidByName = new Map<string, string>();
   private readonly nameByUid = new Map<string, string>();
-  /** Names whose uid is on disk already. */
-  private readonly stored = new Set<string>();
   private readonly layout: DataLayout;
 
   constructor(layout: DataLayout) {
     this.layout = layout;
   }
 
-  /** Reads every uid kept under the data folder (at start-up, before any manifest is looked at). */
-  async load(): Promise<void> {
+  /**
+   * Claims the uids kept before, at start-up, before any manifest is looked at: those of the
+   * files earlier versions kept in each server's data folder, then those of the status records
+   * (`recorded`). A manifest naming one of them is then refused it, whatever order the names come in.
+   */
+  async load(recorded: ReadonlyMap<string, string>): Promise<void> {
     const names = await fs.readdir(this.layout.editorsDir).catch(() => [] as string[]);
     await Promise.all(names.map(async (name) => {
       const text = await fs.readFile(this.layout.uidFile(name), 'utf8').catch(() => '');
-      const uid = text.trim();
-      if (!UUID.test(uid) || this.nameByUid.has(uid)) return;
-      this.claim(name, uid);
-      this.stored.add(name);
+      this.claimKept(name, text.trim());
     }));
+    for (const [name, uid] of recorded) this.claimKept(name, uid);
+  }
+
+  private claimKept(name: string, uid: string): void {
+    if (UUID.test(uid) && !this.nameByUid.has(uid) && !this.uidByName.has(name)) this.claim(name, uid);
   }
 
   nameOf(uid: string): string | undefined {
@@ -64,22 +67,11 @@ export class ServerIdentities {
     return claimed === undefined ? { uid } : { uid, refused: claimed, holder };
   }
 
-  /** Keeps the name's uid in its data folder, once. */
-  async store(name: string): Promise<void> {
-    const uid = this.uidByName.get(name);
-    if (uid === undefined || this.stored.has(name)) return;
-    const file = this.layout.uidFile(name);
-    await fs.mkdir(this.layout.editor(name).root, { recursive: true });
-    await writeFileAtomic(file, uid + '\n');
-    this.stored.add(name);
-  }
-
   /** Forgets the name's uid: the server is deleted (its data folder, and the file, go with it). */
   forget(name: string): void {
     const uid = this.uidByName.get(name);
     if (uid !== undefined) this.nameByUid.delete(uid);
     this.uidByName.delete(name);
-    this.stored.delete(name);
   }
 
   private claim(name: string, uid: string): void {

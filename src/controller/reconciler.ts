@@ -73,9 +73,9 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     return this.deps.ports;
   }
 
-  /** Reads the uids kept in the data folder; call before the first prime or reconcile. */
-  loadIdentities(): Promise<void> {
-    return this.identities.load();
+  /** Reads the uids kept before (status records, older uid files); call before the first prime or reconcile. */
+  async loadIdentities(): Promise<void> {
+    await this.identities.load(await this.deps.store.recordedUids());
   }
 
   /**
@@ -201,7 +201,6 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
     const displayName = displayNameOf(server);
     deps.logs.track({ name, id: uid, displayName });
     if (server.metadata.deletionTimestamp || cache.deletions.has(name)) return deleteServer(this, name);
-    await this.identities.store(name);
 
     if (warning) this.warn(name, warning);
     if (!server.status) deps.logs.event(name, 'INFO', `created "${displayName}"`);
@@ -230,7 +229,6 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       throw error;
     });
     if (source !== 'ready') return source === 'gone' ? undefined : source;
-    await ensureSettings(deps, name, live, server.spec);
     const { alive, wait } = await observeProcess(this, name, status, port);
     if (wait) return wait;
 
@@ -294,6 +292,8 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
         // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
         return stopForCapacity(this, record, uid, status, action.for);
       case 'supervise': {
+        // Settings are applied where an editor reads them: before it starts, and while it runs.
+        await ensureSettings(deps, name, live, record.server!.spec);
         // Extensions follow the spec while the editor runs too: installs never hold its health
         // checks, and neither does a failure to look at them (on a cluster that is an exec through
         // the node's kubelet, which may be the very thing that is down).
@@ -321,6 +321,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
         if (action.kind === 'wait') return { requeueAfterMs: action.untilMs - now };
     }
 
+    await ensureSettings(deps, name, live, record.server!.spec);
     const extensions = await ensureExtensions(this, record, uid, status);
     if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
     const room = await ensureCapacity(this, record, uid, status);

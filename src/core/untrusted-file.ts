@@ -40,6 +40,11 @@ export async function checkRegular(handle: fs.FileHandle, maxBytes: number, rule
 
 /** The bytes of an open file, read again (a few times) when it changes while being read. */
 export async function readStable(handle: fs.FileHandle, maxBytes: number, rule: FileRule): Promise<Buffer> {
+  return (await readStableWithStats(handle, maxBytes, rule)).bytes;
+}
+
+/** As readStable, with the file's stats as they were when its bytes were read whole. */
+async function readStableWithStats(handle: fs.FileHandle, maxBytes: number, rule: FileRule): Promise<{ bytes: Buffer; stats: BigIntStats }> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const before = await handle.stat({ bigint: true });
     if (!before.isFile()) throw rule.error(`is ${kindOf(before)}: ${rule.rule}`);
@@ -47,20 +52,34 @@ export async function readStable(handle: fs.FileHandle, maxBytes: number, rule: 
     const bytes = await readAtMost(handle, maxBytes + 1, Number(before.size));
     if (bytes.length > maxBytes) throw tooLarge(bytes.length, maxBytes, rule);
     const after = await handle.stat({ bigint: true });
-    if (after.size === before.size && after.mtimeNs === before.mtimeNs && after.size === BigInt(bytes.length)) return bytes;
+    if (after.size === before.size && after.mtimeNs === before.mtimeNs && after.size === BigInt(bytes.length)) return { bytes, stats: after };
   }
   throw rule.error('kept changing while it was being read: write it whole (to a temporary file, then rename it into place)');
 }
 
 /** The file's bytes, or undefined when there is none (see openUntrusted and readStable). */
 export async function readUntrusted(path: string, maxBytes: number, rule: FileRule): Promise<Buffer | undefined> {
+  return (await readUntrustedWithStats(path, maxBytes, rule))?.bytes;
+}
+
+/** As readUntrusted, with the stats of the file whose bytes they are. */
+export async function readUntrustedWithStats(path: string, maxBytes: number, rule: FileRule): Promise<{ bytes: Buffer; stats: BigIntStats } | undefined> {
   const handle = await openUntrusted(path, rule);
   if (!handle) return undefined;
   try {
-    return await readStable(handle, maxBytes, rule);
+    return await readStableWithStats(handle, maxBytes, rule);
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Which version of a file the stats are of: its device, inode, size and change times. Any write
+ * moves its times, so the same version is the same content (times are kept to the nanosecond
+ * where the file system keeps them).
+ */
+export function versionOf(stats: BigIntStats): string {
+  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
 }
 
 export function tooLarge(size: number, maxBytes: number, rule: FileRule): Error {

@@ -107,10 +107,12 @@ export class StatusFiles {
   readonly #known = new Map<string, StatusRecord>();
   /** Whether the folder is known to exist (made once, not before every write). */
   #made = false;
+  /** Whether every record on disk is in #known (loadAll ran): only this process writes them. */
+  #loaded = false;
   /**
-   * The manifest text each record was last observed with, so the status write that ends a
-   * reconcile (ManifestStore.writeStatus: is the manifest still there and valid?) compares texts
-   * instead of parsing it again. About a file's size each, in memory.
+   * The manifest version (its file's identity, size and times) each record was last observed
+   * with, so the status write that ends a reconcile (ManifestStore.writeStatus: is the manifest
+   * still there and valid?) looks at the file's stats instead of reading and parsing it again.
    */
   readonly #seen = new Map<string, string>();
 
@@ -122,10 +124,27 @@ export class StatusFiles {
     return join(this.dir, `${name}.yaml`);
   }
 
+  /**
+   * Reads every record in the folder (at start-up, before any other read), and returns the uid
+   * each one gives its server. From then on a name without a record is known to have none: a
+   * server seen for the first time costs no read here.
+   */
+  async loadAll(): Promise<Map<string, string>> {
+    const entries = await fs.readdir(this.dir).catch(() => [] as string[]);
+    const names = entries.filter((e) => e.endsWith('.yaml')).map((e) => e.slice(0, -'.yaml'.length));
+    await Promise.all(names.map(async (name) => {
+      const record = await this.#readFile(name);
+      if (record) this.#known.set(name, record);
+    }));
+    this.#loaded = true;
+    return new Map([...this.#known].flatMap(([name, record]) => (record.uid !== undefined ? [[name, record.uid] as const] : [])));
+  }
+
   /** The record, or undefined when there is none (or it is not one: it is then rebuilt). A copy: the caller may change it. */
   async read(name: string): Promise<StatusRecord | undefined> {
     const known = this.#known.get(name);
     if (known) return structuredClone(known);
+    if (this.#loaded) return undefined;
     const record = await this.#readFile(name);
     if (record) this.#known.set(name, structuredClone(record));
     return record;
@@ -181,14 +200,14 @@ export class StatusFiles {
     this.#known.set(name, structuredClone(record));
   }
 
-  /** Notes the manifest text the name's record was just observed with (the manifest was valid). */
-  seen(name: string, text: string): void {
-    this.#seen.set(name, text);
+  /** Notes the manifest version the name's record was just observed with (the manifest was valid). */
+  seen(name: string, version: string): void {
+    this.#seen.set(name, version);
   }
 
-  /** True when the name has a record, last observed with exactly this manifest text. */
-  sawText(name: string, text: string | null | undefined): boolean {
-    return typeof text === 'string' && this.#known.has(name) && this.#seen.get(name) === text;
+  /** The manifest version the name's record was last observed with; undefined without a record, or when read from no file. */
+  seenVersion(name: string): string | undefined {
+    return this.#known.has(name) ? this.#seen.get(name) : undefined;
   }
 
   async remove(name: string): Promise<void> {

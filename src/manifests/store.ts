@@ -10,7 +10,7 @@ import { errorClass } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
 import { FolderWatch } from './folder-watch.ts';
 import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
-import { MAX_MANIFEST_BYTES, readManifestEntry, UnreadableEntryError } from './read-entry.ts';
+import { manifestVersion, MAX_MANIFEST_BYTES, readManifestEntry, readManifestVersion, UnreadableEntryError } from './read-entry.ts';
 import { linkUnlessTaken, renameIfThere } from './replace.ts';
 import { SCHEMA_MODELINE } from './schema.ts';
 import type { ManifestEvents, ManifestSource, ManifestWatch } from './source.ts';
@@ -75,6 +75,11 @@ export class ManifestStore implements ManifestSource {
     return watch;
   }
 
+  /** The uid each status record gives its server, every record read once (at start-up: StatusFiles.loadAll). */
+  recordedUids(): Promise<Map<string, string>> {
+    return this.statuses?.loadAll() ?? Promise.resolve(new Map());
+  }
+
   /** Where the controller keeps the server's status and generation. */
   statusFileOf(name: string): string | undefined {
     return this.statuses?.fileOf(name);
@@ -103,16 +108,16 @@ export class ManifestStore implements ManifestSource {
   async read(name: string): Promise<ManifestRead> {
     // A spec write takes the file out of place for a moment: wait for it rather than see it missing.
     await this.locks.idle(name);
-    let text: string | undefined;
+    let entry: { text: string; version: string } | undefined;
     try {
-      text = await this.readText(name);
+      entry = await readManifestVersion(this.fileOf(name));
     } catch (error) {
       if (error instanceof UnreadableEntryError) return { kind: 'invalid', name, errors: [`${this.fileOf(name)} ${error.message}`] };
       throw error;
     }
-    if (text === undefined) return { kind: 'missing', name };
-    const read = parseManifest(name, text, this.fileOf(name));
-    if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses, text);
+    if (entry === undefined) return { kind: 'missing', name };
+    const read = parseManifest(name, entry.text, this.fileOf(name));
+    if (read.kind === 'ok' && this.statuses) await this.observe(read.server, this.statuses, entry.version);
     return read;
   }
 
@@ -121,16 +126,12 @@ export class ManifestStore implements ManifestSource {
     return this.readText(name).catch(() => undefined);
   }
 
-  /**
-   * True when the file's current content is exactly what this process last wrote. Seeing any
-   * other content forgets that write: the same text appearing again later (an operator undoing
-   * an edit) is then theirs, not ours.
-   */
   /** True when this process has written the name's file and not seen it changed since (isOwnWrite may then say yes). */
   mayBeOwnWrite(name: string): boolean {
     return this.lastWritten.has(name);
   }
 
+  /** True when the file's text is exactly our last write; any other text forgets that write (the same text again later is theirs). */
   isOwnWrite(name: string, text: string): boolean {
     if (this.lastWritten.get(name) === text) return true;
     this.lastWritten.delete(name);
@@ -214,13 +215,15 @@ export class ManifestStore implements ManifestSource {
 
   /**
    * Records the server's status (the controller's part) in its record when it differs; the
-   * manifest is never written, and parsed again only if it changed since its record was observed.
-   * 'missing' or 'invalid' when the manifest is not there or does not validate: nothing is recorded.
+   * manifest is never written, and read and parsed again only if it changed since its record was
+   * observed (its version, from one lstat, differs). 'missing' or 'invalid' when the manifest is
+   * not there or does not validate: nothing is recorded.
    */
   async writeStatus(name: string, status: EditorServerStatus, uid?: string): Promise<WriteResult> {
     const statuses = this.statuses;
     if (!statuses) throw new Error(`the manifest store of ${this.dir} was opened without a status folder`);
-    const read = statuses.sawText(name, await this.readText(name).catch(() => null)) ? undefined : await this.read(name);
+    const seen = statuses.seenVersion(name);
+    const read = seen !== undefined && seen === (await manifestVersion(this.fileOf(name))) ? undefined : await this.read(name);
     if (read && read.kind !== 'ok') return read.kind;
     return this.locks.run(STATUS_LOCK + name, async () => {
       const record = (await statuses.read(name)) ?? (read && { generation: read.server.metadata.generation ?? 1, specHash: specHash(read.server.spec) });
@@ -242,13 +245,10 @@ export class ManifestStore implements ManifestSource {
   async remove(name: string, _uid?: string): Promise<boolean> {
     const removed = await this.locks.run(name, async () => {
       this.lastWritten.delete(name);
-      try {
-        await fs.unlink(this.fileOf(name));
-        return true;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      return fs.unlink(this.fileOf(name)).then(() => true, (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return false;
         throw error;
-      }
+      });
     });
     await this.removeStatus(name);
     return removed;
@@ -260,11 +260,11 @@ export class ManifestStore implements ManifestSource {
     if (statuses) await this.locks.run(STATUS_LOCK + name, () => statuses.remove(name));
   }
 
-  /** Moves the generation when the spec changed since last seen, and merges the status record in; `text`: the manifest's, when read from a file. */
-  protected observe(server: EditorServer, statuses: StatusFiles, text?: string): Promise<void> {
+  /** Moves the generation when the spec changed since last seen, and merges the status record in; `version`: the manifest file's (versionOf), when read from one. */
+  protected observe(server: EditorServer, statuses: StatusFiles, version?: string): Promise<void> {
     const name = server.metadata.name;
     return this.locks.run(STATUS_LOCK + name, async () => {
-      if (text !== undefined) statuses.seen(name, text);
+      if (version !== undefined) statuses.seen(name, version);
       const hash = specHash(server.spec);
       let record: StatusRecord | undefined = await statuses.read(name);
       if (!record) {

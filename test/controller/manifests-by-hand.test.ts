@@ -45,8 +45,9 @@ describe('manifests written by hand', () => {
     expect((await checkHealth(record.port, 10_000)).ok).toBe(true);
     // The operator's file stays theirs: uid and status are kept in the data folder.
     expect(await fs.readFile(file('handmade'), 'utf8')).toBe(written);
-    expect(await fs.readFile(`${service.settings.dataDir}/editors/handmade/uid`, 'utf8')).toBe(`${record.id}\n`);
-    expect(parse(await fs.readFile(statusFile('handmade'), 'utf8')).status.phase).toBe('Running');
+    const kept = parse(await fs.readFile(statusFile('handmade'), 'utf8'));
+    expect(kept.uid).toBe(record.id);
+    expect(kept.status.phase).toBe('Running');
 
     await fs.rm(file('handmade'));
     await eventually(async () => (await byManifest('handmade')) === undefined);

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import { createServer as createSocketServer, type Server as SocketServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { readStat } from '../../src/core/procfs.ts';
 import { eventually, killEditors, portRange, processExists, request, startTestService, STUB_EDITOR, type TestService } from '../helpers/service.ts';
 
@@ -100,7 +100,7 @@ describe('a copied manifest', () => {
     expect(new Set(ids).size).toBe(ids.length);
     // The copy's file stays as copied; its own uid is kept in the data folder.
     expect(await fs.readFile(file('copy'), 'utf8')).toBe(text.replace('name: orig', 'name: copy'));
-    expect(await fs.readFile(`${service.settings.dataDir}/editors/copy/uid`, 'utf8')).toBe(`${copy.id}\n`);
+    expect(parse(await fs.readFile(`${service.settings.dataDir}/status/copy.yaml`, 'utf8')).uid).toBe(copy.id);
     const entry = await manifestEntry('copy');
     expect(entry.id).toBe(copy.id);
     expect(entry.warnings.join('\n')).toMatch(new RegExp(`uid ${orig.id}.*"orig"`));

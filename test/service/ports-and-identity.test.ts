@@ -3,7 +3,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { checkHealth } from '../../src/runtime/health.ts';
 import { eventually, portRange, processExists, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -49,10 +49,38 @@ describe('a running server\'s manifest replaced by one with a new spec.port and 
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('stub editor');
     const text = await fs.readFile(file, 'utf8');
-    expect(await fs.readFile(`${service.settings.dataDir}/editors/mover/uid`, 'utf8')).toBe(`${id}\n`);
+    expect(parse(await fs.readFile(`${service.settings.dataDir}/status/mover.yaml`, 'utf8')).uid).toBe(id);
     expect(text).toContain(`port: ${newPort}`);
     expect(text).not.toContain(`port: ${oldPort}`);
     expect((await service.request('GET', '/servers')).body.map((s: { id: string }) => s.id)).toEqual([id]);
+  });
+});
+
+describe('ids across a restart', () => {
+  it('stay with their servers, and a copy read before its original at start-up does not take the original\'s', async () => {
+    const first = await startTestService();
+    const { manifestsDir } = first.settings;
+    const made = (await first.request('POST', '/servers', { name: 'zeta' })).body;
+    // Written by hand, with no uid: the controller gives it one.
+    await fs.writeFile(join(manifestsDir, 'hand.yaml'), stringify({ apiVersion: 'devbox.dev/v1alpha1', kind: 'EditorServer', metadata: { name: 'hand' }, spec: { running: false } }));
+    const listed = await eventually(async () => {
+      const list = (await first.request('GET', '/servers')).body as { id: string; manifest: string; status: string }[];
+      return list.length === 2 && list.every((s) => s.status === 'stopped') ? list : undefined;
+    });
+    const handId = listed.find((s) => s.manifest === 'hand')!.id;
+    await first.close({ stopEditors: true });
+    // cp zeta.yaml alpha.yaml while the service is down: alpha is read first at the next start.
+    await fs.writeFile(join(manifestsDir, 'alpha.yaml'), (await fs.readFile(join(manifestsDir, 'zeta.yaml'), 'utf8')).replace('name: zeta', 'name: alpha'));
+
+    const again = await start({ root: first.root });
+    const ids = await eventually(async () => {
+      const list = (await again.request('GET', '/servers')).body as { id: string; manifest: string; status: string }[];
+      return list.length === 3 && list.every((s) => s.status === 'stopped') ? new Map(list.map((s) => [s.manifest, s.id])) : undefined;
+    });
+    expect(ids.get('zeta')).toBe(made.id);
+    expect(ids.get('hand')).toBe(handId);
+    expect(ids.get('alpha')).not.toBe(made.id);
+    expect(new Set(ids.values()).size).toBe(3);
   });
 });
 
