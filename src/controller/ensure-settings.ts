@@ -8,12 +8,18 @@ import type { EditorServerSpec } from '../manifests/types.ts';
 import type { Live } from './cache.ts';
 import type { ReconcilerDeps } from './context.ts';
 
-export async function ensureSettings(deps: ReconcilerDeps, name: string, live: Live, spec: EditorServerSpec): Promise<void> {
+/**
+ * Applies the settings the spec and its groups ask for. `whenAsked`: only if they ask for any; so
+ * a server that asks for none (most of them) costs no read until its editor starts or runs, where
+ * what an earlier spec applied is taken out.
+ */
+export async function ensureSettings(deps: ReconcilerDeps, name: string, live: Live, spec: EditorServerSpec, whenAsked = false): Promise<void> {
   const desired = desiredSettings(deps.config.extensionGroups, spec.extensionGroups, spec.settings);
   const key = JSON.stringify(desired);
   // Acted on when the desired settings change (and once per name after a restart), not on
   // every reconcile: between changes the file is the user's.
   if (live.settingsText === key) return;
+  if (whenAsked && Object.keys(desired).length === 0) return;
   const { runtime } = deps;
   // Storage reached only through a running editor (a cluster): written once it runs.
   if (runtime.storageDeferred?.(name)) return;

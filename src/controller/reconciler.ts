@@ -229,6 +229,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
       throw error;
     });
     if (source !== 'ready') return source === 'gone' ? undefined : source;
+    await ensureSettings(deps, name, live, server.spec, true);
     const { alive, wait } = await observeProcess(this, name, status, port);
     if (wait) return wait;
 
@@ -292,7 +293,7 @@ export class Reconciler extends EventEmitter implements ReconcileContext {
         // The least recently active idle editor, and another start needs its room (whenFull stopIdlest).
         return stopForCapacity(this, record, uid, status, action.for);
       case 'supervise': {
-        // Settings are applied where an editor reads them: before it starts, and while it runs.
+        // Settings asked for are applied at once (above); none asked for, where an editor reads them: before it starts, and while it runs.
         await ensureSettings(deps, name, live, record.server!.spec);
         // Extensions follow the spec while the editor runs too: installs never hold its health
         // checks, and neither does a failure to look at them (on a cluster that is an exec through

@@ -81,6 +81,15 @@ function ownStrings(server: TrackedServer): TrackedServer {
   return { name: own(server.name), id: own(server.id), displayName: own(server.displayName) };
 }
 
+/** The entries of a folder; none when it is missing or cannot be read. */
+function listFolder(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 const STDOUT = 'editor.out';
 const STDERR = 'editor.err';
 
@@ -97,6 +106,11 @@ export class LogHub {
   readonly #log: (message: string) => void;
   readonly #output: EditorOutputSource | undefined;
   readonly #servers = new Map<string, Tracked>();
+  /**
+   * The names whose log folder was there when the hub started, and those tracked since: a name
+   * that is neither is new to the logs folder, with no history to read back and no file to look for.
+   */
+  readonly #folders: Set<string>;
   readonly #listeners = new Map<string | null, Set<Listener>>();
   readonly #batchListeners = new Map<string | null, Set<BatchListener>>();
   readonly #pollTimer: NodeJS.Timeout;
@@ -116,6 +130,7 @@ export class LogHub {
     this.#clock = options.clock ?? (() => Date.now());
     this.#log = options.log ?? ((message) => console.error(message));
     this.#output = options.output;
+    this.#folders = new Set(listFolder(this.#logsDir));
     // Only the output of editors that run is polled: thousands of stopped servers cost nothing here.
     this.#pollTimer = setInterval(() => {
       for (const name of this.#following) this.#servers.get(name)?.capture?.poll();
@@ -151,10 +166,12 @@ export class LogHub {
     }
     // The folder is made by the first write into it (server.log's, or the runtime's when it
     // launches the editor), not here: tracking thousands of servers at once costs no syscall each.
-    const file = new RotatingLogFile(path.join(this.rawPaths(server.name).dir, 'server.log'), this.#maxFileBytes, this.#maxFiles);
+    const known = this.#folders.has(server.name);
+    this.#folders.add(server.name);
+    const file = new RotatingLogFile(path.join(this.rawPaths(server.name).dir, 'server.log'), this.#maxFileBytes, this.#maxFiles, !known);
     const tracked: Tracked = { server: ownStrings(server), file, capture: undefined, droppedBefore: 0, ring: new EntryRing(this.#maxBufferBytes), stopped: false };
     if (this.#output) tracked.capture = new StreamCapture({ ...this.#batches(tracked), name: server.name, source: this.#output });
-    for (const line of readTailLines(tracked.file.path, this.#maxFiles, this.#maxBufferBytes)) {
+    for (const line of known ? readTailLines(tracked.file.path, this.#maxFiles, this.#maxBufferBytes) : []) {
       const entry = parseLogLine(line, tracked.server);
       if (entry) tracked.ring.push(entry);
     }

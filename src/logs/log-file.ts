@@ -12,10 +12,15 @@ export class RotatingLogFile {
   // Appends and rotations run one at a time, in call order, so lines never interleave or reorder.
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(path: string, maxBytes: number, maxFiles: number) {
+  /** Whether the first write makes the folder without looking for the file: it is known not to exist. */
+  #fresh: boolean;
+
+  /** `fresh`: the file's folder is known not to exist yet (a server new to the logs folder). */
+  constructor(path: string, maxBytes: number, maxFiles: number, fresh = false) {
     this.path = path;
     this.#maxBytes = maxBytes;
     this.#maxFiles = maxFiles;
+    this.#fresh = fresh;
   }
 
   /** Appends lines (without their newline); resolves once they are in the file. */
@@ -41,6 +46,11 @@ export class RotatingLogFile {
   async #write(data: string | Buffer): Promise<void> {
     const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
     // The first write makes the folder when it is missing (nothing makes it earlier).
+    if (this.#fresh) {
+      this.#fresh = false;
+      await fs.promises.mkdir(dirname(this.path), { recursive: true });
+      this.#size = 0;
+    }
     this.#size ??= await fs.promises.stat(this.path).then((s) => s.size, async () => {
       await fs.promises.mkdir(dirname(this.path), { recursive: true });
       return 0;

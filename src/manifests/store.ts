@@ -8,7 +8,7 @@ import { Document, parseDocument, stringify } from 'yaml';
 import { sameData } from '../core/equal.ts';
 import { errorClass } from '../core/error-catalogue.ts';
 import { KeyedMutex } from '../core/mutex.ts';
-import { FolderWatch } from './folder-watch.ts';
+import { folderIdentity, FolderWatch } from './folder-watch.ts';
 import { MANIFEST_EXT, parseManifest, type ManifestRead } from './parse.ts';
 import { manifestVersion, MAX_MANIFEST_BYTES, readManifestEntry, readManifestVersion, UnreadableEntryError } from './read-entry.ts';
 import { linkUnlessTaken, renameIfThere } from './replace.ts';
@@ -349,9 +349,8 @@ export class ManifestStore implements ManifestSource {
    * The folder's identity (device and inode) while it exists, so a folder that vanished, or
    * was replaced by another (a failed mount, a git checkout), is told from a file that went.
    */
-  async folderIdentity(): Promise<string | undefined> {
-    const stats = await fs.stat(this.dir).catch(() => undefined);
-    return stats?.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined;
+  folderIdentity(): Promise<string | undefined> {
+    return folderIdentity(this.dir);
   }
 
   /**
