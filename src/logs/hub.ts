@@ -187,6 +187,8 @@ export class LogHub {
   follow(name: string, since: 'now' | 'start'): void {
     const tracked = this.#servers.get(name);
     if (!tracked || tracked.stopped) return;
+    // Its editor runs: the lines held until its folder is made are written now.
+    tracked.file.write().catch((err) => this.#reportFailure(tracked, err));
     if (tracked.capture instanceof StreamCapture) return tracked.capture.follow(since);
     const { stdout, stderr } = this.rawPaths(name);
     const capture = tracked.capture ?? (tracked.capture = new OutputCapture({ ...this.#batches(tracked), stdout, stderr, maxFileBytes: this.#maxFileBytes }));
@@ -236,6 +238,9 @@ export class LogHub {
       this.#following.delete(name);
       tracked.stopped = true;
       await tracked.capture?.stop();
+      if (options.remove) tracked.file.discard();
+      // Lines held for a folder not made yet are written: the next start reads them back.
+      await tracked.file.write().catch((err) => this.#reportFailure(tracked, err));
       await tracked.file.flushed();
     }
     if (options.remove) await fs.promises.rm(this.rawPaths(name).dir, { recursive: true, force: true });

@@ -3,6 +3,9 @@
 import fs from 'node:fs';
 import { dirname } from 'node:path';
 
+/** The most a file whose folder is not made yet holds in memory before it is written (see RotatingLogFile). */
+const HELD_MAX_BYTES = 4096;
+
 /** An append-only text file that rotates to `path.1 … path.N` when it would pass maxBytes. */
 export class RotatingLogFile {
   readonly path: string;
@@ -14,24 +17,54 @@ export class RotatingLogFile {
 
   /** Whether the first write makes the folder without looking for the file: it is known not to exist. */
   #fresh: boolean;
+  /**
+   * Lines held in memory while the folder is not made (see `fresh`): a folder costs the file
+   * system more than anything else a server seen for the first time needs, and most servers
+   * declared ahead of time have one line (they were created) until they first run.
+   */
+  #held: string[] | undefined;
+  #heldBytes = 0;
 
-  /** `fresh`: the file's folder is known not to exist yet (a server new to the logs folder). */
+  /**
+   * `fresh`: the folder is known not to exist yet (a server new to the logs folder). Its lines are
+   * then held until write() is called (its editor starts, the service stops) or more than
+   * HELD_MAX_BYTES of them wait.
+   */
   constructor(path: string, maxBytes: number, maxFiles: number, fresh = false) {
     this.path = path;
     this.#maxBytes = maxBytes;
     this.#maxFiles = maxFiles;
     this.#fresh = fresh;
+    if (fresh) this.#held = [];
   }
 
-  /** Appends lines (without their newline); resolves once they are in the file. */
+  /** Appends lines (without their newline); resolves once they are in the file (or held: see the constructor). */
   append(lines: string[]): Promise<void> {
     if (lines.length === 0) return this.#queue;
     return this.appendBytes(lines.join('\n') + '\n');
   }
 
+  /** Writes the lines held, making the folder; from then on every append goes to the file. */
+  write(): Promise<void> {
+    const held = this.#held;
+    if (!held) return this.#queue;
+    this.#held = undefined;
+    return held.length > 0 ? this.appendBytes(held.join('')) : this.#queue;
+  }
+
+  /** Forgets the lines held: the folder is being removed. */
+  discard(): void {
+    if (this.#held) this.#held = [];
+  }
+
   /** Appends whole lines as they are (each ending with its newline), in order with append(). */
   appendBytes(data: string | Buffer): Promise<void> {
     if (data.length === 0) return this.#queue;
+    if (this.#held) {
+      this.#held.push(data.toString());
+      this.#heldBytes += data.length;
+      return this.#heldBytes > HELD_MAX_BYTES ? this.write() : this.#queue;
+    }
     const next = this.#queue.then(() => this.#write(data));
     // A failed append must not block the ones after it; the caller still sees this one's error.
     this.#queue = next.catch(() => {});

@@ -46,3 +46,37 @@ describe('a restart of the service', () => {
     expect(file.map((line) => line.replace(/^\S+ \[\w+\] \[\w+\] /, ''))).toEqual(expected);
   });
 });
+
+describe('a server that never ran', () => {
+  const hubs = useHubs();
+
+  it('keeps its events: held without a folder, written when the service stops', async () => {
+    const first = hubs.open();
+    first.track(SERVER);
+    first.event(SERVER.name, 'INFO', 'created');
+    first.event(SERVER.name, 'WARN', 'a warning');
+    expect(first.tail(SERVER.name, 10).map((entry) => entry.message)).toEqual(['created', 'a warning']);
+    // Thousands declared at once make no folder each until they run (or the service stops).
+    expect(fs.existsSync(first.rawPaths(SERVER.name).dir)).toBe(false);
+    await first.close();
+
+    const second = hubs.open();
+    second.track(SERVER);
+    expect(second.tail(SERVER.name, 10).map((entry) => entry.message)).toEqual(['created', 'a warning']);
+  });
+
+  it('has its held events written once its editor runs, and those of a deleted one dropped', async () => {
+    const hub = hubs.open();
+    hub.track(SERVER);
+    hub.event(SERVER.name, 'INFO', 'created');
+    trackRunning(hub, SERVER);
+    const file = `${hub.rawPaths(SERVER.name).dir}/server.log`;
+    await waitFor(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('created'));
+
+    const other = { ...SERVER, name: 'gone-soon', id: '6f0c2b8e-0d1a-4c4f-9a57-0b7f3f0e8a12' };
+    hub.track(other);
+    hub.event(other.name, 'INFO', 'created');
+    await hub.untrack(other.name, { remove: true });
+    expect(fs.existsSync(hub.rawPaths(other.name).dir)).toBe(false);
+  });
+});

@@ -192,7 +192,11 @@ describe('a source added while extension installs run', () => {
       'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata: { name: queued }', 'spec:', '  running: false',
       `  workspace: { source: { git: { url: "file://${repos}/project" } } }`, ''].join('\n'));
     const workspace = join(service.settings.dataDir, 'workspaces', 'queued');
-    await eventually(async () => (await fs.readFile(join(service.settings.dataDir, 'logs', 'queued', 'server.log'), 'utf8')).includes('created'));
+    // Seen: its log has the controller's first event.
+    await eventually(async () => {
+      const listed = (await service.request('GET', '/servers')).body.find((s: { manifest: string }) => s.manifest === 'queued');
+      return listed && (await service.request('GET', `/servers/${listed.id}/logs`)).body.data.logs.join('\n').includes('created');
+    });
     expect(await fs.readdir(workspace)).toEqual([]);
     finishInstalls();
     await eventually(() => existsSync(join(workspace, 'README.md')), 20_000);
