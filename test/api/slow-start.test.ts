@@ -44,7 +44,9 @@ describe('a slow editor start', () => {
   it('removes the server\'s logs with it on delete', async () => {
     const { id } = (await service.request('POST', '/servers', { name: 'Removed' })).body;
     const logsDir = `${service.settings.dataDir}/logs/removed`;
-    expect(existsSync(logsDir)).toBe(true);
+    // Its folder is made when its editor is launched (a server that never ran holds its lines in memory).
+    await service.request('POST', `/servers/${id}/start`);
+    await eventually(() => existsSync(`${logsDir}/server.log`));
     expect((await service.request('DELETE', `/servers/${id}`)).status).toBe(200);
     expect(existsSync(logsDir)).toBe(false);
   });
