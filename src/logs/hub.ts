@@ -238,9 +238,9 @@ export class LogHub {
       this.#following.delete(name);
       tracked.stopped = true;
       await tracked.capture?.stop();
+      // Lines held for a folder not made yet are written (the next start reads them back), unless it goes.
       if (options.remove) tracked.file.discard();
-      // Lines held for a folder not made yet are written: the next start reads them back.
-      await tracked.file.write().catch((err) => this.#reportFailure(tracked, err));
+      else await tracked.file.write().catch((err) => this.#reportFailure(tracked, err));
       await tracked.file.flushed();
     }
     if (options.remove) await fs.promises.rm(this.rawPaths(name).dir, { recursive: true, force: true });

@@ -1,7 +1,6 @@
 // The manifests folder's watch: chokidar's events for the files (the service's own writes are
 // told apart and not reported), a look at the folder itself every second (gone, back, or
 // replaced by another), and a listing of its names every 30 s for an event that was lost.
-import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { MANIFEST_EXT } from './parse.ts';
@@ -17,23 +16,6 @@ const FOLDER_CHECK_MS = 1000;
  * directory listing: it reads no manifest.
  */
 const FOLDER_SCAN_MS = 30_000;
-
-/** Looks at each folder under way, by path: every caller meanwhile shares it. */
-const looking = new Map<string, Promise<string | undefined>>();
-
-/**
- * The folder's device and inode while it is a folder; undefined while it is missing. Callers at
- * the same moment share one stat (every reconcile asks, and at a landing thousands run at once).
- */
-export function folderIdentity(dir: string): Promise<string | undefined> {
-  let look = looking.get(dir);
-  if (!look) {
-    look = stat(dir).then((stats) => (stats.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined), () => undefined)
-      .finally(() => looking.delete(dir));
-    looking.set(dir, look);
-  }
-  return look;
-}
 
 export class FolderWatch implements ManifestWatch {
   readonly #store: ManifestStore;

@@ -9,6 +9,7 @@ import { formatProblem, type FileProblem } from '../core/yaml-problems.ts';
 import type { CatalogTemplate } from './types.ts';
 import { loadTemplateFile, TEMPLATE_EXT, type TemplateCheckContext, type TemplateLoad } from './validate.ts';
 import { byText } from '../core/compare.ts';
+import { folderIdentity } from '../core/folder-identity.ts';
 
 /** More template files than this are reported, not read: the folder is untrusted. */
 export const MAX_TEMPLATE_FILES = 500;
@@ -234,12 +235,6 @@ export class TemplateCatalog {
     const previous = before?.kind === 'invalid' ? before.problems.map((p) => formatProblem({ ...p, file: join(this.dir, p.file) })) : [];
     if (text.join('\n') !== previous.join('\n')) log(`template file ${name} is invalid and not offered until it is fixed:\n  ${text.join('\n  ')}`);
   }
-}
-
-/** The folder's device and inode while it exists, so a folder replaced by another is told apart. */
-async function folderIdentity(dir: string): Promise<string | undefined> {
-  const stats = await fs.stat(dir).catch(() => undefined);
-  return stats?.isDirectory() ? `${stats.dev}:${stats.ino}` : undefined;
 }
 
 /** inode, size and mtime of an entry (not following a link); '' when it is gone. */
