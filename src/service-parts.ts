@@ -168,11 +168,19 @@ export async function buildParts(
     onHealth: (name, answered) => {
       if (commands.recordHealth(name, answered)) controller.enqueue(name);
     },
-    intervalMs: () => heartbeatIntervalMs(index.running().flatMap((name) => {
+    intervalMs: () => heartbeatMs ??= heartbeatIntervalMs(index.running().flatMap((name) => {
       const server = index.serverNamed(name);
       return server ? [idleTimeoutSeconds(server.spec, live.current)] : [];
     })),
   });
+  // The shortest idle timeout in force changes only with a server (its spec, or whether it runs)
+  // or the config: worked out again then, not at each of the reader's one-second ticks (reading
+  // every running editor's record each second was a large part of the service's CPU at rest).
+  let heartbeatMs: number | undefined;
+  const heartbeatsChanged = () => void (heartbeatMs = undefined);
+  index.on('changed', heartbeatsChanged);
+  index.on('deleted', heartbeatsChanged);
+  live.onChange(heartbeatsChanged);
 
   // --- Metrics and persistence ---
   // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.

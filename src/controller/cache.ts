@@ -69,6 +69,57 @@ export function forgetEditor(live: Live): void {
   live.problem = undefined;
 }
 
+/**
+ * A server's Live, one class so every server's facts share one shape (an object literal with its
+ * own accessor closures gave each of ten thousand servers a shape of its own, and every read of
+ * one through a shared line of code a slow lookup). Its `ref` keeps the cache's map of what runs
+ * in step wherever a step sets or clears it.
+ */
+class LiveFacts implements Live {
+  readonly #name: string;
+  readonly #running: Map<string, RuntimeRef>;
+  #ref: RuntimeRef | undefined = undefined;
+  adopted?: boolean = undefined;
+  endpoint?: EditorEndpoint = undefined;
+  seenIn?: string = undefined;
+  missingSince?: number = undefined;
+  healthy = false;
+  probe?: symbol = undefined;
+  probeFailed?: string = undefined;
+  lastExit?: ExitInfo = undefined;
+  crashTimes: number[] = [];
+  nextRestartAt?: number = undefined;
+  exitWaitSince?: number = undefined;
+  workspacePath?: string = undefined;
+  settingsText?: string = undefined;
+  unknownGroups?: string[] = undefined;
+  sourceFailures?: number = undefined;
+  sourceRetryAt?: number = undefined;
+  terminal?: string = undefined;
+  wakeRequested?: boolean = undefined;
+  waking?: boolean = undefined;
+  idleReadMissed?: boolean = undefined;
+  extensionsReady?: string = undefined;
+  storageTries?: number = undefined;
+  notPlaced?: { attempts: number } = undefined;
+  problem?: { reason: string; message: string; whileRunning: boolean } = undefined;
+
+  constructor(name: string, running: Map<string, RuntimeRef>) {
+    this.#name = name;
+    this.#running = running;
+  }
+
+  get ref(): RuntimeRef | undefined {
+    return this.#ref;
+  }
+
+  set ref(value: RuntimeRef | undefined) {
+    this.#ref = value;
+    if (value) this.#running.set(this.#name, value);
+    else this.#running.delete(this.#name);
+  }
+}
+
 export class ServerCache {
   readonly records = new Map<string, ServerRecord>();
   readonly lives = new Map<string, Live>();
@@ -79,14 +130,14 @@ export class ServerCache {
   /** Editors stopped because their file stayed missing: a status naming one, when the file is back, is stale. */
   readonly stoppedWhileMissing = new Map<string, RuntimeRef>();
 
-  /** The names whose `live.ref` is set: what runs, known without walking every server. */
-  readonly #withRef = new Set<string>();
+  /** Each `live.ref` that is set, by name: what runs, known without walking every server. */
+  readonly #withRef = new Map<string, RuntimeRef>();
 
   /** The name's in-memory facts, made on first use. */
   live(name: string): Live {
     let live = this.lives.get(name);
     if (!live) {
-      live = this.#newLive(name);
+      live = new LiveFacts(name, this.#withRef);
       this.lives.set(name, live);
     }
     return live;
@@ -94,30 +145,7 @@ export class ServerCache {
 
   /** The runtime's reference of each live editor, by name: O(running), however many servers are declared. */
   refs(): Map<string, RuntimeRef> {
-    const refs = new Map<string, RuntimeRef>();
-    for (const name of this.#withRef) {
-      const ref = this.lives.get(name)?.ref;
-      if (ref) refs.set(name, ref);
-    }
-    return refs;
-  }
-
-  #newLive(name: string): Live {
-    const withRef = this.#withRef;
-    let ref: RuntimeRef | undefined;
-    // `ref` is kept in step with the set wherever a step sets or clears it.
-    return {
-      healthy: false,
-      crashTimes: [],
-      get ref() {
-        return ref;
-      },
-      set ref(value: RuntimeRef | undefined) {
-        ref = value;
-        if (value) withRef.add(name);
-        else withRef.delete(name);
-      },
-    };
+    return new Map(this.#withRef);
   }
 
   /** Stores a freshly read manifest in the name's record (kept, with its warnings, if there is one). */

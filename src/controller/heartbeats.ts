@@ -4,6 +4,7 @@
 // editor and fed into the ActivityTracker, so who was used last is known between idle checks.
 import { checkHealth, type HealthResult } from '../runtime/health.ts';
 import type { EditorEndpoint } from '../runtime/interface.ts';
+import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
 import type { ActivityTracker } from './activity.ts';
 
 export interface HeartbeatReaderOptions {
@@ -20,7 +21,9 @@ export interface HeartbeatReaderOptions {
   health?: (endpoint: EditorEndpoint) => Promise<HealthResult>;
 }
 
-const TICK_MS = 1000;
+const TICK_MS = BACKGROUND_MS;
+/** Editors asked at once in a round. */
+const READS_AT_ONCE = 16;
 /** Reads in a row an editor leaves unanswered before it counts as not answering (one slow answer is not a failure). */
 export const UNANSWERED_READS = 3;
 
@@ -31,12 +34,13 @@ export function heartbeatIntervalMs(idleTimeoutsSeconds: Iterable<number>): numb
   return Math.min(30_000, Math.max(1000, (shortest * 1000) / 4));
 }
 
-/** Reads every running editor's heartbeat, one editor at a time, round after round, until disposed. */
+/** Reads every running editor's heartbeat, a few at a time, round after round, until disposed. */
 export class HeartbeatReader {
   readonly #options: HeartbeatReaderOptions;
   readonly #health: (endpoint: EditorEndpoint) => Promise<HealthResult>;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Periodic | undefined;
   #round: Promise<void> | undefined;
+  #reading = false;
   #disposed = false;
   #lastRound = 0;
   /** Reads in a row each editor left unanswered. */
@@ -53,37 +57,46 @@ export class HeartbeatReader {
 
   /** One round: each running editor's lastHeartbeat, as activity. */
   async readOnce(): Promise<void> {
-    for (const [name, endpoint] of [...this.#options.running()]) {
-      if (this.#disposed) return;
-      const { ok, lastHeartbeat } = await this.#health(endpoint);
-      if (!this.#options.stillRunning(name)) {
-        this.#unanswered.delete(name);
-        continue;
-      }
-      if (lastHeartbeat !== undefined) this.#options.activity.touch(name, lastHeartbeat);
-      const missed = ok ? 0 : (this.#unanswered.get(name) ?? 0) + 1;
-      if (missed === 0) this.#unanswered.delete(name);
-      else this.#unanswered.set(name, missed);
-      if (ok || missed >= UNANSWERED_READS) this.#options.onHealth?.(name, ok);
+    const editors = [...this.#options.running()];
+    // A few at a time, so their answers come back together: each wake-up of the service costs
+    // more than the question (src/core/ticks.ts), and one at a time made three a question.
+    for (let at = 0; at < editors.length && !this.#disposed; at += READS_AT_ONCE) {
+      await Promise.all(editors.slice(at, at + READS_AT_ONCE).map(([name, endpoint]) => this.#read(name, endpoint)));
     }
+  }
+
+  async #read(name: string, endpoint: EditorEndpoint): Promise<void> {
+    const { ok, lastHeartbeat } = await this.#health(endpoint);
+    if (this.#disposed) return;
+    if (!this.#options.stillRunning(name)) {
+      this.#unanswered.delete(name);
+      return;
+    }
+    if (lastHeartbeat !== undefined) this.#options.activity.touch(name, lastHeartbeat);
+    const missed = ok ? 0 : (this.#unanswered.get(name) ?? 0) + 1;
+    if (missed === 0) this.#unanswered.delete(name);
+    else this.#unanswered.set(name, missed);
+    if (ok || missed >= UNANSWERED_READS) this.#options.onHealth?.(name, ok);
   }
 
   /** Stops the rounds and waits for the one under way. */
   async dispose(): Promise<void> {
     this.#disposed = true;
-    clearTimeout(this.#timer);
+    this.#timer?.stop();
     await this.#round;
   }
 
-  // Checked every second, so a shorter timeout (a new server's, a config edit) takes effect at once
-  // rather than after the wait the previous one set.
+  // Checked at every background tick (src/core/ticks.ts), so a shorter timeout (a new server's, a
+  // config edit) takes effect at once rather than after the wait the previous one set.
   #schedule(): void {
-    if (this.#disposed) return;
-    this.#timer = setTimeout(() => {
-      if (Date.now() - this.#lastRound < this.#options.intervalMs()) return this.#schedule();
+    if (this.#disposed || this.#timer) return;
+    this.#timer = every(TICK_MS, () => {
+      if (this.#disposed || this.#reading || Date.now() - this.#lastRound < this.#options.intervalMs()) return;
       this.#lastRound = Date.now();
-      this.#round = this.readOnce().catch(() => undefined).finally(() => this.#schedule());
-    }, TICK_MS);
-    this.#timer.unref();
+      this.#reading = true;
+      this.#round = this.readOnce().catch(() => undefined).finally(() => {
+        this.#reading = false;
+      });
+    });
   }
 }

@@ -24,6 +24,8 @@ export interface OutputCaptureOptions extends OutputBatchesOptions {
   maxFileBytes: number;
   batchIntervalMs: number;
   failed: (err: unknown) => void;
+  /** Told when the folder's watch begins (true) and ends (false): the hub polls an unwatched capture at every tick. */
+  watching?: (watched: boolean) => void;
 }
 
 interface OutputStream {
@@ -34,8 +36,8 @@ interface OutputStream {
 const WATCHED = new Set(['editor.out', 'editor.err']);
 
 /** Follows one server's editor.out (INFO) and editor.err (WARN). */
-/** A watched capture is also polled every this many hub ticks (seconds), as a safety net. */
-const WATCHED_POLL_EVERY = 5;
+/** A watched capture is also polled every this many hub ticks (every 6 s), as a safety net. */
+export const WATCHED_POLL_EVERY = 3;
 
 export class OutputCapture {
   readonly #options: OutputCaptureOptions;
@@ -52,7 +54,6 @@ export class OutputCapture {
   #stopped = false;
   /** While the editor runs (follow): watched and polled. Otherwise its files do not grow, and cost nothing. */
   #following = false;
-  #polls = 0;
   #drainTimer: NodeJS.Timeout | undefined;
   readonly #batches: OutputBatches;
 
@@ -71,16 +72,14 @@ export class OutputCapture {
   }
 
   /**
-   * The hub's poll, once a second: a capture whose folder is watched is read on the watch's
-   * events, and looked at only every WATCHED_POLL_EVERY ticks, in case an event was missed: one
-   * stat per file, and a read only when a file holds more than was read (at 100 running editors
-   * a read of every file cost more than everything else the service does at rest).
+   * The hub's poll: at each of its ticks while the folder is not watched, else every
+   * WATCHED_POLL_EVERY ticks in case an event was missed (the hub keeps the count, so a watched capture is not
+   * touched in between: at 100 running editors that touch cost more than the look). A watched
+   * capture costs one stat per file, and a read only when a file holds more than was read (a read
+   * of every file cost more than everything else the service does at rest).
    */
   poll(): void {
-    if (this.#watcher) {
-      if (++this.#polls % WATCHED_POLL_EVERY !== 0) return;
-      if (!this.#batches.undeclared && this.#streams.every(({ follower }) => follower.caughtUp())) return;
-    }
+    if (this.#watcher && !this.#batches.undeclared && this.#streams.every(({ follower }) => follower.caughtUp())) return;
     this.pump();
   }
 
@@ -165,9 +164,12 @@ export class OutputCapture {
       });
       watcher.on('error', () => {
         watcher.close(); // e.g. the folder was removed; the poll carries on
-        if (this.#watcher === watcher) this.#watcher = undefined;
+        if (this.#watcher !== watcher) return;
+        this.#watcher = undefined;
+        this.#options.watching?.(false);
       });
       this.#watcher = watcher;
+      this.#options.watching?.(true);
       return undefined;
     } catch (err) {
       return err as Error;
@@ -175,8 +177,10 @@ export class OutputCapture {
   }
 
   #unwatch(): void {
-    this.#watcher?.close();
+    if (!this.#watcher) return;
+    this.#watcher.close();
     this.#watcher = undefined;
+    this.#options.watching?.(false);
   }
 
   /**

@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatLogLine, parseLogLine, type LogEntry, type LogLevel, type LogSource, type TrackedServer } from './entry.ts';
-import { OutputCapture } from './capture.ts';
+import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
+import { OutputCapture, WATCHED_POLL_EVERY } from './capture.ts';
 import { EntryRing, entryBytes } from './entry-ring.ts';
 import { RotatingLogFile, readTailLines } from './log-file.ts';
 import { LineRateLimit } from './rate-limit.ts';
@@ -20,7 +21,7 @@ export interface LogHubOptions {
   maxFileBytes?: number;
   /** Rotated server.log files kept (server.log.1 … .N). Default 3. */
   maxFiles?: number;
-  /** Fallback poll of the output files, for changes fs.watch misses. Default 1000 ms. */
+  /** Fallback poll of the output files, for changes fs.watch misses. Default BACKGROUND_MS (2 s). */
   pollIntervalMs?: number;
   /**
    * Lines a second of one server's output (editor.out and editor.err together) that become
@@ -113,9 +114,12 @@ export class LogHub {
   readonly #folders: Set<string>;
   readonly #listeners = new Map<string | null, Set<Listener>>();
   readonly #batchListeners = new Map<string | null, Set<BatchListener>>();
-  readonly #pollTimer: NodeJS.Timeout;
-  /** The servers whose editor output files are followed (their editor runs, or just stopped). */
-  readonly #following = new Set<string>();
+  readonly #poll: Periodic;
+  /** The captures of editor output files followed (their editor runs, or just stopped), by server name. */
+  readonly #following = new Map<string, OutputCapture>();
+  /** Those whose folder is not watched now: polled at every tick, the others every WATCHED_POLL_EVERY. */
+  readonly #unwatched = new Set<OutputCapture>();
+  #ticks = 0;
   /** Lines the rate limit dropped since the start, servers no longer tracked included. */
   #dropped = 0;
 
@@ -132,11 +136,11 @@ export class LogHub {
     this.#output = options.output;
     this.#folders = new Set(listFolder(this.#logsDir));
     // Only the output of editors that run is polled: thousands of stopped servers cost nothing here.
-    this.#pollTimer = setInterval(() => {
-      for (const name of this.#following) this.#servers.get(name)?.capture?.poll();
-    }, options.pollIntervalMs ?? 1000);
-    // The hub alone must not keep the process alive.
-    this.#pollTimer.unref();
+    // On the service's shared tick (src/core/ticks.ts), which never keeps the process alive.
+    this.#poll = every(options.pollIntervalMs ?? BACKGROUND_MS, () => {
+      const polled = ++this.#ticks % WATCHED_POLL_EVERY === 0 ? this.#following.values() : this.#unwatched;
+      for (const capture of polled) capture.poll();
+    });
   }
 
   /** The folder of a server's logs and the files the runtime opens (O_APPEND) for the editor; the runtime makes the folder if it is missing. */
@@ -191,12 +195,13 @@ export class LogHub {
     tracked.file.write().catch((err) => this.#reportFailure(tracked, err));
     if (tracked.capture instanceof StreamCapture) return tracked.capture.follow(since);
     const { stdout, stderr } = this.rawPaths(name);
-    const capture = tracked.capture ?? (tracked.capture = new OutputCapture({ ...this.#batches(tracked), stdout, stderr, maxFileBytes: this.#maxFileBytes }));
+    const capture = tracked.capture ?? (tracked.capture = this.#capture(tracked, stdout, stderr));
     if (capture.active) return;
     // The folder is watched: made here when no write has made it yet (one call per editor started).
     fs.mkdirSync(this.rawPaths(name).dir, { recursive: true });
+    this.#following.set(name, capture);
+    this.#unwatched.add(capture); // until its watch begins
     const failed = capture.follow();
-    this.#following.add(name);
     if (failed) this.#log(`logs: cannot watch ${this.rawPaths(name).dir}, polling only: ${failed.message}`);
   }
 
@@ -214,6 +219,7 @@ export class LogHub {
     capture.unfollow(DRAIN_MS, () => {
       if (tracked.capture !== capture) return;
       this.#following.delete(name);
+      this.#unwatched.delete(capture);
       tracked.capture = undefined;
       tracked.droppedBefore += capture.dropped;
       capture.stop().catch((err) => this.#reportFailure(tracked, err));
@@ -236,6 +242,7 @@ export class LogHub {
     if (tracked) {
       this.#servers.delete(name);
       this.#following.delete(name);
+      if (tracked.capture instanceof OutputCapture) this.#unwatched.delete(tracked.capture);
       tracked.stopped = true;
       await tracked.capture?.stop();
       // Lines held for a folder not made yet are written (the next start reads them back), unless it goes.
@@ -287,7 +294,7 @@ export class LogHub {
 
   /** Stops following every server and the poll timer; subscribers stay registered but hear nothing. */
   async close(): Promise<void> {
-    clearInterval(this.#pollTimer);
+    this.#poll.stop();
     await Promise.all([...this.#servers.keys()].map((name) => this.untrack(name)));
   }
 
@@ -295,6 +302,19 @@ export class LogHub {
    * What a capture of the server's output needs, made when its first capture is (a server that
    * never runs holds none of it: thousands declared hold a log file and a ring each, nothing more).
    */
+  /** A capture of the server's editor output files that tells the hub when its folder's watch begins and ends. */
+  #capture(tracked: Tracked, stdout: string, stderr: string): OutputCapture {
+    const name = tracked.server.name;
+    const capture: OutputCapture = new OutputCapture({
+      ...this.#batches(tracked), stdout, stderr, maxFileBytes: this.#maxFileBytes,
+      watching: (watched) => {
+        if (watched) this.#unwatched.delete(capture);
+        else if (this.#following.get(name) === capture) this.#unwatched.add(capture);
+      },
+    });
+    return capture;
+  }
+
   #batches(tracked: Tracked) {
     if (this.#linesPerSec > 0) tracked.limit ??= new LineRateLimit({ linesPerSec: this.#linesPerSec, burst: this.#burst, now: this.#clock });
     return {

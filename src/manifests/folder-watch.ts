@@ -3,13 +3,14 @@
 // replaced by another), and a listing of its names every 30 s for an event that was lost.
 import { basename } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
+import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
 import { MANIFEST_EXT } from './parse.ts';
 import type { ManifestEvents, ManifestWatch } from './source.ts';
 import type { ManifestStore } from './store.ts';
 
 const RECHECK_MS = 250;
-/** How often the manifests folder itself is looked at (gone, back, or replaced by another). */
-const FOLDER_CHECK_MS = 1000;
+/** How often the manifests folder itself is looked at (gone, back, or replaced by another): with the service's other background checks. */
+const FOLDER_CHECK_MS = BACKGROUND_MS;
 /**
  * How often the folder's names are compared with the servers known, so a file whose event was
  * lost (an inotify queue that overflowed under a sync of thousands of files) is still seen. One
@@ -24,7 +25,7 @@ export class FolderWatch implements ManifestWatch {
   #watcher: FSWatcher | undefined;
   /** Pending second looks at a manifest after our own write, by name. */
   readonly #rechecks = new Map<string, NodeJS.Timeout>();
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #timers: Periodic[] = [];
   /** The folder's identity when last looked at; undefined while it is missing. */
   #folder: string | undefined;
   #closed = false;
@@ -38,18 +39,12 @@ export class FolderWatch implements ManifestWatch {
   async start(): Promise<void> {
     this.#folder = await this.#store.folderIdentity();
     await this.#watchFolder();
-    const every = (ms: number, run: () => Promise<void>) => {
-      const timer = setInterval(() => void run(), ms);
-      timer.unref();
-      this.#timers.push(timer);
-    };
-    every(FOLDER_SCAN_MS, () => this.#scan());
-    every(FOLDER_CHECK_MS, () => this.#checkFolder());
+    this.#timers.push(every(FOLDER_SCAN_MS, () => void this.#scan()), every(FOLDER_CHECK_MS, () => void this.#checkFolder()));
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const timer of this.#timers) clearInterval(timer);
+    for (const timer of this.#timers) timer.stop();
     for (const timer of this.#rechecks.values()) clearTimeout(timer);
     this.#rechecks.clear();
     await this.#watcher?.close();

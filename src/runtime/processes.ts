@@ -6,6 +6,7 @@ import { promises as fs } from 'node:fs';
 import { dirname } from 'node:path';
 import { editorEnvironment } from '../core/child-env.ts';
 import { isAlive, type ProcessIdentity } from '../core/procfs.ts';
+import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
 import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { ensureWorkspace, type DataLayout } from '../workspace/layout.ts';
@@ -94,16 +95,17 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
   private readonly listeners: Array<(name: string) => void> = [];
   /** Editors launched or adopted in this run that have not been seen to exit, by identity. */
   private readonly tracked = new Map<string, Tracked>();
+  /** The tracked editors adopted (no child handle tells when they exit): what the poll looks at. */
+  private readonly adopted = new Set<Tracked>();
   /** How tracked editors ended (code and signal, or nulls when an adopted one vanished), newest last. */
   private readonly exits = new Map<string, ExitInfo>();
-  private pollTimer: NodeJS.Timeout | undefined;
+  private poll: Periodic | undefined;
 
   constructor(options: ProcessRuntimeOptions) {
     super(options.layout, options.installer, options.outputOf);
     this.bin = options.bin;
     this.env = options.env ?? process.env;
-    this.pollTimer = setInterval(() => this.pollAdopted(), options.pollIntervalMs ?? 500);
-    this.pollTimer.unref();
+    this.poll = every(options.pollIntervalMs ?? BACKGROUND_MS, () => this.pollAdopted());
   }
 
   portIsFree(port: number): Promise<boolean> {
@@ -175,7 +177,9 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
     if (!editor) return undefined;
     const endpoint = this.endpointFor(editor.port ?? port);
     this.exits.delete(key);
-    this.tracked.set(key, { name, identity, endpoint });
+    const adopted: Tracked = { name, identity, endpoint };
+    this.tracked.set(key, adopted);
+    this.adopted.add(adopted);
     return { endpoint };
   }
 
@@ -217,10 +221,11 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
   async synced(): Promise<void> {}
 
   dispose(): void {
-    clearInterval(this.pollTimer);
-    this.pollTimer = undefined;
+    this.poll?.stop();
+    this.poll = undefined;
     this.listeners.length = 0;
     this.tracked.clear();
+    this.adopted.clear();
   }
 
   /** Where an editor of this runtime listening on `port` answers. */
@@ -242,14 +247,13 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
     const tracked = this.tracked.get(key);
     if (!tracked) return;
     this.tracked.delete(key);
+    this.adopted.delete(tracked);
     this.exits.set(key, exit);
     if (this.exits.size > EXITS_KEPT) this.exits.delete(this.exits.keys().next().value!);
     for (const listener of this.listeners) listener(tracked.name);
   }
 
   private pollAdopted(): void {
-    for (const { identity, process } of [...this.tracked.values()]) {
-      if (!process && !isAlive(identity)) this.exited(identity, { code: null, signal: null });
-    }
+    for (const { identity } of [...this.adopted]) if (!isAlive(identity)) this.exited(identity, { code: null, signal: null });
   }
 }

@@ -1,5 +1,6 @@
 // CPU, memory and uptime of running editors, sampled in the background by asking the runtime
 // for the usage of every editor's handle at once, so listing servers never waits on it.
+import { every, type Periodic } from '../core/ticks.ts';
 import type { RuntimeRef } from './interface.ts';
 import { clearUsageHistory, type EditorUsage } from './usage.ts';
 
@@ -11,7 +12,7 @@ export class StatsSampler {
   private readonly intervalMs: number;
   private latest = new Map<string, ProcessStats>();
   private samples = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Periodic | undefined;
   private running = false;
   private readonly listeners = new Set<() => void>();
 
@@ -28,8 +29,7 @@ export class StatsSampler {
 
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.sample(), this.intervalMs);
-    this.timer.unref();
+    this.timer = every(this.intervalMs, () => void this.sample());
     void this.sample();
   }
 
@@ -74,7 +74,7 @@ export class StatsSampler {
   }
 
   dispose(): void {
-    clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
     this.listeners.clear();
     clearUsageHistory();

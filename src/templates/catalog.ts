@@ -10,6 +10,7 @@ import type { CatalogTemplate } from './types.ts';
 import { loadTemplateFile, TEMPLATE_EXT, type TemplateCheckContext, type TemplateLoad } from './validate.ts';
 import { byText } from '../core/compare.ts';
 import { folderIdentity } from '../core/folder-identity.ts';
+import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
 
 /** More template files than this are reported, not read: the folder is untrusted. */
 export const MAX_TEMPLATE_FILES = 500;
@@ -38,7 +39,7 @@ export class TemplateCatalog {
   private watcher: FSWatcher | undefined;
   /** Device and inode of the folder while it exists. */
   private folder: string | undefined;
-  private timers: NodeJS.Timeout[] = [];
+  private timers: Periodic[] = [];
   private scanning: Promise<void> | undefined;
   private scanAgain = false;
   private disposed = false;
@@ -67,7 +68,7 @@ export class TemplateCatalog {
 
   /** Reads the folder (when it exists), watches it, and keeps checking for it. */
   async start(): Promise<void> {
-    const { log, folderCheckMs = 1000, resyncMs = 30_000 } = this.options;
+    const { log, folderCheckMs = BACKGROUND_MS, resyncMs = 30_000 } = this.options;
     await this.refresh();
     this.started = true;
     const valid = this.list().length;
@@ -75,15 +76,13 @@ export class TemplateCatalog {
     log(this.folder === undefined
       ? `templates folder ${this.dir} does not exist: no templates until it appears (set DEVBOX_TEMPLATES_DIR to use another folder)`
       : `templates: ${valid} loaded from ${this.dir}${invalid > 0 ? `, ${new Set(this.errors().map((p) => p.file)).size} file(s) invalid (see GET /templates)` : ''}`);
-    const every = (ms: number, act: () => Promise<void>) => {
-      const timer = setInterval(() => void act().catch((error) => log(`templates: ${(error as Error).message}`)), ms);
-      timer.unref();
-      this.timers.push(timer);
+    const repeat = (ms: number, act: () => Promise<void>) => {
+      this.timers.push(every(ms, () => void act().catch((error) => log(`templates: ${(error as Error).message}`))));
     };
-    every(folderCheckMs, async () => {
+    repeat(folderCheckMs, async () => {
       if ((await folderIdentity(this.dir)) !== this.folder) await this.refresh();
     });
-    every(resyncMs, () => this.refresh());
+    repeat(resyncMs, () => this.refresh());
   }
 
   /** The valid templates, by tab, then name, then id. */
@@ -138,7 +137,7 @@ export class TemplateCatalog {
   /** Stops watching and checking; the catalog keeps what it has. */
   async dispose(): Promise<void> {
     this.disposed = true;
-    for (const timer of this.timers.splice(0)) clearInterval(timer);
+    for (const timer of this.timers.splice(0)) timer.stop();
     await this.watcher?.close();
     this.watcher = undefined;
     await this.scanning;
