@@ -24,7 +24,28 @@ function manifest(name: string): string {
   return `apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: ${name}\nspec:\n  running: false\n`;
 }
 
-interface Listed { id: string; manifest: string; status: string; pid: number | null }
+interface Listed { id: string; name: string; manifest: string; status: string; pid: number | null; port: number | null }
+
+/** The main thread's voluntary context switches so far: how often it went to sleep and woke. */
+function wakeUps(pid: number): number {
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))?.[1] ?? 0);
+}
+
+/** The service's JavaScript heap in use, in MB, from its /metrics. */
+async function heapUsedMb(service: BenchService): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const bytes = Number(/^nodejs_heap_size_used_bytes\s+(\S+)/m.exec(text)?.[1] ?? 0);
+  return Math.round(bytes / 2 ** 20);
+}
+
+/** CPU at rest of bare Node.js doing a supervisor's duty for the same editors with a heap as big (bench/rest-floor.ts). */
+async function restFloor(heapMb: number, windowS: number, editors: Array<{ pid: number; port: number; out: string; err: string }>) {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'rest-floor.ts'), String(heapMb), String(windowS), JSON.stringify(editors)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  await new Promise((resolve) => child.once('exit', resolve));
+  return JSON.parse(out.trim().split('\n').pop()!) as { cpu_percent_of_core: number; heap_mb: number; wake_ups_per_second: number };
+}
 
 /** Polls GET /servers until `done` holds for the list; the seconds it took from `since` (performance.now()). */
 async function until(service: BenchService, since: number, done: (list: Listed[]) => boolean, timeoutMs: number): Promise<number> {
@@ -85,9 +106,17 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
     await sleep(quick ? 2000 : 5000);
     const windowS = quick ? 10 : 30;
     const cpuBefore = cpuSeconds(service.pid);
+    const wokeBefore = wakeUps(service.pid);
     await sleep(windowS * 1000);
     const restCpuPercent = round(((cpuSeconds(service.pid) - cpuBefore) / windowS) * 100, 2);
+    const restWakeUps = round((wakeUps(service.pid) - wokeBefore) / windowS, 1);
     const rssAtRest = round(service.rssMb(), 1);
+    // The floor, right after and on the same editors (the service keeps running, at rest, meanwhile:
+    // its cost is in neither figure twice, as each counts only its own process).
+    const heapMb = await heapUsedMb(service);
+    const editors = (await service.call('GET', '/servers') as Listed[]).filter((s) => s.pid !== null && s.port !== null)
+      .map((s) => ({ pid: s.pid!, port: s.port!, out: join(root, 'data', 'logs', s.name, 'editor.out'), err: join(root, 'data', 'logs', s.name, 'editor.err') }));
+    const floorRest = await restFloor(heapMb, windowS, editors);
 
     const listBytes = Buffer.from(await (await fetch(`${service.url}/servers`)).arrayBuffer());
     // At least 200, so the p95 is not the third slowest of a handful (the floor's own p95 moved 6-11 ms between runs of 50).
@@ -118,6 +147,10 @@ export async function benchScaleAt(bin: string, total: number, running: number, 
       start_running_s: runningS,
       rest_cpu_percent_of_core: restCpuPercent,
       rest_window_s: windowS,
+      rest_wake_ups_per_second: restWakeUps,
+      rest_heap_used_mb: heapMb,
+      rest_floor: floorRest,
+      rest_cpu_over_floor: round(restCpuPercent / Math.max(0.01, floorRest.cpu_percent_of_core), 2),
       rss_declared_mb: rssDeclared,
       rss_at_rest_mb: rssAtRest,
       list_bytes: listBytes.length,

@@ -92,9 +92,16 @@ export class FolderWatch implements ManifestWatch {
   async #scan(): Promise<void> {
     if (this.#closed || this.#folder === undefined) return;
     const listed = new Set(await this.#store.list().catch(() => []));
+    // Known names gone from the folder; a set of the known names is made only when the folder
+    // holds names that are not all known (at rest every name is: no second set of thousands).
+    let knownListed = 0;
+    for (const name of this.#events.known()) {
+      if (listed.has(name)) knownListed++;
+      else this.#events.changed(name);
+    }
+    if (knownListed === listed.size) return;
     const known = new Set(this.#events.known());
     for (const name of listed) if (!known.has(name)) this.#events.changed(name);
-    for (const name of known) if (!listed.has(name)) this.#events.changed(name);
   }
 
   /** A file event (not a `#` field: a test takes events away to show the listing finds what they missed). */

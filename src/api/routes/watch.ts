@@ -47,8 +47,8 @@ export class WatchStreams {
   readonly #limits: WatchLimits;
   readonly #log: (message: string) => void;
   readonly #watchers = new Set<Watcher>();
-  readonly #unsubscribe: () => void;
-  readonly #ping: NodeJS.Timeout;
+  /** While a stream is open: the feed's subscription and the pings (with none, a change or a stats sample costs nothing here). */
+  #attached: { unsubscribe: () => void; ping: NodeJS.Timeout } | undefined;
   /** What new streams' lists are assembled in. */
   readonly #lent = new LentBuffer();
   #dropped = 0;
@@ -59,14 +59,29 @@ export class WatchStreams {
     this.#access = options.access;
     this.#limits = { ...WATCH_LIMITS, ...options.limits };
     this.#log = options.log;
-    this.#unsubscribe = this.#feed.subscribe((change) => {
-      for (const watcher of this.#watchers) this.#deliver(watcher, change);
+  }
+
+  /** Follows the feed and pings, from the first stream opened; once the last is gone, neither. */
+  #add(watcher: Watcher): void {
+    this.#watchers.add(watcher);
+    if (this.#attached || this.#closed) return;
+    const unsubscribe = this.#feed.subscribe((change) => {
+      for (const each of this.#watchers) this.#deliver(each, change);
     });
     // One timer for every stream (one still receiving its list is not idle).
-    this.#ping = setInterval(() => {
-      for (const watcher of this.#watchers) if (!watcher.held) this.#write(watcher, ': ping\n\n');
+    const ping = setInterval(() => {
+      for (const each of this.#watchers) if (!each.held) this.#write(each, ': ping\n\n');
     }, this.#limits.pingMs);
-    this.#ping.unref();
+    ping.unref();
+    this.#attached = { unsubscribe, ping };
+  }
+
+  #remove(watcher: Watcher): void {
+    this.#watchers.delete(watcher);
+    if (this.#watchers.size > 0 || !this.#attached) return;
+    this.#attached.unsubscribe();
+    clearInterval(this.#attached.ping);
+    this.#attached = undefined;
   }
 
   /** For GET /health: streams open now, and those dropped for not reading. */
@@ -102,11 +117,11 @@ export class WatchStreams {
       entries.push(entry);
     }
     watcher.held = { changes: new Map(), bytes: 0 };
-    this.#watchers.add(watcher);
-    res.on('close', () => this.#watchers.delete(watcher));
+    this.#add(watcher);
+    res.on('close', () => this.#remove(watcher));
     // The first chunk goes in the same write as the headers: one chunk on the wire for a small list.
     this.#writeList(watcher, entries, 0);
-    if (res.destroyed) this.#watchers.delete(watcher);
+    if (res.destroyed) this.#remove(watcher);
   }
 
   /**
@@ -149,10 +164,11 @@ export class WatchStreams {
   /** Ends every stream (the service is closing); later requests get 503. */
   close(): void {
     this.#closed = true;
-    clearInterval(this.#ping);
-    this.#unsubscribe();
     for (const watcher of this.#watchers) watcher.res.end();
     this.#watchers.clear();
+    this.#attached?.unsubscribe();
+    clearInterval(this.#attached?.ping);
+    this.#attached = undefined;
   }
 
   /** One change as this stream sees it: a server it may no longer see (or whose id changed) is DELETED for it. */
@@ -200,7 +216,7 @@ export class WatchStreams {
   #drop(watcher: Watcher, waiting: number): void {
     const { res } = watcher;
     this.#dropped++;
-    this.#watchers.delete(watcher);
+    this.#remove(watcher);
     this.#log(`watch stream of ${res.req.socket.remoteAddress ?? 'a client'} dropped: it read nothing while ${Math.round(waiting / 1024)} KiB waited (more than ${Math.round(this.#limits.maxBufferedBytes / 1024)} KiB); it may connect again`);
     res.destroy();
   }
