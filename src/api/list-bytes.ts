@@ -9,6 +9,8 @@
 // changes until a record does, so it is kept as one buffer per gap, and an answer is a copy of each
 // gap and the uptimes written between them.
 
+import type { FeedEntry } from './server-feed.ts';
+
 /** True when `startMs` gives uptimes writeUptime can write (whole milliseconds, not NaN). */
 export function wholeMs(startMs: number): boolean {
   return Number.isSafeInteger(startMs);
@@ -170,6 +172,27 @@ export class ListLayout<R extends LayoutRecord> {
     return this.records[i] === record;
   }
 
+  /**
+   * The list at `now` as its fixed pieces with the uptimes between them, in order, and their total
+   * length: written to a socket together (one writev), with nothing copied into one buffer first.
+   */
+  chunks(now: number): { chunks: Uint8Array[]; length: number } {
+    const chunks: Uint8Array[] = [];
+    let length = 0;
+    for (let i = 0; i < this.#pieces.length; i++) {
+      const piece = this.#pieces[i];
+      if (piece.length > 0) chunks.push(piece);
+      length += piece.length;
+      const start = this.#uptimeAfter[i];
+      if (start === undefined) continue;
+      const uptime = Buffer.allocUnsafe(uptimeLength(now, start));
+      writeUptime(uptime, 0, now, start);
+      chunks.push(uptime);
+      length += uptime.length;
+    }
+    return { chunks, length };
+  }
+
   /** The list at `now` into a buffer of exactly the length asked of `alloc`. */
   assemble(now: number, alloc: (length: number) => Buffer): Buffer {
     const pieces = this.#pieces;
@@ -186,4 +209,53 @@ export class ListLayout<R extends LayoutRecord> {
     }
     return out;
   }
+}
+
+export function numberJson(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+
+/** A record's uptime at `now` as JSON, as uptimeOf computes it (start_time parsed once into startMs). */
+export function uptimeJson(now: number, startMs: number): string {
+  return numberJson(Math.max(0, (now - startMs) / 1000));
+}
+
+/** What surrounds the records in an answer assembled by recordsAsBytes: ASCII text only. */
+export interface RecordsFrame {
+  open: string;
+  /** Before the i-th record. */
+  before: (i: number) => string;
+  /** After each record. */
+  after: string;
+  close: string;
+}
+
+/**
+ * The entries' records as UTF-8 with their uptimes at this moment, framed by `frame`, written
+ * into a buffer of exactly the length from `alloc`.
+ */
+export function recordsAsBytes(entries: readonly Pick<FeedEntry, 'startMs' | 'bytes'>[], frame: RecordsFrame, alloc: (length: number) => Buffer): Buffer {
+  const now = Date.now();
+  // Digits, a point, e, + or -: one byte each, like all the frame's text. Whole-millisecond start
+  // times (all of them, but for a start_time Date.parse cannot read) are written as digits straight
+  // into the answer (list-bytes.ts); any other goes through its JSON text.
+  const texts = entries.map((e) => (e.startMs === undefined || wholeMs(e.startMs) ? undefined : uptimeJson(now, e.startMs)));
+  let length = frame.open.length + frame.close.length + entries.length * frame.after.length;
+  entries.forEach((e, i) => {
+    const uptime = e.startMs === undefined ? 0 : texts[i]?.length ?? uptimeLength(now, e.startMs);
+    length += frame.before(i).length + e.bytes.prefix.length + uptime + e.bytes.suffix.length;
+  });
+  const out = alloc(length);
+  let at = out.write(frame.open, 0, 'latin1');
+  entries.forEach((e, i) => {
+    at += out.write(frame.before(i), at, 'latin1');
+    out.set(e.bytes.prefix, at);
+    at += e.bytes.prefix.length;
+    if (e.startMs !== undefined) at += texts[i] === undefined ? writeUptime(out, at, now, e.startMs) : out.write(texts[i]!, at, 'latin1');
+    out.set(e.bytes.suffix, at);
+    at += e.bytes.suffix.length;
+    at += out.write(frame.after, at, 'latin1');
+  });
+  out.write(frame.close, at, 'latin1');
+  return out;
 }

@@ -14,7 +14,10 @@ import type { ServerRecord } from '../index/records.ts';
 import type { ServerIndex } from '../index/server-index.ts';
 import type { EditorServer } from '../manifests/types.ts';
 import type { ProcessStats, StatsSampler } from '../runtime/stats.ts';
-import { ListLayout, uptimeLength, wholeMs, writeUptime } from './list-bytes.ts';
+import { ListLayout, numberJson, recordsAsBytes, uptimeJson, wholeMs, type RecordsFrame } from './list-bytes.ts';
+
+// Assembled lists are list-bytes.ts's; watch streams and tests reach them through the feed.
+export { recordsAsBytes, uptimeJson, type RecordsFrame };
 import { serverView } from './views.ts';
 
 export type ServerView = ReturnType<typeof serverView>;
@@ -72,55 +75,6 @@ function splitJson(view: ServerView): { prefix: string; suffix: string } {
     prefix: h === '{}' ? `{${UPTIME}` : `${h.slice(0, -1)},${UPTIME}`,
     suffix: t === '{}' ? '}' : `,${t.slice(1)}`,
   };
-}
-
-function numberJson(n: number): string {
-  return Number.isFinite(n) ? String(n) : 'null';
-}
-
-/** A record's uptime at `now` as JSON, as uptimeOf computes it (start_time parsed once into startMs). */
-export function uptimeJson(now: number, startMs: number): string {
-  return numberJson(Math.max(0, (now - startMs) / 1000));
-}
-
-/** What surrounds the records in an answer assembled by recordsAsBytes: ASCII text only. */
-export interface RecordsFrame {
-  open: string;
-  /** Before the i-th record. */
-  before: (i: number) => string;
-  /** After each record. */
-  after: string;
-  close: string;
-}
-
-/**
- * The entries' records as UTF-8 with their uptimes at this moment, framed by `frame`, written
- * into a buffer of exactly the length from `alloc`.
- */
-export function recordsAsBytes(entries: FeedEntry[], frame: RecordsFrame, alloc: (length: number) => Buffer): Buffer {
-  const now = Date.now();
-  // Digits, a point, e, + or -: one byte each, like all the frame's text. Whole-millisecond start
-  // times (all of them, but for a start_time Date.parse cannot read) are written as digits straight
-  // into the answer (list-bytes.ts); any other goes through its JSON text.
-  const texts = entries.map((e) => (e.startMs === undefined || wholeMs(e.startMs) ? undefined : uptimeJson(now, e.startMs)));
-  let length = frame.open.length + frame.close.length + entries.length * frame.after.length;
-  entries.forEach((e, i) => {
-    const uptime = e.startMs === undefined ? 0 : texts[i]?.length ?? uptimeLength(now, e.startMs);
-    length += frame.before(i).length + e.bytes.prefix.length + uptime + e.bytes.suffix.length;
-  });
-  const out = alloc(length);
-  let at = out.write(frame.open, 0, 'latin1');
-  entries.forEach((e, i) => {
-    at += out.write(frame.before(i), at, 'latin1');
-    out.set(e.bytes.prefix, at);
-    at += e.bytes.prefix.length;
-    if (e.startMs !== undefined) at += texts[i] === undefined ? writeUptime(out, at, now, e.startMs) : out.write(texts[i]!, at, 'latin1');
-    out.set(e.bytes.suffix, at);
-    at += e.bytes.suffix.length;
-    at += out.write(frame.after, at, 'latin1');
-  });
-  out.write(frame.close, at, 'latin1');
-  return out;
 }
 
 /** GET /servers' frame: `[a,b,…]`. */
@@ -242,13 +196,25 @@ export class ServerFeed {
    */
   listBytes(sees: ((server: EditorServer) => boolean) | undefined, alloc: (length: number) => Buffer): Buffer {
     if (sees) return recordsAsBytes(this.listed(sees), LIST_FRAME, alloc);
+    const layout = this.#layout(alloc);
+    return layout instanceof ListLayout ? layout.assemble(Date.now(), alloc) : layout;
+  }
+
+  /** The unfiltered list as chunks to write together (ListLayout.chunks): what GET /servers' fast path sends. */
+  listChunks(alloc: (length: number) => Buffer): { chunks: Uint8Array[]; length: number } | Buffer {
+    const layout = this.#layout(alloc);
+    return layout instanceof ListLayout ? layout.chunks(Date.now()) : layout;
+  }
+
+  /** The unfiltered list's layout, kept or made anew; a Buffer of the list when no layout can be made. */
+  #layout(alloc: (length: number) => Buffer): ListLayout<FeedEntry> | Buffer {
     // Unfiltered (locally, and for whoever may see every server): while the records are the ones
     // listed last time and nothing their entries were built from has moved, the text between the
     // uptimes is copied as kept (list-bytes.ts), with no array or string made.
     const kept = this.#kept;
     const sample = this.#stats.generation;
     if (kept && kept.version === this.#version && typeof sample === 'number' && kept.sample === sample && this.#unchanged(kept)) {
-      return kept.layout.assemble(Date.now(), alloc);
+      return kept.layout;
     }
     // Else every record is looked at as listed() does, and what is kept is made anew.
     const entries: FeedEntry[] = [];
@@ -268,7 +234,7 @@ export class ServerFeed {
     const same = kept && kept.layout.records.length === entries.length && entries.every((e, i) => kept.layout.matchesAt(i, e));
     const layout = same ? kept.layout : new ListLayout(entries, kept?.layout);
     this.#kept = { layout, records, sources, version: this.#version, sample };
-    return layout.assemble(Date.now(), alloc);
+    return layout;
   }
 
   /**
