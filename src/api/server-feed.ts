@@ -93,7 +93,7 @@ function sameFigures(a: ProcessStats | undefined, b: ProcessStats | undefined): 
 }
 
 /** What the feed reads of the index: its records and its events. */
-export type FeedSource = Pick<ServerIndex, 'records' | 'on'>;
+export type FeedSource = Pick<ServerIndex, 'records' | 'on' | 'recordChanges'>;
 
 export class ServerFeed {
   readonly #index: FeedSource;
@@ -113,7 +113,7 @@ export class ServerFeed {
    * The unfiltered list as last assembled (listBytes): its layout, and each listed record with
    * what its entry was built from, as of the version and the stats sample they were checked at.
    */
-  #kept: { layout: ListLayout<FeedEntry>; records: ServerRecord[]; sources: Sources[]; version: number; sample: number } | undefined;
+  #kept: { layout: ListLayout<FeedEntry>; records: ServerRecord[]; sources: Sources[]; version: number; sample: number; changes: number } | undefined;
 
   constructor(index: FeedSource, stats: StatsSampler, persistence?: PersistenceSource) {
     this.#index = index;
@@ -213,7 +213,11 @@ export class ServerFeed {
     // uptimes is copied as kept (list-bytes.ts), with no array or string made.
     const kept = this.#kept;
     const sample = this.#stats.generation;
-    if (kept && kept.version === this.#version && typeof sample === 'number' && kept.sample === sample && this.#unchanged(kept)) {
+    // The index's count of record changes says none was touched since the last look; without
+    // one, or after a change, every record is checked (#unchanged).
+    const changes = this.#index.recordChanges?.() ?? Number.NaN;
+    if (kept && kept.version === this.#version && typeof sample === 'number' && kept.sample === sample && (kept.changes === changes || this.#unchanged(kept))) {
+      kept.changes = changes;
       return kept.layout;
     }
     // Else every record is looked at as listed() does, and what is kept is made anew.
@@ -233,7 +237,7 @@ export class ServerFeed {
     }
     const same = kept && kept.layout.records.length === entries.length && entries.every((e, i) => kept.layout.matchesAt(i, e));
     const layout = same ? kept.layout : new ListLayout(entries, kept?.layout);
-    this.#kept = { layout, records, sources, version: this.#version, sample };
+    this.#kept = { layout, records, sources, version: this.#version, sample, changes };
     return layout;
   }
 

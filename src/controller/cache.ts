@@ -120,8 +120,32 @@ class LiveFacts implements Live {
   }
 }
 
+/**
+ * The records by name, counting every set and delete: every change to a record (a manifest read,
+ * a status written, a manifest found invalid) ends in a set, so while the count stays the same no
+ * record was touched, and GET /servers' kept list need not look at ten thousand of them to know.
+ */
+export class CountedRecords extends Map<string, ServerRecord> {
+  changes = 0;
+
+  override set(name: string, record: ServerRecord): this {
+    this.changes++;
+    return super.set(name, record);
+  }
+
+  override delete(name: string): boolean {
+    this.changes++;
+    return super.delete(name);
+  }
+
+  override clear(): void {
+    this.changes++;
+    super.clear();
+  }
+}
+
 export class ServerCache {
-  readonly records = new Map<string, ServerRecord>();
+  readonly records = new CountedRecords();
   readonly lives = new Map<string, Live>();
   /** Names whose deletion was asked for while their file is missing or invalid (it cannot carry the mark). */
   readonly deletions = new Set<string>();

@@ -11,7 +11,7 @@ import { TypedEvents } from './typed-events.ts';
 
 /** What the index reads of the controller (the Reconciler), and the events it emits. */
 export interface IndexSource {
-  readonly records: ReadonlyMap<string, ServerRecord>;
+  readonly records: ReadonlyMap<string, ServerRecord> & { readonly changes?: number };
   readonly events: { list(name: string): ServerEvent[] };
   nameOfUid(uid: string): string | undefined;
   endpointOf(name: string): EditorEndpoint | undefined;
@@ -37,6 +37,10 @@ export class LiveServerIndex implements ServerIndex {
 
   get records(): ReadonlyMap<string, ServerRecord> {
     return this.#source.records;
+  }
+
+  recordChanges(): number {
+    return this.#source.records.changes ?? Number.NaN;
   }
 
   nameOfUid(uid: string): string | undefined {

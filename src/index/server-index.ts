@@ -33,6 +33,8 @@ export interface IndexEvents {
 export interface ServerIndex {
   /** Every server the controller knows, by manifest name, in the order it learned of them. */
   readonly records: ReadonlyMap<string, ServerRecord>;
+  /** A count that moves with every change to `records` (a record set, changed or removed), where the index keeps one. */
+  recordChanges?(): number;
   /** The name of the server with this uid. */
   nameOfUid(uid: string): string | undefined;
   /** The server's last valid manifest, as the controller read it. */

@@ -10,6 +10,10 @@ import { serverView } from '../../src/api/views.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import type { EditorUsage } from '../../src/runtime/usage.ts';
 import { fakeIndex, reconciled } from '../helpers/fake-index.ts';
+import { CountedRecords } from '../../src/controller/cache.ts';
+import type { ServerRecord } from '../../src/index/records.ts';
+import type { IndexEvents } from '../../src/index/server-index.ts';
+import { TypedEvents } from '../../src/index/typed-events.ts';
 
 function setUp() {
   const index = fakeIndex();
@@ -229,5 +233,34 @@ describe('ServerFeed', () => {
     expect(listed()[0].persistence).toEqual(state);
     await stats.sample();
     expect(listed()[0].persistence).toEqual(state);
+  });
+
+  it('lists the kept whole list without looking at a record while the index counts no change to one, and looks again after a change', async () => {
+    const records = new CountedRecords();
+    const index = Object.assign(new TypedEvents<IndexEvents>(), { records, recordChanges: () => records.changes });
+    const stats = new StatsSampler(() => new Map(), async () => new Map(), 60_000);
+    const feed = new ServerFeed(index, stats);
+    const server = (name: string, displayName: string): EditorServer => ({
+      apiVersion: API_VERSION, kind: KIND, metadata: { name, uid: `5f0c0000-0000-4000-8000-00000000000${name.length}` },
+      spec: { displayName, running: false }, status: { phase: 'Stopped', port: 8010 + name.length },
+    });
+    // Every read of a record's fields is counted.
+    let reads = 0;
+    const counted = (record: ServerRecord) => new Proxy(record, { get: (target, key) => (reads++, Reflect.get(target, key)) });
+    records.set('alpha', counted({ name: 'alpha', server: server('alpha', 'Alpha') }));
+    records.set('beta', counted({ name: 'beta', server: server('beta', 'Beta') }));
+    const bytes = () => feed.listBytes(undefined, (n) => Buffer.alloc(n)).toString();
+    expect(bytes()).toBe(feed.list());
+    bytes(); // kept, and checked once against the records
+    reads = 0;
+    expect(bytes()).toBe(feed.list());
+    reads = 0;
+    bytes();
+    expect(reads).toBe(0);
+    // A manifest read replaces beta's server, with no event yet: the count moved, so it is listed at once.
+    records.set('beta', counted({ name: 'beta', server: server('beta', 'Beta renamed') }));
+    expect(JSON.parse(bytes())[1].name).toBe('Beta renamed');
+    expect(bytes()).toBe(feed.list());
+    feed.dispose();
   });
 });
