@@ -61,6 +61,8 @@ const GROUPS: Record<string, Group> = {
       // Once the service's CPU is quiet after the starts (both builds measured by this checkout's bench).
       { name: 'service RSS at rest, running editors as --servers', unit: ' MB', better: 'lower', read: (r) => r.rss_rest_mb },
       { name: 'RSS growth over the churn soak', unit: ' MB', better: 'lower', absolute: true, read: (r) => round(r.rss_end_mb - r.rss_start_mb, 1) },
+      // Beside the growth: a build that starts lower grows more to the same end (the churn's own working set).
+      { name: 'service RSS at the end of the churn soak', unit: ' MB', better: 'lower', read: (r) => r.rss_end_mb },
       { name: 'churn cycles a minute (20 lists, a stop and a start)', unit: '', better: 'higher', read: (r, o) => round(r.cycles / o.soakMinutes, 1) },
     ],
   },
