@@ -202,8 +202,10 @@ describe.skipIf(!cluster)(cluster ? 'the controller in the cluster' : `the contr
     expect((await call(next, 'GET', `/vscode/${port}/`)).text).toContain('<h1>stub editor</h1>');
 
     // The server deleted through the new leader: its object and its editor go.
+    // 200 once it is gone within the stop's time, 202 while it is still going (the interface's two
+    // answers: the Pod's own termination on a busy node can take longer); gone either way.
     const deleted = await call(next, 'DELETE', `/servers/${id}`);
-    expect(deleted.status, deleted.text).toBe(200);
+    expect([200, 202], deleted.text).toContain(deleted.status);
     await eventually(async () => !(await getObject(cluster!, ['editorserver', 'in-cluster', '-n', ns])) && !(await getObject(cluster!, ['pod', 'devbox-in-cluster-0', '-n', ns])), POD_WAIT_MS, 500);
   });
 });
