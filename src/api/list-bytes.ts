@@ -106,7 +106,6 @@ export class ListLayout<R extends LayoutRecord> {
   readonly #begins: Begin[];
   /** The pieces by their first record: where a piece made of the same records may be found. */
   readonly #byFirst = new Map<R, number[]>();
-  readonly #fixedLength: number;
 
   constructor(records: readonly R[], previous?: ListLayout<R>) {
     this.records = records;
@@ -146,7 +145,6 @@ export class ListLayout<R extends LayoutRecord> {
     this.#uptimeAfter = uptimeAfter;
     this.#madeFrom = madeFrom;
     this.#begins = begins;
-    this.#fixedLength = pieces.reduce((sum, piece) => sum + piece.length, 0);
   }
 
   /** The bytes of a piece of this layout made from exactly these records, begun and ended the same way; else undefined. */
@@ -193,19 +191,14 @@ export class ListLayout<R extends LayoutRecord> {
     return { chunks, length };
   }
 
-  /** The list at `now` into a buffer of exactly the length asked of `alloc`. */
+  /** The list at `now` into a buffer of exactly the length asked of `alloc`: its chunks, copied. */
   assemble(now: number, alloc: (length: number) => Buffer): Buffer {
-    const pieces = this.#pieces;
-    const uptimeAfter = this.#uptimeAfter;
-    let length = this.#fixedLength;
-    for (const start of uptimeAfter) if (start !== undefined) length += uptimeLength(now, start);
+    const { chunks, length } = this.chunks(now);
     const out = alloc(length);
     let at = 0;
-    for (let i = 0; i < pieces.length; i++) {
-      out.set(pieces[i], at);
-      at += pieces[i].length;
-      const start = uptimeAfter[i];
-      if (start !== undefined) at += writeUptime(out, at, now, start);
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
     }
     return out;
   }

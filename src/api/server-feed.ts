@@ -15,10 +15,10 @@ import type { ServerIndex } from '../index/server-index.ts';
 import type { EditorServer } from '../manifests/types.ts';
 import type { ProcessStats, StatsSampler } from '../runtime/stats.ts';
 import { ListLayout, numberJson, recordsAsBytes, uptimeJson, wholeMs, type RecordsFrame } from './list-bytes.ts';
+import { serverView } from './views.ts';
 
 // Assembled lists are list-bytes.ts's; watch streams and tests reach them through the feed.
 export { recordsAsBytes, uptimeJson, type RecordsFrame };
-import { serverView } from './views.ts';
 
 export type ServerView = ReturnType<typeof serverView>;
 

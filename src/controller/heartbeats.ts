@@ -39,8 +39,8 @@ export class HeartbeatReader {
   readonly #options: HeartbeatReaderOptions;
   readonly #health: (endpoint: EditorEndpoint) => Promise<HealthResult>;
   #timer: Periodic | undefined;
+  /** The round under way, if any. */
   #round: Promise<void> | undefined;
-  #reading = false;
   #disposed = false;
   #lastRound = 0;
   /** Reads in a row each editor left unanswered. */
@@ -91,11 +91,10 @@ export class HeartbeatReader {
   #schedule(): void {
     if (this.#disposed || this.#timer) return;
     this.#timer = every(TICK_MS, () => {
-      if (this.#disposed || this.#reading || Date.now() - this.#lastRound < this.#options.intervalMs()) return;
+      if (this.#disposed || this.#round || Date.now() - this.#lastRound < this.#options.intervalMs()) return;
       this.#lastRound = Date.now();
-      this.#reading = true;
       this.#round = this.readOnce().catch(() => undefined).finally(() => {
-        this.#reading = false;
+        this.#round = undefined;
       });
     });
   }
