@@ -370,7 +370,7 @@ export async function fakeFilesApi(delayMs: number): Promise<BenchStore> {
   workspace.addVolume('/Volumes/main/bench/devbox');
   workspace.filesFaults({ delayMs });
   const store = await createVolumeStore({
-    path: 'dbfs:/Volumes/main/bench/devbox/persist',
+    target: { kind: 'volume', path: '/Volumes/main/bench/devbox/persist' },
     platform: { host: workspace.url, clientId: workspace.clientId, clientSecret: workspace.clientSecret },
   });
   return { store, close: () => workspace.close() };

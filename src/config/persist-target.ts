@@ -1,11 +1,14 @@
 // Where snapshots go, as an operator writes it (DEVBOX_PERSIST_TO, persistence.target): a Unity
-// Catalog volume in the Databricks CLI's form, or an absolute folder. Checked once at start-up.
+// Catalog volume in the Databricks CLI's form, or an absolute folder. Read once, when the settings
+// are loaded; every part after that takes the typed PersistTarget, never the text.
 import { isAbsolute } from 'node:path';
 
 export type PersistTarget =
   /** `path`: `/Volumes/<catalog>/<schema>/<volume>[/<prefix>…]`, without a trailing slash. */
   | { kind: 'volume'; path: string }
   | { kind: 'folder'; dir: string };
+
+export type VolumeTarget = Extract<PersistTarget, { kind: 'volume' }>;
 
 const ACCEPTED = 'give dbfs:/Volumes/<catalog>/<schema>/<volume>/<prefix> (a Unity Catalog volume, '
   + 'as the Databricks CLI writes it; /Volumes/… works too) or an absolute folder path such as /mnt/keep';

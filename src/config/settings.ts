@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { configFileFrom, DEFAULT_CONFIG, loadConfig, SettingsError, type Config } from './config-file.ts';
-import { parsePersistTarget } from './persist-target.ts';
+import { parsePersistTarget, type PersistTarget } from './persist-target.ts';
 import { runtimeFrom, type RuntimeSettings } from './runtime-config.ts';
 import { workspaceUrl } from './workspace-url.ts';
 
@@ -50,8 +50,8 @@ export interface Settings {
 
 /** The persistence target and how failures are retried. */
 export interface PersistSettings {
-  /** As given: an absolute folder, or dbfs:/Volumes/<catalog>/<schema>/<volume>/<prefix> (checked for its form only). */
-  target: string;
+  /** A folder or a volume, read from the text given (its form checked here; the place itself is opened at start). */
+  target: PersistTarget;
   /** Where it was given, for messages. */
   from: 'DEVBOX_PERSIST_TO' | 'persistence.target';
   /** First and longest wait between retries while the target fails (tests shorten them). */
@@ -211,8 +211,8 @@ function switchFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean): bo
 
 
 /**
- * DEVBOX_PERSIST_TO, else the config's persistence.target, checked for its form (the target
- * itself is opened at start: src/persistence/target.ts); undefined when neither is set.
+ * DEVBOX_PERSIST_TO, else the config's persistence.target, read into a PersistTarget (the target
+ * itself is opened at start: src/persistence/service-open.ts); undefined when neither is set.
  */
 export function persistFrom(env: NodeJS.ProcessEnv, config: Config): PersistSettings | undefined {
   const fromEnv = env.DEVBOX_PERSIST_TO?.trim();
@@ -220,11 +220,10 @@ export function persistFrom(env: NodeJS.ProcessEnv, config: Config): PersistSett
   const target = fromEnv || config.persistence.target?.trim();
   if (!target) return undefined;
   try {
-    parsePersistTarget(target);
+    return { target: parsePersistTarget(target), from, retryInitialMs: 1000, retryMaxMs: 5 * 60_000 };
   } catch (error) {
     throw new SettingsError(`${from}="${target}" is not a place to keep work: ${(error as Error).message}`);
   }
-  return { target, from, retryInitialMs: 1000, retryMaxMs: 5 * 60_000 };
 }
 
 /** runtimeFrom's answer, a bad variable as a SettingsError (exit code 2). */

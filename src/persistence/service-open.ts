@@ -6,10 +6,9 @@ import type { PersistSettings, PlatformSettings } from '../config/settings.ts';
 import { SnapshotEngine } from './engine.ts';
 import { FolderStore } from './folder-store.ts';
 import { PersistenceService, type PersistenceDeps } from './service-persistence.ts';
-import { parsePersistTarget } from '../config/persist-target.ts';
 import type { SnapshotStore } from './types.ts';
 
-/** A target that cannot be used as given: the message says which forms are accepted, or what is missing. */
+/** A target that cannot be opened: the message says what is missing. */
 export class PersistTargetError extends Error {}
 
 export interface OpenOptions extends Omit<PersistenceDeps, 'engine' | 'target' | 'retry' | 'now'> {
@@ -40,17 +39,12 @@ export async function openPersistence(options: OpenOptions): Promise<Persistence
 }
 
 async function openStore(persist: PersistSettings, platform: PlatformSettings | undefined, log: (message: string) => void): Promise<SnapshotStore> {
-  let target: ReturnType<typeof parsePersistTarget>;
-  try {
-    target = parsePersistTarget(persist.target);
-  } catch (error) {
-    throw new PersistTargetError(`${persist.from}: ${(error as Error).message}`);
-  }
+  const { target } = persist;
   if (target.kind === 'folder') return new FolderStore(target.dir);
   const { createVolumeStore } = await import('./volume-store.ts');
   try {
-    return await createVolumeStore({ path: persist.target, platform, log });
+    return await createVolumeStore({ target, platform, log });
   } catch (error) {
-    throw new PersistTargetError(`${persist.from}=${persist.target}: ${(error as Error).message}`);
+    throw new PersistTargetError(`${persist.from}=dbfs:${target.path}: ${(error as Error).message}`);
   }
 }

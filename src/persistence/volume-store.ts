@@ -1,7 +1,7 @@
 // The Unity Catalog volume target: a SnapshotStore that keeps each object as one file in a volume,
 // through the Databricks SDK's Files API, signed in as the app's service principal.
 import type { ApiClient, Context, WorkspaceClient } from '@databricks/sdk-experimental';
-import { parsePersistTarget, volumeOf } from '../config/persist-target.ts';
+import { volumeOf, type VolumeTarget } from '../config/persist-target.ts';
 import type { PlatformSettings } from '../config/settings.ts';
 import { workspaceUrl } from '../config/workspace-url.ts';
 import { backoffMs } from '../core/backoff.ts';
@@ -25,7 +25,7 @@ export interface RetryOptions {
 export interface VolumeStoreOptions {
   client: FilesClient;
   /** `/Volumes/<catalog>/<schema>/<volume>[/<prefix>]`: keys live below it. */
-  root: string;
+  target: VolumeTarget;
   log?: (message: string) => void;
   retry?: RetryOptions;
   /** One request's bound, its body included (default 30 s); one that exceeds it counts as transient. */
@@ -65,10 +65,8 @@ export class VolumeStore implements SnapshotStore {
   private volumeSeenAt = -Infinity;
 
   constructor(options: VolumeStoreOptions) {
-    const target = parsePersistTarget(options.root);
-    if (target.kind !== 'volume') throw new Error(`"${options.root}" is not a volume path: give /Volumes/<catalog>/<schema>/<volume>[/<prefix>]`);
-    this.root = target.path;
-    this.volume = volumeOf(target.path);
+    this.root = options.target.path;
+    this.volume = volumeOf(this.root);
     this.description = `volume ${this.root}`;
     this.client = options.client;
     this.log = options.log ?? (() => {});
@@ -339,8 +337,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 export interface CreateVolumeStoreOptions {
-  /** The persistence target: `dbfs:/Volumes/…` or `/Volumes/…`. */
-  path: string;
+  /** The persistence target, a volume. */
+  target: VolumeTarget;
   /** The service principal (DATABRICKS_HOST, _CLIENT_ID, _CLIENT_SECRET), when no client is given. */
   platform?: Pick<PlatformSettings, 'host' | 'clientId' | 'clientSecret'> & Partial<Pick<PlatformSettings, 'callTimeoutMs'>>;
   client?: FilesClient;
@@ -356,8 +354,7 @@ export interface CreateVolumeStoreOptions {
  * ~/.databrickscfg (which this service writes).
  */
 export async function createVolumeStore(options: CreateVolumeStoreOptions): Promise<VolumeStore> {
-  const target = parsePersistTarget(options.path);
-  if (target.kind !== 'volume') throw new Error(`"${options.path}" is a folder, not a volume: use the folder store for it`);
+  const { target } = options;
   const requestTimeoutMs = options.requestTimeoutMs ?? options.platform?.callTimeoutMs ?? 30_000;
   let client = options.client;
   const secrets: string[] = [];
@@ -382,7 +379,7 @@ export async function createVolumeStore(options: CreateVolumeStoreOptions): Prom
     });
   }
   return new VolumeStore({
-    client, root: target.path, log: options.log, retry: options.retry, requestTimeoutMs,
+    client, target, log: options.log, retry: options.retry, requestTimeoutMs,
     listConcurrency: options.listConcurrency, secrets,
   });
 }

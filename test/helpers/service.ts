@@ -2,6 +2,7 @@
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parsePersistTarget } from '../../src/config/persist-target.ts';
 import { DEFAULT_CONFIG, loadConfig, type Config, type PersistSettings, type Settings } from '../../src/config/settings.ts';
 import { discoverEditors, stopAllEditors } from '../../src/runtime/processes.ts';
 import { readStat } from '../../src/core/procfs.ts';
@@ -53,7 +54,7 @@ export interface SettingsOverrides {
   platform?: Settings['platform'];
   /** The service runs claude-code-router (DEVBOX_ROUTER; off by default in tests). */
   runRouter?: boolean;
-  /** DEVBOX_PERSIST_TO: where work is kept (a folder); retries are quick in tests. */
+  /** DEVBOX_PERSIST_TO as written (a folder, or dbfs:/Volumes/…), read as the settings read it; retries are quick in tests. */
   persistTo?: string;
   /** More of the persistence settings: retry waits, the clock. */
   persist?: Partial<PersistSettings>;
@@ -78,7 +79,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
     runRouter: overrides.runRouter ?? false,
     ...(overrides.runtime ? { runtime: overrides.runtime } : {}),
     ...(overrides.configFile ? { configFile: overrides.configFile } : {}),
-    ...(overrides.persistTo ? { persist: { target: overrides.persistTo, from: 'DEVBOX_PERSIST_TO' as const, retryInitialMs: 50, retryMaxMs: 1000, ...overrides.persist } } : {}),
+    ...(overrides.persistTo ? { persist: { target: parsePersistTarget(overrides.persistTo), from: 'DEVBOX_PERSIST_TO' as const, retryInitialMs: 50, retryMaxMs: 1000, ...overrides.persist } } : {}),
     config: overrides.configFile ? loadConfig(overrides.configFile) : {
       ...structuredClone(DEFAULT_CONFIG),
       ports: portRange(),

@@ -26,9 +26,9 @@ async function configFile(text: string): Promise<string> {
 describe('the persistence target', () => {
   it('comes from DEVBOX_PERSIST_TO, else the config file, and the config keys have their defaults', async () => {
     const file = await configFile('persistence:\n  target: /mnt/from-config\n  intervalSeconds: 60\n');
-    expect(loadSettings({ DEVBOX_CONFIG: file }).persist).toMatchObject({ target: '/mnt/from-config', from: 'persistence.target' });
+    expect(loadSettings({ DEVBOX_CONFIG: file }).persist).toMatchObject({ target: { kind: 'folder', dir: '/mnt/from-config' }, from: 'persistence.target' });
     expect(loadSettings({ DEVBOX_CONFIG: file, DEVBOX_PERSIST_TO: 'dbfs:/Volumes/main/team/devbox/prod' }).persist)
-      .toMatchObject({ target: 'dbfs:/Volumes/main/team/devbox/prod', from: 'DEVBOX_PERSIST_TO' });
+      .toMatchObject({ target: { kind: 'volume', path: '/Volumes/main/team/devbox/prod' }, from: 'DEVBOX_PERSIST_TO' });
     expect(loadSettings({ DEVBOX_CONFIG: file }).config.persistence).toEqual({ ...DEFAULT_CONFIG.persistence, target: '/mnt/from-config', intervalSeconds: 60 });
     expect(loadSettings({ DEVBOX_CONFIG: await configFile('ports: { min: 9000, max: 9010 }\n') }).persist).toBeUndefined();
     expect(DEFAULT_CONFIG.persistence).toEqual({ intervalSeconds: 300, exclude: [], retainDeletedDays: 7, maxWorkspaceMb: 2048 });
@@ -48,9 +48,9 @@ describe('the persistence target', () => {
   it('refuses to start with a volume and no service principal to reach it, writing nothing', async () => {
     const settings = await makeSettings();
     cleanups.push(() => fs.rm(join(settings.manifestsDir, '..'), { recursive: true, force: true }));
-    const refused = startService({ ...settings, persist: { target: 'dbfs:/Volumes/main/team/devbox/prod', from: 'DEVBOX_PERSIST_TO', retryInitialMs: 50, retryMaxMs: 500 } }, () => undefined);
+    const refused = startService({ ...settings, persist: { target: { kind: 'volume', path: '/Volumes/main/team/devbox/prod' }, from: 'DEVBOX_PERSIST_TO', retryInitialMs: 50, retryMaxMs: 500 } }, () => undefined);
     await expect(refused).rejects.toThrow(StartupError);
-    await expect(refused).rejects.toThrow(/DATABRICKS_HOST/);
+    await expect(refused).rejects.toThrow(/^DEVBOX_PERSIST_TO=dbfs:\/Volumes\/main\/team\/devbox\/prod: .*DATABRICKS_HOST/);
     expect(await fs.readdir(settings.manifestsDir).catch(() => [])).toEqual([]);
   });
 
