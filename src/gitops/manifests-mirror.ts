@@ -213,7 +213,8 @@ export class ManifestsMirror {
     const { ownershipFile, repository } = this.options;
     const record: Ownership = { repository, servers: Object.fromEntries([...this.owned].sort(([a], [b]) => byCodeUnits(a, b))) };
     await fs.mkdir(dirname(ownershipFile), { recursive: true });
-    await writeFileAtomic(ownershipFile, JSON.stringify(record, null, 2) + '\n');
+    // Durable: a record lost in a crash would leave the servers of files removed from the repository undeleted.
+    await writeFileAtomic(ownershipFile, JSON.stringify(record, null, 2) + '\n', { durable: true });
   }
 }
 

@@ -1,6 +1,7 @@
 // Follows one raw output file of an editor (editor.out or editor.err) from a persisted offset.
 
 import fs from 'node:fs';
+import { writeFileAtomic } from '../core/atomic-write.ts';
 
 // One read takes at most this much; a line longer than this is cut into pieces of this size.
 const CHUNK_BYTES = 256 * 1024;
@@ -158,10 +159,10 @@ export class RawLogFollower {
     const text = JSON.stringify(this.#position);
     if (text === this.#committed) return;
     if (!this.#mustCommit && performance.now() - this.#committedAt < minIntervalMs) return;
-    const temporary = `${this.#offsetPath}.tmp`;
     this.#mustCommit = false;
-    await fs.promises.writeFile(temporary, text);
-    await fs.promises.rename(temporary, this.#offsetPath);
+    // Not flushed to disk: an offset lost in a crash (or left unreadable) makes the follower read
+    // from an earlier place, or the start, so output may repeat but is never lost.
+    await writeFileAtomic(this.#offsetPath, text);
     this.#committed = text;
     this.#committedAt = performance.now();
   }

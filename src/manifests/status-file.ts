@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { writeFileAtomic } from '../core/atomic-write.ts';
 import type { EditorServerSpec, EditorServerStatus, RuntimeRef } from './types.ts';
 
 export interface StatusRecord {
@@ -168,7 +169,6 @@ export class StatusFiles {
     return record as StatusRecord;
   }
 
-  /** Written to a temporary file, fsynced and renamed, so a crash leaves the old record or the new. */
   /**
    * Holds a record in memory only: a server seen for the first time, whose first status commit
    * (in the same reconcile) writes it. Until then a restart sees it for the first time again.
@@ -177,26 +177,17 @@ export class StatusFiles {
     this.#known.set(name, structuredClone(record));
   }
 
+  /** Replaces the record whole and durably (writeFileAtomic), so a crash leaves the old record or the new. */
   async write(name: string, record: StatusRecord): Promise<void> {
     if (!this.#made) {
       await fs.mkdir(this.dir, { recursive: true });
       this.#made = true;
     }
-    const file = this.fileOf(name);
-    const tmp = `${file}.${process.pid}.tmp`;
-    const handle = await fs.open(tmp, 'w', 0o644).catch(async (error) => {
+    await writeFileAtomic(this.fileOf(name), HEADER + recordYaml(record), {
+      durable: true,
       // The folder went since it was made (a data folder emptied by hand): made again.
-      if (error.code !== 'ENOENT') throw error;
-      await fs.mkdir(this.dir, { recursive: true });
-      return fs.open(tmp, 'w', 0o644);
+      makeFolder: (dir) => fs.mkdir(dir, { recursive: true }),
     });
-    try {
-      await handle.writeFile(HEADER + recordYaml(record));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(tmp, file);
     this.#known.set(name, structuredClone(record));
   }
 

@@ -1,16 +1,19 @@
 // A SnapshotStore in a local folder (a mounted disk, a Kubernetes volume, the tests' temp
-// folders): each key is a file under the folder, written to a temporary file, flushed to disk
-// and renamed into place, so a reader or a crash sees the old object or the new one, never part.
+// folders): each key is a file under the folder, written whole and flushed to disk
+// (writeFileAtomic), so a reader or a crash sees the old object or the new one, never part.
 // The rename is made durable by flushing the folder: at once, or for a batch of puts (the
 // objects of a snapshot) once, by `flush`.
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
+import { isTemporaryName, syncFolder, writeFileAtomic } from '../core/atomic-write.ts';
 import { isValidKey } from './keys.ts';
 import { StoreError, type PutOptions, type SnapshotStore } from './types.ts';
 
-/** Temporary files of puts in progress (or cut short by a crash); never listed as keys. */
-const TEMP_MARK = '.tmp-';
+/**
+ * Temporary files of puts in progress or cut short by a crash are never listed as keys: those of
+ * writeFileAtomic, and `<key>.tmp-<hex>`, the form a folder written by an earlier version may hold.
+ */
+const isTemporary = (name: string) => isTemporaryName(name) || name.includes('.tmp-');
 
 export class FolderStore implements SnapshotStore {
   readonly description: string;
@@ -29,30 +32,25 @@ export class FolderStore implements SnapshotStore {
     options?.after?.catch(() => undefined);
     signal?.throwIfAborted();
     const file = this.file(key);
-    const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
+    const after = options?.after;
+    let afterFailed = false;
     try {
-      const handle = await this.openForWrite(temp);
-      try {
-        await handle.writeFile(body);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await writeFileAtomic(file, body, {
+        // The folder is flushed below: at once, or by `flush` for a batch.
+        durable: true,
+        deferFolderSync: true,
+        // Folders below the base are made when missing, never the base itself.
+        makeFolder: async (dir) => {
+          await this.assertBase();
+          await fs.mkdir(dir, { recursive: true });
+        },
+        beforeRename: after && (() => after.catch((reason: unknown) => {
+          afterFailed = true;
+          throw reason;
+        })),
+      });
     } catch (error) {
-      await fs.rm(temp, { force: true }).catch(() => undefined);
-      throw await this.mapped(error, `write ${key}`);
-    }
-    try {
-      await options?.after;
-    } catch (error) {
-      await fs.rm(temp, { force: true }).catch(() => undefined);
-      throw error;
-    }
-    try {
-      await fs.rename(temp, file);
-    } catch (error) {
-      await fs.rm(temp, { force: true }).catch(() => undefined);
-      throw await this.mapped(error, `write ${key}`);
+      throw afterFailed ? error : await this.mapped(error, `write ${key}`);
     }
     if (options?.batch) this.unsynced.add(dirname(file));
     else await this.syncFolder(dirname(file));
@@ -101,7 +99,7 @@ export class FolderStore implements SnapshotStore {
       await Promise.all(entries.map(async (entry) => {
         const path = join(dir, entry.name);
         if (entry.isDirectory()) return visit(path);
-        if (!entry.isFile() || entry.name.includes(TEMP_MARK)) return;
+        if (!entry.isFile() || isTemporary(entry.name)) return;
         const key = relative(this.dir, path).split(sep).join('/');
         if (key.startsWith(prefix) && isValidKey(key)) keys.push(key);
       }));
@@ -134,24 +132,9 @@ export class FolderStore implements SnapshotStore {
     return join(this.dir, ...key.split('/'));
   }
 
-  /** Opens a new file, making its folders below the base when missing (never the base itself). */
-  private async openForWrite(path: string): Promise<fs.FileHandle> {
-    try {
-      return await fs.open(path, 'wx');
-    } catch (error) {
-      if (code(error) !== 'ENOENT') throw error;
-      await this.assertBase();
-      await fs.mkdir(dirname(path), { recursive: true });
-      return fs.open(path, 'wx');
-    }
-  }
-
-  private async syncFolder(dir: string): Promise<void> {
-    // The rename is durable only once the folder is flushed; some file systems refuse fsync on a folder.
-    const handle = await fs.open(dir, 'r').catch(() => undefined);
-    if (!handle) return;
-    await handle.sync().catch(() => undefined);
-    await handle.close();
+  /** Every folder flush of the store goes through here (tests watch it). */
+  private syncFolder(dir: string): Promise<void> {
+    return syncFolder(dir);
   }
 
   private async assertBase(): Promise<void> {

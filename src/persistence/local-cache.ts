@@ -6,9 +6,9 @@
 // and reading waits for the one under way. The last few indexes written are also kept in
 // memory for a minute, so a snapshot soon after another (a stop, then SIGTERM) need not read
 // and parse the file; a service at rest holds none.
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../core/atomic-write.ts';
 import { parseIndex, serializeIndex, type SnapshotIndex } from './index-file.ts';
 
 /** How long, and how many entries (files, folders, links: about 300 bytes each), indexes are kept in memory. */
@@ -45,23 +45,15 @@ export class IndexCache {
   write(name: string, index: SnapshotIndex, serialized?: Buffer): Promise<void> {
     this.keep(name, index);
     const write = async () => {
-      const file = this.file(name);
-      const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
       try {
-        const bytes = serialized ?? serializeIndex(index);
-        try {
-          await fs.writeFile(temp, bytes);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        // Not flushed to disk: a copy lost in a crash costs the next snapshot time, never data (see above).
+        await writeFileAtomic(this.file(name), serialized ?? serializeIndex(index), {
           // The first write makes the folder; its parent (the data folder) must exist.
-          await fs.mkdir(this.dir).catch((mkdirError: NodeJS.ErrnoException) => {
-            if (mkdirError.code !== 'EEXIST') throw mkdirError;
-          });
-          await fs.writeFile(temp, bytes);
-        }
-        await fs.rename(temp, file);
+          makeFolder: (dir) => fs.mkdir(dir).catch((error: NodeJS.ErrnoException) => {
+            if (error.code !== 'EEXIST') throw error;
+          }),
+        });
       } catch (error) {
-        await fs.rm(temp, { force: true }).catch(() => undefined);
         this.log(`could not cache the index of ${name} in ${this.dir} (the next snapshot reads every file again): ${(error as Error).message}`);
       }
     };

@@ -110,7 +110,7 @@ export async function putBack(store: ManifestStore, layout: DataLayout, item: Pu
       status: JSON.parse(JSON.stringify(restoredStatus(kept.status))),
     });
   }
-  if (keepUid) await writeFileAtomic(layout.uidFile(name), `${uid}\n`);
+  if (keepUid) await writeFileAtomic(layout.uidFile(name), `${uid}\n`, { durable: true });
   if (kept.settingsApplied !== undefined) {
     const sidecar = settingsAppliedFile(layout, name);
     await fs.writeFile(sidecar, kept.settingsApplied, { flag: 'wx' }).catch((error) => {

@@ -3,6 +3,7 @@
 // terminal talks to the router the service runs.
 import { promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { writeFileAtomic } from '../core/atomic-write.ts';
 
 export interface CcrShim {
   binDir: string;
@@ -32,9 +33,7 @@ export function ccrShimText(shim: CcrShim): string {
 export async function writeCcrShim(shim: CcrShim): Promise<string> {
   const file = join(shim.binDir, 'ccr');
   await fs.mkdir(shim.binDir, { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
-  await fs.writeFile(temp, ccrShimText(shim), { mode: 0o755 });
-  await fs.chmod(temp, 0o755);
-  await fs.rename(temp, file);
+  // Not flushed to disk: the service writes it again at every start of the router.
+  await writeFileAtomic(file, ccrShimText(shim), { mode: 0o755 });
   return file;
 }
