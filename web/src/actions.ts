@@ -36,8 +36,8 @@ export function usePending(): { pending: Map<string, Action>; refreshingAll: boo
 export function allowed(server: ServerRecord): Record<Action, boolean> {
   const s = server.status;
   return {
-    start: s === 'stopped' || s === 'failed' || s === 'provisioning',
-    stop: s === 'running' || s === 'starting' || s === 'failed' || s === 'provisioning',
+    start: s === 'stopped' || s === 'failed',
+    stop: s === 'running' || s === 'starting' || s === 'failed',
     restart: s === 'running' || s === 'failed',
     refresh: true,
     delete: true,

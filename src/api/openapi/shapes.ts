@@ -14,7 +14,7 @@ const envelope = (data: Schema, more: Record<string, Schema> = {}, required: str
   object({ status: { const: 'success' }, ...more, data }, ['status', ...required, 'data']);
 
 const STATUS = {
-  type: 'string',
+  enum: ['stopped', 'starting', 'running', 'stopping', 'failed'],
   description: 'The server\'s status word: `stopped` (also while its workspace and extensions are prepared), `starting`, `running`, `stopping` or `failed`.',
 };
 const PHASE = {
@@ -82,7 +82,11 @@ export const SCHEMAS: Record<string, Schema> = {
       anyOf: [ref('PersistenceState'), { type: 'null' }],
       description: 'Its snapshots at the persistence target (DEVBOX_PERSIST_TO); null when the service keeps none.',
     },
-  }, ['id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb', 'manifest', 'phase']),
+  }, [
+    'id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb',
+    'manifest', 'owner', 'phase', 'reason', 'message', 'restart_policy', 'idle_timeout_seconds', 'idle_stopped_at', 'resources',
+    'extension_status', 'conditions', 'generation', 'observed_generation', 'persistence',
+  ]),
 
   Resources: object({
     requests: ref('ResourceAmounts'),
@@ -99,7 +103,7 @@ export const SCHEMAS: Record<string, Schema> = {
     size_bytes: nullable('integer', { description: 'Bytes of the files the last snapshot kept.' }),
     files: nullable('integer', { description: 'Files the last snapshot kept.' }),
     last_error: nullable('string', { description: 'Why the last attempt failed, and what to do; null after a success.' }),
-    in_progress: { type: 'boolean' },
+    in_progress: { enum: ['snapshot', 'restore', null], description: 'What is under way now: a snapshot, a restore, or nothing (null).' },
   }),
 
   Snapshot: object({

@@ -1,27 +1,9 @@
 // Creating servers: plain (POST /servers), and with a workspace from a git URL or an uploaded ZIP,
 // sent with XMLHttpRequest so the upload's progress can be shown (fetch reports none).
 import { ApiError, apiUrl, readAnswer, request } from './http.ts';
-import type { StatusWord } from './types.ts';
+import type { CreateBody, CreatedServer } from './types.ts';
 
-/** What the create routes answer. */
-export interface CreatedServer {
-  id: string;
-  name: string;
-  port: number | null;
-  workspace_path: string | null;
-  extensions?: string[];
-  status: StatusWord;
-  pid?: number | null;
-}
-
-/** The body of POST /servers (schemas/api/create-server.schema.json). */
-export interface CreateBody {
-  name: string;
-  extensions?: string[];
-  extension_groups?: string[];
-  restart_policy?: 'Never' | 'OnFailure' | 'Always';
-  settings?: Record<string, unknown>;
-}
+export type { CreateBody, CreatedServer };
 
 export type WorkspaceSource = { git: string; ref?: string } | { zip: File };
 

@@ -1,52 +1,11 @@
 // The servers' REST calls: lifecycle, refresh, a server's events and manifest, and the service's
 // health. The list itself comes from the watch stream (watch.ts), which the store keeps.
 import { request } from './http.ts';
-import type { ServerEvent, ServerRecord, StatusWord } from './types.ts';
+import type {
+  DeleteAnswer, LifecycleAnswer, RefreshAllAnswer, RefreshResult, ServerEvent, ServerRecord, ServiceHealth, SnapshotTaken,
+} from './types.ts';
 
-/** What start, stop and restart answer. */
-export interface LifecycleAnswer {
-  status: 'success';
-  message: string;
-  data: { id: string; status: StatusWord; pid: number | null };
-}
-
-export interface DeleteAnswer {
-  status: 'success';
-  message: string;
-  data: { id: string };
-}
-
-export interface RefreshResult {
-  status: 'success';
-  id: string;
-  name: string;
-  port: number | null;
-  old_status: StatusWord;
-  new_status: StatusWord;
-  pid_status: string;
-  healthz_status: string;
-  updated: boolean;
-}
-
-export interface RefreshAllAnswer {
-  status: 'success';
-  total_servers: number;
-  updated: number;
-  message: string;
-  servers: RefreshResult[];
-}
-
-/** GET /health: the fixed fields, then one section per part of the service that reports. */
-export interface ServiceHealth {
-  status: 'healthy' | 'degraded';
-  version?: string;
-  uptime_seconds: number;
-  servers: number;
-  editor: string;
-  memory_mb: { rss: number; heap_used: number; heap_total: number; external: number };
-  problems?: string[];
-  [section: string]: unknown;
-}
+export type { ServiceHealth };
 
 const path = (id: string, rest = '') => `servers/${encodeURIComponent(id)}${rest}`;
 
@@ -74,7 +33,7 @@ export async function getManifest(id: string): Promise<string> {
 export const getHealth = () => request<ServiceHealth>('GET', 'health');
 
 /** Keeps the server's work now (an incremental snapshot at the persistence target). */
-export const snapshotServer = (id: string) => request<{ status: 'success'; message: string }>('POST', path(id, '/snapshot'));
+export const snapshotServer = (id: string) => request<SnapshotTaken>('POST', path(id, '/snapshot'));
 
 /** The editor's address for a port, relative to the page (works under any path prefix). */
 export const editorUrl = (port: number) => `vscode/${port}/`;

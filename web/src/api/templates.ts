@@ -1,43 +1,16 @@
 // GET /templates (the gallery, by tab) and POST /servers/create-from-template.
 import { request } from './http.ts';
-import type { CreatedServer } from './create.ts';
+import type { CreatedServer, FileProblem, TemplateItem, TemplateTab, TemplatesAnswer } from './types.ts';
 
-export interface TemplateItem {
-  id: string;
-  name: string;
-  description: string;
-  tab: string;
-  extension_groups: string[];
-  extensions: string[];
-  settings: Record<string, unknown>;
-  restart_policy: string;
-  thumbnail_url: string | null;
-  github_url: string | null;
-  icon_links: { lucide_icon: string; url: string }[];
-  version: string;
-  workspace_source: { type: 'git'; url: string; ref: string | null } | { type: 'archive'; path: string } | null;
-}
-
-export interface TemplateTab {
-  name: string;
-  items: TemplateItem[];
-}
-
-/** A template file that could not be read: where, and what is wrong. */
-export interface TemplateProblem {
-  file: string;
-  line: number | null;
-  column: number | null;
-  problem: string;
-}
+export type { TemplateItem };
 
 export interface TemplateGallery {
   tabs: TemplateTab[];
-  errors: TemplateProblem[];
+  errors: FileProblem[];
 }
 
 export async function listTemplates(): Promise<TemplateGallery> {
-  const answer = await request<{ data: { tabs: TemplateTab[] }; errors?: TemplateProblem[] }>('GET', 'templates');
+  const answer = await request<TemplatesAnswer>('GET', 'templates');
   return { tabs: answer.data.tabs, errors: answer.errors ?? [] };
 }
 

@@ -1,78 +1,40 @@
-// The API's shapes, as the service answers them (src/api/views.ts and the routes).
-
-export type StatusWord = 'provisioning' | 'stopped' | 'starting' | 'running' | 'stopping' | 'failed';
-
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
-
-export interface ExtensionState {
-  id: string;
-  state?: string;
-  version?: string;
-  error?: string;
-  /** Why it failed (code-server's words), as the service records it. */
-  message?: string;
-  [key: string]: unknown;
-}
+// The API's shapes under the names the dashboard uses: each is a type of openapi-types.ts, which
+// `npm run gen:api-types` generates from the service's OpenAPI document, so a shape the service
+// changes changes here too (and the dashboard's code that reads it stops compiling).
+import type * as api from './openapi-types.ts';
 
 /** One server, as GET /servers and the watch stream give it. */
-export interface ServerRecord {
-  id: string;
-  name: string;
-  port: number | null;
-  workspace_path: string | null;
-  extensions: string[];
-  status: StatusWord;
-  pid: number | null;
-  start_time: string | null;
-  uptime: number;
-  cpu_percent: number;
-  memory_mb: number;
-  manifest: string;
-  owner: string | null;
-  phase: string;
-  reason: string | null;
-  message: string | null;
-  restart_policy: string;
-  /** spec.resources in Kubernetes' shape; null when the manifest gives none. */
-  resources?: Resources | null;
-  extension_status: ExtensionState[];
-  generation: number | null;
-  observed_generation: number | null;
-  manifest_errors?: string[];
-  conditions?: Condition[];
-  /** Its snapshots at the persistence target; null when the service keeps none. */
-  persistence?: PersistenceState | null;
-}
-
-export interface Resources {
-  requests?: { cpu?: string; memory?: string };
-  limits?: { cpu?: string; memory?: string };
-}
-
-export interface PersistenceState {
-  last_snapshot_at: string | null;
-  last_snapshot_id: string | null;
-  size_bytes: number | null;
-  files: number | null;
-  last_error: string | null;
-  in_progress: 'snapshot' | 'restore' | null;
-}
-
+export type ServerRecord = api.ServerRecord;
+/** The record's status word. */
+export type StatusWord = api.ServerRecord['status'];
+export type Condition = api.Condition;
+export type Resources = api.Resources;
+export type PersistenceState = api.PersistenceState;
 /** One message of GET /servers?watch=1. */
-export interface WatchEvent {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'SYNCED';
-  object: ServerRecord | null;
-}
+export type WatchEvent = api.WatchEvent;
+/** One of a server's recent events (GET /servers/{id}/events). */
+export type ServerEvent = api.ServerEvents['data']['events'][number];
 
-export interface ServerEvent {
-  time: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
+/** The body of POST /servers. */
+export type CreateBody = api.CreateServer;
+/** What the create routes answer. */
+export type CreatedServer = api.CreatedServer;
+/** What start, stop and restart answer. */
+export type LifecycleAnswer = api.LifecycleEnvelope;
+export type DeleteAnswer = api.Deleted;
+export type RefreshResult = api.RefreshResult;
+export type RefreshAllAnswer = api.RefreshAll;
+/** GET /health: the fixed fields, then one section per part of the service that reports. */
+export type ServiceHealth = api.ServiceHealth;
+export type SnapshotTaken = api.SnapshotTaken;
+
+/** GET /templates. */
+export type TemplatesAnswer = api.Templates;
+export type TemplateTab = api.Templates['data']['tabs'][number];
+export type TemplateItem = api.Template;
+/** A template or config file that could not be read: where, and what is wrong. */
+export type FileProblem = api.FileProblem;
+
+/** GET /config. */
+export type ConfigAnswer = api.Config;
+export type ServiceConfig = api.Config['data'];

@@ -4,7 +4,6 @@ import type { ServerRecord, StatusWord } from '../api/types.ts';
 const MARK: Record<StatusWord, string> = {
   running: '●',
   starting: '◐',
-  provisioning: '◐',
   stopping: '◑',
   stopped: '○',
   failed: '✕',
@@ -30,7 +29,7 @@ export function preparing(server: ServerRecord): boolean {
  */
 export function ServerStatus({ server }: { server: ServerRecord }) {
   // A Pending server with a reason waits for something else (room to run): its reason says what.
-  const busy = server.status !== 'provisioning' && (server.phase === 'Provisioning' || (server.phase === 'Pending' && !server.reason));
+  const busy = server.phase === 'Provisioning' || (server.phase === 'Pending' && !server.reason);
   return (
     <span class="status" title={[`phase ${server.phase}`, server.message].filter(Boolean).join(': ')}>
       <StatusBadge status={server.status} />

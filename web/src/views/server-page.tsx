@@ -251,7 +251,7 @@ function ExtensionsTable({ server }: { server: ServerRecord }) {
                 <td><code>{id}</code></td>
                 <td><span class={`ext ext-${String(word).toLowerCase()}`}>{word}</span></td>
                 <td>{state?.version ?? '—'}</td>
-                <td class="message">{state?.message ?? state?.error ?? ''}</td>
+                <td class="message">{state?.message ?? ''}</td>
               </tr>
             );
           })}
@@ -289,11 +289,11 @@ function EventsTable({ events }: { events: ServerEvent[] }) {
  */
 function provisioning(server: ServerRecord, conditions: Condition[]): { label: string; done?: number; total: number; detail?: string } | undefined {
   // The status word says `stopped` while a server is prepared: the phase tells the progress.
-  if (server.status !== 'provisioning' && server.status !== 'starting' && !preparing(server)) return undefined;
+  if (server.status !== 'starting' && !preparing(server)) return undefined;
   const steps = conditions.filter((c) => c.type !== 'Ready');
   const done = steps.filter((c) => c.status === 'True').length;
   const waiting = steps.find((c) => c.status !== 'True');
-  const label = preparing(server) || server.status === 'provisioning' ? 'Provisioning' : 'Starting the editor';
+  const label = preparing(server) ? 'Provisioning' : 'Starting the editor';
   return {
     label,
     done: steps.length === 0 ? undefined : done,

@@ -2,12 +2,12 @@
 // stream replaces a record when it changes and never edits one, so the keys are kept by record:
 // at 10,000 servers a keystroke in the filter box is one pass over cached lowercase text, and a
 // click on a column header one sort over cached values.
-import type { ServerRecord } from '../api/types.ts';
+import type { ServerRecord, StatusWord } from '../api/types.ts';
 
 export type Column = 'name' | 'status' | 'port' | 'pid' | 'uptime' | 'cpu' | 'memory' | 'extensions' | 'owner';
 export type Direction = 1 | -1;
 
-const STATUS_ORDER = ['running', 'starting', 'provisioning', 'stopping', 'failed', 'stopped'];
+const STATUS_ORDER: readonly StatusWord[] = ['running', 'starting', 'stopping', 'failed', 'stopped'];
 
 interface Keys {
   /** What the filter matches: name, manifest name, status, reason and owner, lowercase. */
