@@ -177,7 +177,7 @@ function checkEditorBinary(env: NodeJS.ProcessEnv, report: Report): EditorBinary
   return editor;
 }
 
-/** install-editor.mjs notes in its completion mark when libkrb5's headers could not be had. */
+/** scripts/install-editor.mjs notes in its completion mark when libkrb5's headers could not be had. */
 function builtWithoutKerberos(launcher: string): boolean {
   try {
     return readFileSync(join(dirname(dirname(launcher)), '.complete'), 'utf8').includes('without kerberos');

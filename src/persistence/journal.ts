@@ -2,7 +2,7 @@
 // than the size of the tree: an inotify watch (fs.watch) on every folder a walk keeps, placed
 // before the folder is listed, notes the names that changed in it. The next walk takes the last
 // walk's entries as they were and reads again (lstat) only the noted names, walking afresh any
-// folder among them; what it finds becomes the journal's new base (walk-patch.ts).
+// folder among them; what it finds becomes the journal's new base (patchWalk in walk.ts).
 //
 // It is used only while it can be sure it saw every change. Anything that makes it unsure sends
 // the next snapshot back to a full walk, which places the watches again:
