@@ -1,13 +1,14 @@
-// The runtime's few conversations with the API server, over @kubernetes/client-node: apply
-// (server-side, this service's field manager), read, delete with preconditions, list, watch (as
-// the transport of the project's own ListWatch), exec with bounded output, the log API, and the
-// kubelet's summary through the API server.
+// The runtime's few conversations with the API server (cluster-api.ts), over
+// @kubernetes/client-node: apply (server-side, this service's field manager), read, delete with
+// preconditions, list, watch (as the transport of the project's own ListWatch), exec with
+// bounded output, the log API, and the kubelet's summary through the API server.
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { fetch, type Dispatcher } from 'undici';
 import {
   AppsV1Api, CoreV1Api, Exec, HttpMethod, RequestContext, setHeaderOptions, KubeConfig, KubernetesObjectApi, Log, PatchStrategy, Watch,
   type KubernetesObject, type V1Status,
 } from '@kubernetes/client-node';
+import type { ClusterApi, ClusterObject, ExecResult, KubeletSummary, LogOptions } from './cluster-api.ts';
 import { poolConnections } from './connection-pool.ts';
 import { WatchFailure, type ListResult, type ListWatchTransport, type WatchEvent } from './list-watch.ts';
 import { FIELD_MANAGER } from './names.ts';
@@ -26,17 +27,12 @@ export function messageOf(error: unknown): string {
   return (parsed as V1Status | undefined)?.message ?? (error as Error)?.message ?? String(error);
 }
 
-export interface ExecResult {
-  /** The command's exit code (0: success). */
-  code: number;
-  stdout: Buffer;
-  stderr: string;
-}
+export type { ExecResult, KubeletSummary } from './cluster-api.ts';
 
 /** The most output one exec keeps: what a storage call reads is small (settings, a list). */
 const MAX_EXEC_OUTPUT = 8 * 1024 * 1024;
 
-export class KubeClient {
+export class KubeClient implements ClusterApi {
   readonly config: KubeConfig;
   readonly namespace: string;
   readonly #objects: KubernetesObjectApi;
@@ -55,12 +51,12 @@ export class KubeClient {
   }
 
   /** Server-side apply of the whole object as this service states it. */
-  async apply<T extends KubernetesObject>(object: KubeObject): Promise<T> {
+  async apply<T extends ClusterObject>(object: KubeObject): Promise<T> {
     return (await this.#objects.patch(object as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as T;
   }
 
   /** The object, or undefined when there is none. */
-  async read<T extends KubernetesObject>(apiVersion: string, kind: string, name: string): Promise<T | undefined> {
+  async read<T extends ClusterObject>(apiVersion: string, kind: string, name: string): Promise<T | undefined> {
     try {
       return (await this.#objects.read({ apiVersion, kind, metadata: { name, namespace: this.namespace } })) as T;
     } catch (error) {
@@ -94,13 +90,13 @@ export class KubeClient {
     );
   }
 
-  async list<T extends KubernetesObject>(apiVersion: string, kind: string, labelSelector: string): Promise<ListResult<T>> {
-    const list = await this.#objects.list<T>(apiVersion, kind, this.namespace, undefined, undefined, undefined, undefined, labelSelector);
+  async list<T extends ClusterObject>(apiVersion: string, kind: string, labelSelector: string): Promise<ListResult<T>> {
+    const list = await this.#objects.list<T & KubernetesObject>(apiVersion, kind, this.namespace, undefined, undefined, undefined, undefined, labelSelector);
     return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
   /** A list-then-watch transport over one collection (path like /api/v1/namespaces/x/pods). */
-  transport<T extends KubernetesObject>(apiVersion: string, kind: string, path: string, labelSelector: string): ListWatchTransport<T> {
+  transport<T extends ClusterObject>(apiVersion: string, kind: string, path: string, labelSelector: string): ListWatchTransport<T> {
     const watcher = new Watch(this.config);
     return {
       list: () => this.list<T>(apiVersion, kind, labelSelector),
@@ -174,13 +170,19 @@ export class KubeClient {
   }
 
   /**
-   * Follows a container's log (each line after its RFC 3339 time), giving its text as it comes
-   * to `onText`, until the signal aborts or the container ends; resolves then, and never throws.
-   * (Fetched here rather than by the client's Log, whose stream errors unhandled when aborted.)
+   * A container's log (each line after its RFC 3339 time), its text given to `onText` as it
+   * comes, until it is read (followed: the container ends) or the signal aborts; resolves then,
+   * and never throws. (Fetched here rather than by the client's Log, whose stream errors
+   * unhandled when aborted.)
    */
-  async followLog(pod: string, container: string, onText: (text: string) => void, signal: AbortSignal): Promise<void> {
+  async containerLog(pod: string, container: string, options: LogOptions, onText: (text: string) => void, signal: AbortSignal): Promise<void> {
     const url = new URL(`${this.config.getCurrentCluster()?.server ?? ''}/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods/${encodeURIComponent(pod)}/log`);
-    url.search = new URLSearchParams({ container, follow: 'true', timestamps: 'true' }).toString();
+    url.search = new URLSearchParams({
+      container, timestamps: 'true',
+      ...(options.follow ? { follow: 'true' } : {}),
+      ...(options.previous ? { previous: 'true' } : {}),
+      ...(options.tailLines !== undefined ? { tailLines: String(options.tailLines) } : {}),
+    }).toString();
     try {
       const context = new RequestContext(url.toString(), HttpMethod.GET);
       await this.config.applySecurityAuthentication(context);
@@ -192,7 +194,7 @@ export class KubeClient {
       const decoder = new TextDecoder();
       for await (const chunk of response.body) onText(decoder.decode(chunk as Uint8Array, { stream: true }));
     } catch {
-      // Aborted, or the connection ended: the caller looks for the next container either way.
+      // Aborted, or the connection ended: the caller decides whether to read again.
     }
   }
 
@@ -201,11 +203,4 @@ export class KubeClient {
     const text = await this.#core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' });
     return (typeof text === 'string' ? JSON.parse(text) : text) as KubeletSummary;
   }
-}
-
-export interface KubeletSummary {
-  pods?: Array<{
-    podRef?: { name?: string; namespace?: string; uid?: string };
-    containers?: Array<{ name?: string; startTime?: string; cpu?: { usageNanoCores?: number }; memory?: { workingSetBytes?: number } }>;
-  }>;
 }

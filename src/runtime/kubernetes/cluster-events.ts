@@ -3,14 +3,14 @@
 // volume's ProvisioningFailed. Only events that happen while the service watches are passed on.
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { RuntimeEvent } from '../interface.ts';
-import type { KubeClient } from './client.ts';
+import type { ClusterApi } from './cluster-api.ts';
 import { ListWatch } from './list-watch.ts';
 
 /** The server an object of this service (its Pod, StatefulSet, claim, helper) belongs to, when known. */
 export type ServerOfObject = (objectName: string) => string | undefined;
 
 export function watchEvents(
-  client: KubeClient, serverOfObject: ServerOfObject, emit: (name: string, event: RuntimeEvent) => void, trouble: (error: Error) => void,
+  client: ClusterApi, serverOfObject: ServerOfObject, emit: (name: string, event: RuntimeEvent) => void, trouble: (error: Error) => void,
 ): () => Promise<void> {
   const since = Date.now();
   /** What was passed on, by event uid: its count then (a repeated event counts up). */

@@ -3,12 +3,12 @@
 // until the caller aborts. The log API merges stdout and stderr: every line comes as stdout.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EditorOutput } from '../interface.ts';
-import type { KubeClient } from './client.ts';
+import type { ClusterApi } from './cluster-api.ts';
 import { EDITOR_CONTAINER } from './names.ts';
 import { editorStatus } from './pod-state.ts';
 
 export interface LogSource {
-  client: KubeClient;
+  client: Pick<ClusterApi, 'containerLog'>;
   /** The server's editor Pod now, if any. */
   editorPod(name: string): V1Pod | undefined;
   /** Resolves at the next change of the server's Pods (or when the signal aborts). */
@@ -54,7 +54,7 @@ export async function* podLogs(source: LogSource, name: string, options: { signa
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    const following = source.client.followLog(pod.metadata!.name!, EDITOR_CONTAINER, onText, stop.signal).finally(() => {
+    const following = source.client.containerLog(pod.metadata!.name!, EDITOR_CONTAINER, { follow: true }, onText, stop.signal).finally(() => {
       ended = true;
       wake?.();
     });

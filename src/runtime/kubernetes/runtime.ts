@@ -8,7 +8,8 @@
 // An editor is one Pod (namespace, name, uid). When its container ends, on its own or killed,
 // that editor has exited: the runtime scales the StatefulSet to zero and deletes the Pod, so the
 // controller's restartPolicy decides what happens next, as with local processes (the kubelet's
-// own restart of the container is not relied upon).
+// own restart of the container is not relied upon). What the runtime asks of the API server goes
+// through ClusterApi (cluster-api.ts): KubeClient in the service, an in-memory cluster in tests.
 import { EventEmitter } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
 import { checkHealth, waitHealthy, type HealthResult } from '../health.ts';
@@ -18,6 +19,7 @@ import {
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../interface.ts';
 import { KubeClient, messageOf } from './client.ts';
+import type { ClusterApi } from './cluster-api.ts';
 import { watchEvents } from './cluster-events.ts';
 import { ListWatch } from './list-watch.ts';
 import { Names, ROLE_LABEL, selector, WORKSPACE } from './names.ts';
@@ -25,7 +27,7 @@ import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
 import { podLogs } from './pod-logs.ts';
-import { cachedSummaries, summaryUsage } from './usage.ts';
+import { cachedSummaries, summaryTrouble, summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
 import { Workload } from './workload.ts';
 
@@ -43,11 +45,15 @@ interface Ended {
   containerId?: string;
 }
 
-export class KubernetesRuntime implements EditorRuntime {
+/**
+ * The runtime over a cluster `C`: by default KubeClient, made from the options' kubeconfig (the
+ * service's); tests give an in-memory cluster.
+ */
+export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements EditorRuntime {
   readonly kind = 'kubernetes';
   readonly #options: KubernetesRuntimeOptions;
   /** Its conversations with the API server, shared with what else the service asks of that cluster and namespace. */
-  readonly client: KubeClient;
+  readonly client: C;
   readonly #names: Names;
   readonly #objects: ServerObjects;
   readonly #storage: KubernetesStorage;
@@ -66,9 +72,9 @@ export class KubernetesRuntime implements EditorRuntime {
   readonly #closeEvents: () => Promise<void>;
   #disposed = false;
 
-  constructor(options: KubernetesRuntimeOptions) {
+  constructor(options: KubernetesRuntimeOptions, client?: C) {
     this.#options = options;
-    this.client = new KubeClient(options.namespace, options.kubeconfig);
+    this.client = client ?? (new KubeClient(options.namespace, options.kubeconfig) as ClusterApi as C);
     this.#names = new Names(options.namePrefix, options.namespace);
     this.#objects = new ServerObjects(this.#names, options);
     this.#storage = new KubernetesStorage({
@@ -340,24 +346,15 @@ export class KubernetesRuntime implements EditorRuntime {
     return undefined;
   }
 
-  /** The last failure of each node's kubelet summary, while it lasts. */
-  readonly #summaryTrouble = new Map<string, string>();
   #summaries: ReturnType<typeof cachedSummaries> | undefined;
+  readonly #summaryTrouble = summaryTrouble((level, message) => this.#log(level, message));
 
   /** CPU and memory from the kubelets' summaries (through the API server), by reference. */
   usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>> {
     return summaryUsage(this.#summaries ??= cachedSummaries(this.client), refs, (ref) => {
       const pod = typeof ref.pod === 'string' ? this.#pods.get(ref.pod) : undefined;
       return pod && pod.metadata?.uid === ref.uid && !this.#ended.has(String(ref.uid)) && !isOver(pod) ? pod : undefined;
-    }, (node, message) => {
-      // Said once while it lasts (it is asked for at every sample), and when it is over.
-      if (message === undefined) {
-        if (this.#summaryTrouble.delete(node)) this.#log('info', `the kubelet summary of ${node} answers again`);
-      } else {
-        if (this.#summaryTrouble.get(node) !== message) this.#log('warn', `the kubelet summary of ${node}: ${message}`);
-        this.#summaryTrouble.set(node, message);
-      }
-    });
+    }, this.#summaryTrouble);
   }
 
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {

@@ -22,7 +22,8 @@ import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
 import { extractInto } from '../../workspace/archive-source.ts';
 import { cloneInto } from '../../workspace/git-source.ts';
 import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
-import { messageOf, type KubeClient } from './client.ts';
+import { messageOf } from './client.ts';
+import type { ClusterApi } from './cluster-api.ts';
 import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { isOver, podIp, podProblem } from './pod-state.ts';
@@ -35,7 +36,7 @@ interface Mounted {
 }
 
 export interface StorageDeps {
-  client: KubeClient;
+  client: ClusterApi;
   names: Names;
   objects: ServerObjects;
   /** The server's editor Pod when it runs and serves (its container is used instead of a helper). */

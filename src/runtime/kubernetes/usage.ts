@@ -5,14 +5,15 @@
 // sample would cost the API server more than the editors it measures.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EditorUsage, RuntimeRef } from '../interface.ts';
-import { messageOf, type KubeClient, type KubeletSummary } from './client.ts';
+import { messageOf } from './client.ts';
+import type { ClusterApi, KubeletSummary } from './cluster-api.ts';
 import { EDITOR_CONTAINER } from './names.ts';
 
 /** How long a node's summary is used before it is asked for again. */
 export const SUMMARY_TTL_MS = 10_000;
 
 /** `client.nodeSummary`, each node's answer kept for SUMMARY_TTL_MS (a failure is not kept). */
-export function cachedSummaries(client: Pick<KubeClient, 'nodeSummary'>, now = () => Date.now()): Pick<KubeClient, 'nodeSummary'> {
+export function cachedSummaries(client: Pick<ClusterApi, 'nodeSummary'>, now = () => Date.now()): Pick<ClusterApi, 'nodeSummary'> {
   const kept = new Map<string, { at: number; summary: Promise<KubeletSummary> }>();
   return {
     nodeSummary(node) {
@@ -28,7 +29,7 @@ export function cachedSummaries(client: Pick<KubeClient, 'nodeSummary'>, now = (
 
 /** The usage of each reference whose Pod `podOf` finds running; one summary per node, each one's failure (or answer: undefined) reported. */
 export async function summaryUsage(
-  client: Pick<KubeClient, 'nodeSummary'>, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, report: (node: string, failure: string | undefined) => void,
+  client: Pick<ClusterApi, 'nodeSummary'>, refs: RuntimeRef[], podOf: (ref: RuntimeRef) => V1Pod | undefined, report: (node: string, failure: string | undefined) => void,
 ): Promise<Map<RuntimeRef, EditorUsage>> {
   const byUid = new Map<string, RuntimeRef>();
   const nodes = new Set<string>();
@@ -61,4 +62,17 @@ export async function summaryUsage(
     }
   }
   return usage;
+}
+
+/** What to do with each node's summary failures: said once while it lasts (usage is asked for at every sample), and when it is over. */
+export function summaryTrouble(log: (level: 'info' | 'warn', message: string) => void): (node: string, failure: string | undefined) => void {
+  const lasting = new Map<string, string>();
+  return (node, failure) => {
+    if (failure === undefined) {
+      if (lasting.delete(node)) log('info', `the kubelet summary of ${node} answers again`);
+    } else {
+      if (lasting.get(node) !== failure) log('warn', `the kubelet summary of ${node}: ${failure}`);
+      lasting.set(node, failure);
+    }
+  };
 }

@@ -3,7 +3,7 @@
 // with a new template finds one an earlier start left unplaced.
 import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { StartSpec } from '../interface.ts';
-import type { KubeClient } from './client.ts';
+import type { ClusterApi } from './cluster-api.ts';
 import { EDITOR_CONTAINER, UID_LABEL, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { editorStatus } from './pod-state.ts';
@@ -18,7 +18,7 @@ interface Launch {
 }
 
 export interface WorkloadDeps {
-  client: KubeClient;
+  client: ClusterApi;
   names: Names;
   objects: ServerObjects;
   owner(name: string): Promise<Owner>;
