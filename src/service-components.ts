@@ -109,7 +109,6 @@ export function serviceComponents(
         // The runtime's view is current first (a cluster runtime's first list): adoption reads it.
         await runtimeSynced(runtime, log);
         await controller.start();
-        parts.controllerStarted();
       },
       stop: ({ stopEditors }) => controller.stop({ stopEditors }),
     },

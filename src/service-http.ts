@@ -4,7 +4,7 @@
 //   2. deployed, a request without the platform's identity goes to express, which refuses it;
 //   3. an editor's path (/vscode/{port}/) goes to the proxy;
 //   4. GET /servers and GET /servers/{id} in their plain form are answered from the feed's
-//      cached JSON (fast-reads.ts);
+//      cached JSON (api/fast-reads.ts);
 //   5. everything else is express's (the API, the dashboard).
 // WebSocket upgrades pass the same refusals, then go to the log streams or an editor.
 // Requests that arrive before the service is ready wait for it; none sees it half-started. Only

@@ -1,8 +1,9 @@
-// The service's parts, built in dependency order: folders and files first, then the runtime and
-// the controller, then what serves people (access, proxy, streams, templates, API). Parts that
-// need each other both ways (the capacity check and the controller; the reconciler and the
-// snapshots) meet through Late references declared before either, set once each is built.
-// Nothing here starts anything: service-components.ts says in which order the parts start and stop.
+// The service's parts, built in dependency order, each from parts already built: folders and files
+// first, then the runtime; the index and the work queue (which every part below reads, or puts
+// names into, so none of them needs the controller); what the controller consults (capacity,
+// metrics, persistence); the controller; then what serves people (access, proxy, streams,
+// templates, API). Nothing here starts anything: service-components.ts says in which order the
+// parts start and stop.
 import { homedir } from 'node:os';
 import type { Application } from 'express';
 import { ServerAccess } from './api/access.ts';
@@ -24,26 +25,27 @@ import type { Settings } from './config/settings.ts';
 import { ActivityTracker } from './controller/activity.ts';
 import { Capacity } from './controller/capacity.ts';
 import { controllerCommands } from './controller/commands.ts';
-import { Controller } from './controller/controller.ts';
+import { Controller, reconcileQueue } from './controller/controller.ts';
 import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
 import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
+import { ServerIdentities } from './controller/identity.ts';
 import { PortAllocator } from './controller/ports.ts';
-import { Reconciler } from './controller/reconciler.ts';
 import type { HealthSection } from './core/health-section.ts';
-import { Late } from './core/late.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { GitOps } from './gitops/gitops.ts';
+import type { ServerIndex } from './index/server-index.ts';
+import { ServerTable } from './index/server-table.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
 import { RouterProcess } from './platform/router-process.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
-import { EditorProxy } from './proxy/index.ts';
+import { EditorProxy, routableEndpoint } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
-import type { EditorRuntime } from './runtime/interface.ts';
-import { ProcessRuntime, type EditorEndpoint } from './runtime/processes.ts';
+import { isRunning, type EditorEndpoint, type EditorRuntime } from './runtime/interface.ts';
+import { ProcessRuntime } from './runtime/processes.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
@@ -73,12 +75,6 @@ export async function buildParts(
   const { config } = settings;
   const localMode = !settings.requireIdentity;
   const address: ServiceAddress = { port: settings.port };
-  const controllerRef = new Late<Controller>('the controller');
-  const reconcilerRef = new Late<Reconciler>('the reconciler');
-  const statsRef = new Late<StatsSampler>('the stats sampler');
-  const persistenceRef = new Late<PersistenceService | undefined>('persistence');
-  const streamsRef = new Late<{ logs: LogStreamServer; watch: WatchStreams }>('the streams');
-  const enqueue = (name: string) => controllerRef.peek()?.enqueue(name);
 
   // --- Files and folders, the editors' runtime ---
   const live = new LiveConfig({ file: settings.configFile, initial: config, log });
@@ -108,43 +104,64 @@ export async function buildParts(
   // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
   const activity = new ActivityTracker();
 
-  // --- The controller and what it consults ---
+  // --- The index and the queue: what every part below reads, and where it puts names to reconcile ---
+  // Each server's uid, kept across restarts; the index answers nameOfUid from it.
+  const identities = new ServerIdentities(layout);
+  // Records, running editors, wake marks and events: the controller writes them, everyone else reads.
+  const table = new ServerTable({ nameOfUid: (uid) => identities.nameOf(uid), alive: (name, ref) => isRunning(runtime.state(name, ref).state) });
+  const index: ServerIndex = table;
+  // Names wait here until the controller has loaded every uid and adopted the running editors.
+  const queue = reconcileQueue(config.controller.workers, log);
+  const enqueue = (name: string) => queue.add(name);
+  const stats = new StatsSampler(() => index.editorsToSample(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000);
+
+  // --- What the controller consults ---
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
     config: () => live.current.capacity,
-    running: () => reconcilerRef.get().index.running(),
-    memoryOf: (name) => statsRef.peek()?.get(name)?.memoryMb,
-    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(reconcilerRef.get().index.serverNamed(name)?.status?.startTime ?? '') || undefined),
+    running: () => index.running(),
+    memoryOf: (name) => stats.get(name)?.memoryMb,
+    lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(index.serverNamed(name)?.status?.startTime ?? '') || undefined),
     enqueue,
     machine: () => runtime.memory(),
   });
   // Git URL schemes a workspace source may use now: the controller's and the API's rule alike.
   const gitSchemes = () => allowedGitSchemes(live.current.workspace, localMode);
-  const reconciler = reconcilerRef.set(new Reconciler({
-    store, runtime, ports, layout, logs, capacity, activity,
-    get config() {
-      return live.current;
-    },
-    get persistence() {
-      return persistenceRef.peek();
-    },
-    gitSchemes,
+  // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.
+  const metrics = settings.metrics === false ? undefined : new ServiceMetrics({
+    index, stats, activity, logs,
+    queueDepth: () => queue.length,
+    portOwner: (port) => ports.owner(port),
+  });
+  // Work kept across restarts: opened only when a target is set.
+  const persistence = await openPersistence?.({
+    persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
+    store, layout, installer: installer ?? refusePersistence(), records: index.records, logs, log,
+    running: () => index.running(),
+    onChanged: (listener) => index.on('changed', listener),
+    // Names queued before the controller starts wait for it: it gives them their uids first.
     enqueue,
-    log,
-  }));
-  const controller = controllerRef.set(new Controller({
-    store, runtime, reconciler,
-    workers: config.controller.workers,
+    config: () => live.current,
+    metrics: metrics?.persistence,
+  });
+
+  // --- The controller ---
+  const controller = new Controller({
+    deps: {
+      store, runtime, ports, layout, logs, capacity, activity, persistence, gitSchemes, enqueue, log,
+      get config() {
+        return live.current;
+      },
+    },
+    table, identities, queue,
     resyncMs: config.controller.resyncSeconds * 1000,
     get stopGraceMs() {
       return live.current.editor.stopGraceSeconds * 1000;
     },
     log,
-  }));
+  });
   // Everything past this point reads the servers through the index and acts through the commands.
-  const index = reconciler.index;
-  const commands = controllerCommands(controller, reconciler);
-  const stats = statsRef.set(new StatsSampler(() => index.editorsToSample(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000));
+  const commands = controllerCommands(controller);
   // Room frees when an editor stops or gives memory back: the servers waiting for it are queued again.
   stats.onSample(() => capacity.noticeSample());
   index.on('changed', () => capacity.noticeChange());
@@ -182,35 +199,6 @@ export async function buildParts(
   index.on('deleted', heartbeatsChanged);
   live.onChange(heartbeatsChanged);
 
-  // --- Metrics and persistence ---
-  // GET /metrics (DEVBOX_METRICS=0: none, and nothing counted): plain numbers on the request path, read when scraped.
-  const metrics = settings.metrics === false ? undefined : new ServiceMetrics({
-    index, stats, activity, logs,
-    queueDepth: () => controller.queue.length,
-    portOwner: (port) => ports.owner(port),
-    streams: () => {
-      const streams = streamsRef.get();
-      return {
-        logs: { open: streams.logs.state.clients, dropped: streams.logs.state.dropped },
-        watch: { open: streams.watch.state.watchers, dropped: streams.watch.state.dropped_slow },
-      };
-    },
-  });
-  // Work kept across restarts: opened only when a target is set.
-  let controllerStarted = false;
-  const persistence = persistenceRef.set(await openPersistence?.({
-    persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
-    store, layout, installer: installer ?? refusePersistence(), records: index.records, logs, log,
-    running: () => index.running(),
-    onChanged: (listener) => index.on('changed', listener),
-    // Only once the controller has its uids: a name queued before would get a new one.
-    enqueue: (name) => {
-      if (controllerStarted) controller.enqueue(name);
-    },
-    config: () => live.current,
-    metrics: metrics?.persistence,
-  }));
-
   // --- What serves people: access, the proxy, the streams ---
   // Who may see and drive which server: the config's `access` policy, read at every check.
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
@@ -224,7 +212,7 @@ export async function buildParts(
     observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
     // Only a running editor this service manages, and the requester may reach; never the service itself.
     route: (port, req) => {
-      const endpoint = port === address.port ? undefined : index.routeTo(port);
+      const endpoint = port === address.port ? undefined : routableEndpoint(index, ports, port);
       return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
     },
     // A server stopped for idleness starts when its editor is opened, by whoever may reach it.
@@ -255,7 +243,11 @@ export async function buildParts(
   // GET /servers?watch=1: records serialised once per change, shared by every stream.
   const feed = new ServerFeed(index, stats, persistence);
   const watch = new WatchStreams({ feed, access, log });
-  streamsRef.set({ logs: logStreams, watch });
+  // Built after the metrics (the feed needs persistence, which counts into them): counted from now.
+  metrics?.countStreams(() => ({
+    logs: { open: logStreams.state.clients, dropped: logStreams.state.dropped },
+    watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
+  }));
 
   // --- Templates, git sync, the assistant, health ---
   // Sections of GET /health, added by the parts that have something to report.
@@ -341,8 +333,6 @@ export async function buildParts(
   return {
     settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, controller, index, commands, stats, heartbeats,
     metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
-    /** The controller has its uids: persistence may queue servers from now on. */
-    controllerStarted: () => void (controllerStarted = true),
   };
 }
 

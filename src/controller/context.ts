@@ -1,20 +1,29 @@
-// What every step of a reconcile is given: the controller's side effects (deps), its memory
-// (cache) and the few acts all steps share (write status, warn, log).
+// What the steps of a reconcile share: the controller's side effects (deps), the index it writes
+// (table), and the named parts that each own one step's memory of every server. No part holds
+// another's facts: a step that needs a fact of another asks that part (the editor is the index's,
+// a crash history is supervision's, a probe is the health step's).
 import type { Config } from '../config/settings.ts';
+import type { ServerRecord } from '../index/records.ts';
+import type { ServerTable } from '../index/server-table.ts';
 import type { LogLevel, TrackedServer } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
 import type { EditorRuntime } from '../runtime/interface.ts';
 import { allowedGitSchemes } from '../workspace/git-source.ts';
 import type { DataLayout } from '../workspace/layout.ts';
+import type { Presence } from './absence.ts';
 import type { ActivityTracker } from './activity.ts';
-import type { ServerCache, ServerRecord } from './cache.ts';
 import type { Capacity } from './capacity.ts';
+import type { ExtensionsSeen } from './ensure-extensions.ts';
+import type { HealthProbes } from './ensure-health.ts';
+import type { IdleStops } from './ensure-idle.ts';
 import type { PersistenceHooks } from './ensure-restored.ts';
-import type { ServerEvents } from './events.ts';
+import type { SettingsApplied } from './ensure-settings.ts';
+import type { Sources } from './ensure-workspace.ts';
 import type { ServerIdentities } from './identity.ts';
 import type { Operations } from './operations.ts';
 import type { PortAllocator } from './ports.ts';
+import type { CrashHistory, Placement } from './supervision.ts';
 
 /** What the controller needs from the log hub. */
 export interface ServerLogs {
@@ -45,20 +54,39 @@ export interface ReconcilerDeps {
   log?: (message: string) => void;
 }
 
-export interface ReconcileContext {
+/** The named parts, each the memory of one step. */
+export interface StepParts {
+  /** Where each server's manifest was last seen, and deletions asked while it is missing (absence.ts). */
+  readonly presence: Presence;
+  /** /healthz probes and the runtime's problems of running editors (ensure-health.ts). */
+  readonly health: HealthProbes;
+  /** Exits, crashes and restart back-off (supervision.ts). */
+  readonly crashes: CrashHistory;
+  /** Starts the platform took but has not placed, storage out of reach (supervision.ts). */
+  readonly placement: Placement;
+  /** The workspace prepared, and failed workspace sources' back-off (ensure-workspace.ts). */
+  readonly sources: Sources;
+  /** The settings last applied (ensure-settings.ts). */
+  readonly settings: SettingsApplied;
+  /** The extensions last found in place, unknown groups said, reloads owed (ensure-extensions.ts). */
+  readonly extensions: ExtensionsSeen;
+  /** Wakes asked for, and the fresh heartbeat read an idle stop waits on (ensure-idle.ts). */
+  readonly idle: IdleStops;
+}
+
+export interface ReconcileContext extends StepParts {
   readonly deps: ReconcilerDeps;
-  readonly cache: ServerCache;
-  /** Writes status (and a new uid) when it changed, and updates the cache; 'gone' when the file is. */
+  /** The index the controller writes: records, running editors, wake marks, events (src/index/server-table.ts). */
+  readonly table: ServerTable;
+  readonly identities: ServerIdentities;
+  /** Long work per server, run outside the queue's workers. */
+  readonly operations: Operations;
+  /** Servers seen but not yet told to readers: their first status commit tells them (status-commit.ts). */
+  readonly unannounced: Set<string>;
+  /** Writes status (and a new uid) when it changed, and updates the index; 'gone' when the file is. */
   commit(record: ServerRecord, uid: string, status: EditorServerStatus): Promise<'ok' | 'gone'>;
   /** Says once, in the service log, the server's log and GET /manifests, what the controller noticed. */
   warn(name: string, message: string): void;
-  /** Tells listeners (API waits, the proxy) that the server's record changed, or that it is deleted. */
-  emit(event: 'changed' | 'deleted', name: string): boolean;
-  readonly identities: ServerIdentities;
-  /** The recent events of each server (GET /servers/{id}/events). */
-  readonly events: ServerEvents;
-  /** Long work per server, run outside the queue's workers. */
-  readonly operations: Operations;
   log(message: string): void;
 }
 

@@ -1,20 +1,48 @@
 // The control loop: lists the manifests, adopts the editors already running, then watches the
-// manifests' source (the folder, or a cluster's objects) and feeds names to a work queue whose
-// workers call reconcile(name).
-import type { ManifestSource, ManifestWatch } from '../manifests/source.ts';
+// manifests' source (the folder, or a cluster's objects) and the runtime, and feeds names to a
+// work queue whose workers call reconcile(name). It builds the reconcile's parts (parts.ts) and
+// the Reconciler on them; readers see what it does through the index it writes (the ServerTable).
+import type { ServerRecord } from '../index/records.ts';
+import type { ServerTable } from '../index/server-table.ts';
+import type { ManifestWatch } from '../manifests/source.ts';
 import type { EditorServer } from '../manifests/types.ts';
-import { describeRef, sameRef, type EditorRuntime, type RunningEditor } from '../runtime/interface.ts';
+import { describeRef, sameRef, type RunningEditor } from '../runtime/interface.ts';
+import { adoptOrphan, loadIdentities, prime } from './adoption.ts';
+import type { ReconcileContext, ReconcilerDeps } from './context.ts';
+import { adoptEditor } from './ensure-process.ts';
+import type { ServerIdentities } from './identity.ts';
+import type { Operations } from './operations.ts';
+import { followRuntime, reconcileContext } from './parts.ts';
 import { WorkQueue, type Lane } from './queue.ts';
-import type { Reconciler, ServerRecord } from './reconciler.ts';
+import { Reconciler } from './reconciler.ts';
+import { stopForShutdown } from './supervision.ts';
 
 /** The most names the periodic resync queues a second: its work is spread, never a burst. */
 export const RESYNC_PER_SECOND = 50;
 
+/**
+ * The queue of names to reconcile, made before the parts that queue names (capacity, persistence,
+ * the runtime's news) so none of them needs the controller: names added before the controller
+ * starts wait, and its workers take them once it has loaded every uid and adopted the editors.
+ */
+export function reconcileQueue(workers: number, log: (message: string) => void = console.log): WorkQueue {
+  return new WorkQueue(undefined, {
+    workers,
+    maxBackoffMs: 60_000,
+    onError: (name, error, attempt) => log(`reconcile ${name} failed (attempt ${attempt}): ${(error as Error).stack ?? error}`),
+    onTerminal: (name, error) => log(`server ${name} is Failed (${error.reason}): ${error.message}; not retried until its manifest's spec changes`),
+  });
+}
+
 export interface ControllerOptions {
-  store: ManifestSource;
-  runtime: EditorRuntime;
-  reconciler: Reconciler;
-  workers: number;
+  /** What a reconcile acts through; its `enqueue` adds to `queue`. */
+  deps: ReconcilerDeps;
+  /** The index this controller writes. */
+  table: ServerTable;
+  /** The uid book (the index answers nameOfUid from it too). */
+  identities: ServerIdentities;
+  /** The queue, from reconcileQueue(). */
+  queue: WorkQueue;
   /** The period of the full resync (every server looked at again), spread and jittered ±10 %. */
   resyncMs: number;
   stopGraceMs: number;
@@ -24,6 +52,8 @@ export interface ControllerOptions {
 export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
+  private readonly ctx: ReconcileContext;
+  private readonly reconciler: Reconciler;
   private watch: ManifestWatch | undefined;
   /** How many reconciles of each name have started, so a caller can wait for a fresh one. */
   private readonly runs = new Map<string, number>();
@@ -34,36 +64,41 @@ export class Controller {
 
   constructor(options: ControllerOptions) {
     this.options = options;
-    this.queue = new WorkQueue(async (name) => {
-      const run = (this.runs.get(name) ?? 0) + 1;
-      this.runs.set(name, run);
-      let waiting = false;
-      let failure: unknown;
-      const began = performance.now();
-      try {
-        const result = await options.reconciler.reconcile(name);
-        waiting = result?.waiting === true;
-        return result;
-      } catch (error) {
-        failure = error;
-        throw error;
-      } finally {
-        // The seconds it took and what it threw (undefined when it did not) are for metrics.
-        options.reconciler.emit('reconciled', name, run, waiting, (performance.now() - began) / 1000, failure);
-        if (!options.reconciler.records.has(name)) this.runs.delete(name);
-      }
-    }, {
-      workers: options.workers,
-      maxBackoffMs: 60_000,
-      onError: (name, error, attempt) =>
-        this.log(`reconcile ${name} failed (attempt ${attempt}): ${(error as Error).stack ?? error}`),
-      onTerminal: (name, error) =>
-        this.log(`server ${name} is Failed (${error.reason}): ${error.message}; not retried until its manifest's spec changes`),
-    });
+    this.queue = options.queue;
+    this.ctx = reconcileContext(options.deps, options.table, options.identities);
+    this.reconciler = new Reconciler(this.ctx);
+    followRuntime(this.ctx);
   }
 
-  get reconciler(): Reconciler {
-    return this.options.reconciler;
+  /** The reconcile's parts, for the commands readers may give (commands.ts). */
+  get parts(): ReconcileContext {
+    return this.ctx;
+  }
+
+  /** Long work per server (extension installs, clones) under way outside the workers. */
+  get operations(): Operations {
+    return this.ctx.operations;
+  }
+
+  /** One reconcile, as the queue's worker runs it: counted, timed, and told to the index. */
+  private async work(name: string) {
+    const run = (this.runs.get(name) ?? 0) + 1;
+    this.runs.set(name, run);
+    let waiting = false;
+    let failure: unknown;
+    const began = performance.now();
+    try {
+      const result = await this.reconciler.reconcile(name);
+      waiting = result?.waiting === true;
+      return result;
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      // The seconds it took and what it threw (undefined when it did not) are for metrics.
+      this.options.table.reconciled({ name, run, waiting, seconds: (performance.now() - began) / 1000, error: failure });
+      if (!this.options.table.records.has(name)) this.runs.delete(name);
+    }
   }
 
   /** Queues a reconcile of the server; `user` when someone waits on it (it goes ahead of background work). */
@@ -72,10 +107,11 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    const { store, reconciler } = this.options;
+    const { store } = this.options.deps;
+    const { table } = this.options;
     for (const said of await store.prepare()) this.log(said);
 
-    await reconciler.loadIdentities();
+    await loadIdentities(this.ctx);
     this.folder = await store.folderIdentity();
 
     // List first, so every recorded port is held before anything is allocated.
@@ -83,11 +119,13 @@ export class Controller {
     const reads = await Promise.all(names.map((n) => store.read(n)));
     const servers = new Map(reads.flatMap((r) => (r.kind === 'ok' ? [[r.name, r.server] as const] : [])));
     const { adopted, orphans } = await this.adoptRunningEditors(new Set(names), servers);
+    // Every uid is claimed and every running editor known: names queued so far may be worked off.
+    this.queue.work((name) => this.work(name));
 
     this.watch = await store.watch({
       changed: (name) => this.queue.add(name),
       everything: () => void this.resync(),
-      known: () => reconciler.records.keys(),
+      known: () => table.records.keys(),
     }, (message) => this.log(message));
     // List again now the watch is ready: a manifest written since the first listing has no event.
     const since = (await store.list()).filter((name) => !names.includes(name));
@@ -121,8 +159,8 @@ export class Controller {
 
   /** Every name with a file or a record. */
   private async knownNames(): Promise<Set<string>> {
-    const names = new Set(await this.options.store.list());
-    for (const name of this.options.reconciler.records.keys()) names.add(name);
+    const names = new Set(await this.options.deps.store.list());
+    for (const name of this.options.table.records.keys()) names.add(name);
     return names;
   }
 
@@ -133,42 +171,40 @@ export class Controller {
 
   /** Queues the name and resolves once a reconcile started after this call has finished (and not merely waited). */
   reconcileNow(name: string, timeoutMs = 30_000): Promise<void> {
-    const { reconciler } = this.options;
+    const { table } = this.options;
     const after = this.runs.get(name) ?? 0;
     return new Promise((resolve) => {
       // A run that only waited for news (an exit about to be reported) does not count.
-      const onDone = (done: string, run: number, waiting: boolean) => {
-        if (done === name && run > after && !waiting) finish();
-      };
+      const off = table.on('reconciled', (done) => {
+        if (done.name === name && done.run > after && !done.waiting) finish();
+      });
       const finish = () => {
         clearTimeout(timer);
-        reconciler.off('reconciled', onDone);
+        off();
         resolve();
       };
       const timer = setTimeout(finish, timeoutMs);
-      reconciler.on('reconciled', onDone);
       this.queue.add(name, 'user');
     });
   }
 
   /** Waits until the record satisfies the predicate, or the timeout passes. */
   waitFor(name: string, predicate: (record: ServerRecord | undefined) => boolean, timeoutMs: number): Promise<ServerRecord | undefined> {
-    const { reconciler } = this.options;
-    const current = reconciler.records.get(name);
+    const { records } = this.options.table;
+    const current = records.get(name);
     if (predicate(current)) return Promise.resolve(current);
     return new Promise((resolve) => {
-      const onChange = (changed: string) => {
+      const off = this.options.table.on('changed', (changed) => {
         if (changed !== name) return;
-        const record = reconciler.records.get(name);
+        const record = records.get(name);
         if (predicate(record)) finish(record);
-      };
+      });
       const finish = (record: ServerRecord | undefined) => {
         clearTimeout(timer);
-        reconciler.off('changed', onChange);
+        off();
         resolve(record);
       };
-      const timer = setTimeout(() => finish(reconciler.records.get(name)), timeoutMs);
-      reconciler.on('changed', onChange);
+      const timer = setTimeout(() => finish(records.get(name)), timeoutMs);
     });
   }
 
@@ -187,13 +223,12 @@ export class Controller {
     await Promise.race([this.queue.idle(), bound]);
     clearTimeout(timer);
     // Long work outside the workers (extension installs) ends too; the next start resumes it.
-    await this.options.reconciler.operations.cancelAll('the service is stopping');
+    await this.ctx.operations.cancelAll('the service is stopping');
     if (options.stopEditors) {
-      const { reconciler } = this.options;
-      await Promise.all([...reconciler.records.keys()].map((name) => reconciler.stopForShutdown(name).catch((error) =>
+      await Promise.all([...this.options.table.records.keys()].map((name) => stopForShutdown(this.ctx, name).catch((error) =>
         this.log(`stopping ${name} at shutdown failed: ${(error as Error).stack ?? error}`))));
     }
-    this.options.runtime.dispose();
+    this.options.deps.runtime.dispose();
   }
 
   /**
@@ -204,7 +239,7 @@ export class Controller {
    * names of those adopted, and of those without a manifest.
    */
   private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<{ adopted: string[]; orphans: string[] }> {
-    const { runtime, reconciler } = this.options;
+    const { runtime } = this.options.deps;
     const adopted = new Map<string, RunningEditor>();
     const orphans = new Map<string, RunningEditor>();
     const extras: RunningEditor[] = [];
@@ -226,18 +261,18 @@ export class Controller {
       else extras.push(editor);
     }
     // Servers with a running editor take their uid and port first: a copy of their manifest never does.
-    for (const name of adopted.keys()) reconciler.prime(servers.get(name)!, this.folder);
-    for (const [name, server] of servers) if (!adopted.has(name)) reconciler.prime(server, this.folder);
+    for (const name of adopted.keys()) prime(this.ctx, servers.get(name)!, this.folder);
+    for (const [name, server] of servers) if (!adopted.has(name)) prime(this.ctx, server, this.folder);
     for (const editor of adopted.values()) {
       const server = servers.get(editor.name)!;
       const owned = runtime.adopt(editor.name, editor.ref, editor.port ?? server.spec.port ?? server.status?.port);
       if (!owned) continue; // gone since it was listed: the reconcile records how it ended
-      reconciler.adopt(editor.name, editor.ref, owned.endpoint);
+      adoptEditor(this.ctx, editor.name, editor.ref, owned.endpoint);
       this.log(`adopted running editor ${editor.name} (${describeRef(editor.ref)})`);
     }
     for (const editor of orphans.values()) {
       const owned = runtime.adopt(editor.name, editor.ref, editor.port);
-      if (owned) reconciler.adoptOrphan(editor.name, editor.ref, owned.endpoint, editor.port, this.folder);
+      if (owned) adoptOrphan(this.ctx, editor.name, editor.ref, owned.endpoint, editor.port, this.folder);
     }
     await Promise.all(extras.map((editor) => {
       this.log(`stopping editor ${describeRef(editor.ref)} (${editor.name}): no manifest wants it`);

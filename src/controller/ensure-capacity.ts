@@ -1,7 +1,7 @@
 // Step: room for the editor before it is spawned (capacity.ts decides, for the API too), and
 // stopping an idle editor whose room another start needs (whenFull stopIdlest).
+import type { ServerRecord } from '../index/records.ts';
 import { displayNameOf, type EditorServerStatus, type Phase } from '../manifests/types.ts';
-import type { ServerRecord } from './cache.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
@@ -35,7 +35,7 @@ export async function stopForCapacity(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, starter: string,
 ): Promise<ReconcileResult | undefined> {
   const name = record.name;
-  const starting = ctx.cache.records.get(starter)?.server;
+  const starting = ctx.table.serverNamed(starter);
   const wanted = starting ? displayNameOf(starting) : starter;
   await stopProcess(ctx, record, uid, status, `stopped to make room for server "${wanted}"`);
   Object.assign(status, {

@@ -6,20 +6,37 @@
 import { unknownExtensionGroups } from '../config/settings.ts';
 import { sameData } from '../core/equal.ts';
 import { extensionName, isVsixPath, pinnedVersion, vsixIdentity } from '../extensions/extensions-folder.ts';
+import type { ServerRecord } from '../index/records.ts';
 import type { EditorServerStatus, ExtensionStatus } from '../manifests/types.ts';
-import type { ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
 import type { Operation } from './operations.ts';
+import { PerServer } from './per-server.ts';
 
 const KIND = 'extension installs';
 
-/**
- * Servers whose running editor had extensions changed under it (by their live record, so it
- * ends with the service; status' ReloadRequired condition carries it across a restart). A start
- * of the editor clears it.
- */
-const reloadNeeded = new WeakSet<object>();
+/** What this step remembers of a server's extensions, in memory only. */
+export interface ExtensionsState {
+  /** Extension groups the spec names that the config lacks, already reported. */
+  unknownGroups?: string[];
+  /**
+   * The wanted extensions (as JSON) last found all in place before a start. A start the platform
+   * has not placed is asked again with them as they were: no editor has used the volume since,
+   * and reading it on a cluster means a helper Pod on the node at every try.
+   */
+  ready?: string;
+  /**
+   * The running editor had extensions changed under it (ends with the service; status'
+   * ReloadRequired condition carries it across a restart). A start of the editor clears it.
+   */
+  reloadNeeded?: boolean;
+}
+
+export class ExtensionsSeen extends PerServer<ExtensionsState> {
+  constructor() {
+    super(() => ({}));
+  }
+}
 
 interface Work {
   /** Install outcomes by id. */
@@ -53,10 +70,10 @@ export async function ensureExtensions(
   // Installs that finished count, whatever happened to the operation afterwards.
   for (const [id, entry] of op?.data.outcomes ?? []) if (wanted.includes(id)) known.set(id, entry);
   const tried = new Set(op?.data.removed ?? []);
-  const live = ctx.cache.live(name);
-  if (mode === 'stopped' && live.notPlaced && !op && live.extensionsReady === key) return 'ready';
-  if (op?.settled && op.data.changedWhileRunning) reloadNeeded.add(live);
-  if (mode === 'stopped') reloadNeeded.delete(live);
+  const seen = ctx.extensions.of(name);
+  if (mode === 'stopped' && ctx.placement.peek(name)?.notPlaced && !op && seen.ready === key) return 'ready';
+  if (op?.settled && op.data.changedWhileRunning) seen.reloadNeeded = true;
+  if (mode === 'stopped') seen.reloadNeeded = false;
   if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
   if (op?.settled) operations.drop(name);
   // Storage reached only through a running editor (a cluster): looked at and installed once it runs.
@@ -84,17 +101,17 @@ export async function ensureExtensions(
     if (status.extensions.length === 0) delete status.extensions;
     if (status.reason === 'InstallingExtensions') Object.assign(status, { reason: undefined, message: undefined });
     const condition = status.conditions?.find((c) => c.type === 'ExtensionsInstalled');
-    if (condition || wanted.length > 0 || reloadNeeded.has(live)) {
+    if (condition || wanted.length > 0 || seen.reloadNeeded) {
       const failed = status.extensions?.filter((e) => e.state === 'Failed').map((e) => e.id) ?? [];
-      if (mode === 'running' && condition?.reason === 'ReloadRequired') reloadNeeded.add(live);
-      const needsReload = mode === 'running' && reloadNeeded.has(live);
+      if (mode === 'running' && condition?.reason === 'ReloadRequired') seen.reloadNeeded = true;
+      const needsReload = mode === 'running' && seen.reloadNeeded === true;
       setCondition(status, failed.length > 0
         ? { type: 'ExtensionsInstalled', status: 'False', reason: 'InstallFailed', message: `failed: ${failed.join(', ')} (a restart retries them)` }
         : needsReload
           ? { type: 'ExtensionsInstalled', status: 'True', reason: 'ReloadRequired', message: 'extensions changed while the editor runs: reload its window (or restart the server) to use them' }
           : { type: 'ExtensionsInstalled', status: 'True', reason: 'Installed' });
     }
-    if (mode === 'stopped') live.extensionsReady = key;
+    if (mode === 'stopped') seen.ready = key;
     return 'ready';
   }
   const data: Work = { outcomes: new Map(), removed: [], changedWhileRunning: mode === 'running' };
@@ -169,9 +186,9 @@ function wantedExtensions(ctx: ReconcileContext, record: ServerRecord): string[]
   const spec = record.server!.spec;
   const groups = ctx.deps.config.extensionGroups;
   const unknown = unknownExtensionGroups(groups, spec.extensionGroups);
-  const live = ctx.cache.live(record.name);
-  if (unknown.length > 0 && !sameData(unknown, live.unknownGroups ?? null)) {
-    live.unknownGroups = unknown;
+  const seen = ctx.extensions.of(record.name);
+  if (unknown.length > 0 && !sameData(unknown, seen.unknownGroups ?? null)) {
+    seen.unknownGroups = unknown;
     ctx.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
   }
   return [...new Set([

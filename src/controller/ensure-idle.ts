@@ -2,14 +2,29 @@
 // else the config's editor.idleTimeoutSeconds; 0: never) is stopped, and stays stopped, though
 // spec.running stays true, until it is woken: an API start, or its editor opened through the proxy.
 import type { Config } from '../config/settings.ts';
-import type { EditorServerSpec, EditorServerStatus, Phase, WakeState } from '../manifests/types.ts';
-import type { Live, ServerRecord } from './cache.ts';
+import type { ServerRecord } from '../index/records.ts';
+import type { EditorServerSpec, EditorServerStatus, Phase } from '../manifests/types.ts';
 import type { ReconcileContext } from './context.ts';
+import { PerServer } from './per-server.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
 import { stopProcess } from './supervision.ts';
 
 export const IDLE_TIMEOUT = 'IdleTimeout';
+
+/** What this step remembers of a server (whether a woken one is on its way up is the index's: the proxy reads it). */
+export interface IdleState {
+  /** An idle-stopped server was asked to start (API start, its editor opened): its next reconcile lifts the idle stop. */
+  wakeRequested?: boolean;
+  /** The fresh heartbeat read before an idle stop got no answer once: the stop waits for one more try. */
+  idleReadMissed?: boolean;
+}
+
+export class IdleStops extends PerServer<IdleState> {
+  constructor() {
+    super(() => ({}));
+  }
+}
 
 /** The idle timeout in force for a server, in seconds; 0: never stopped for idleness. */
 export function idleTimeoutSeconds(spec: EditorServerSpec, config: Config): number {
@@ -21,7 +36,7 @@ export function idleTimeoutSeconds(spec: EditorServerSpec, config: Config): numb
  * editor's start (a just-started editor is not idle). An editor adopted from an earlier run of
  * the service, of which nothing is known, counts from now.
  */
-function lastUsed(ctx: ReconcileContext, name: string, status: EditorServerStatus): number {
+function lastUsed(ctx: Pick<ReconcileContext, 'deps'>, name: string, status: EditorServerStatus): number {
   const activity = ctx.deps.activity!;
   if (activity.lastActivity(name) === undefined) activity.touch(name);
   const started = Date.parse(status.startTime ?? '');
@@ -33,23 +48,25 @@ function lastUsed(ctx: ReconcileContext, name: string, status: EditorServerStatu
  * queue to look again when it would pass (the earlier of that and `result`'s own requeue).
  */
 export async function ensureIdle(
-  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, result: ReconcileResult,
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, result: ReconcileResult,
 ): Promise<ReconcileResult> {
   const { deps } = ctx;
-  const timeoutMs = idleTimeoutSeconds(record.server!.spec, deps.config) * 1000;
-  if (!deps.activity || timeoutMs <= 0 || status.phase !== 'Running' || !live.ref) return result;
   const name = record.name;
+  const timeoutMs = idleTimeoutSeconds(record.server!.spec, deps.config) * 1000;
+  if (!deps.activity || timeoutMs <= 0 || status.phase !== 'Running' || !ctx.table.editorOf(name)) return result;
+  const idle = ctx.idle.of(name);
   if (Date.now() - lastUsed(ctx, name, status) >= timeoutMs) {
     // The background read of heartbeats lags by its interval: code-server's word, fresh, decides.
-    const health = live.endpoint ? await deps.runtime.health(live.endpoint, 2000) : { ok: false };
+    const endpoint = ctx.table.endpointOf(name);
+    const health = endpoint ? await deps.runtime.health(endpoint, 2000) : { ok: false };
     if (health.lastHeartbeat !== undefined) deps.activity.touch(name, health.lastHeartbeat);
     // No answer (a busy machine, a slow editor): not a reason to stop it; ask once more in a second.
-    if (!health.ok && !live.idleReadMissed) {
-      live.idleReadMissed = true;
+    if (!health.ok && !idle.idleReadMissed) {
+      idle.idleReadMissed = true;
       return { ...result, requeueAfterMs: Math.min(result?.requeueAfterMs ?? 1000, 1000) };
     }
   }
-  live.idleReadMissed = false;
+  idle.idleReadMissed = false;
   const idleMs = Date.now() - lastUsed(ctx, name, status);
   if (idleMs < timeoutMs) {
     const dueMs = timeoutMs - idleMs;
@@ -61,12 +78,11 @@ export async function ensureIdle(
     + `open /vscode/${port}/ or POST /servers/${uid}/start to start it again`;
   Object.assign(status, { reason: IDLE_TIMEOUT, message, idleStoppedAt: new Date().toISOString() });
   ctx.log(`server ${name}: idle for ${duration(idleMs)} (idle timeout ${duration(timeoutMs)}): stopping it`);
-  live.waking = false;
+  ctx.table.setWaking(name, false);
   // The same stop as an API stop: the process group this service launched, SIGTERM, grace, SIGKILL.
   await stopProcess(ctx, record, uid, status, `stopped: no activity for ${duration(idleMs)} (idle timeout ${duration(timeoutMs)})`);
   Object.assign(status, { phase: 'Stopped' as Phase, reason: IDLE_TIMEOUT, message });
-  live.crashTimes = [];
-  live.nextRestartAt = undefined;
+  ctx.crashes.reset(name);
   await ctx.commit(record, uid, status);
 }
 
@@ -76,15 +92,16 @@ export async function ensureIdle(
  * woken, which lifts it, so the server starts as usual.
  */
 export async function holdIdleStop(
-  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live,
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
 ): Promise<boolean> {
+  const idle = ctx.idle.of(record.name);
   if (!status.idleStoppedAt) {
-    live.wakeRequested = false;
+    idle.wakeRequested = false;
     return false;
   }
-  if (live.wakeRequested) {
-    live.wakeRequested = false;
-    live.waking = true;
+  if (idle.wakeRequested) {
+    idle.wakeRequested = false;
+    ctx.table.setWaking(record.name, true);
     delete status.idleStoppedAt;
     Object.assign(status, { reason: undefined, message: undefined });
     ctx.deps.logs.event(record.name, 'INFO', 'woken after an idle stop: starting');
@@ -96,54 +113,29 @@ export async function holdIdleStop(
 }
 
 /** Forgets an idle stop: the server was stopped, deleted or restarted on purpose. */
-export function clearIdleStop(status: EditorServerStatus, live: Live): void {
+export function clearIdleStop(ctx: Pick<ReconcileContext, 'idle' | 'table'>, name: string, status: EditorServerStatus): void {
   delete status.idleStoppedAt;
-  live.wakeRequested = false;
-  live.waking = false;
+  ctx.idle.of(name).wakeRequested = false;
+  ctx.table.setWaking(name, false);
 }
 
 /**
  * Asks an idle-stopped server to start again (its editor was opened, or started through the
  * API). False, and nothing done, for any other server: one stopped on purpose stays stopped.
  */
-export function wake(ctx: ReconcileContext, name: string, why: string): boolean {
-  const server = ctx.cache.records.get(name)?.server;
+export function wake(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'idle' | 'log'>, name: string, why: string): boolean {
+  const server = ctx.table.serverNamed(name);
   if (!server?.spec.running || server.metadata.deletionTimestamp || !server.status?.idleStoppedAt) return false;
-  const live = ctx.cache.live(name);
-  if (!live.wakeRequested) {
+  const idle = ctx.idle.of(name);
+  if (!idle.wakeRequested) {
     ctx.log(`server ${name}: woken (${why})`);
     // Being opened is activity: the editor is not idle the moment it is up.
     ctx.deps.activity?.touch(name);
   }
-  live.wakeRequested = true;
-  live.waking = true;
+  idle.wakeRequested = true;
+  ctx.table.setWaking(name, true);
   ctx.deps.enqueue(name);
   return true;
-}
-
-/**
- * `starting`: still held by its idle stop, or woken and not answering yet; `refused`: its start
- * waits for capacity; `failed`: its start failed. Undefined once it runs (the proxy routes to
- * it) or when it was not woken.
- */
-export function wakeState(ctx: ReconcileContext, name: string): WakeState | undefined {
-  const server = ctx.cache.records.get(name)?.server;
-  const live = ctx.cache.lives.get(name);
-  if (!server?.spec.running || server.metadata.deletionTimestamp) {
-    if (live) live.waking = false;
-    return undefined;
-  }
-  const status = server.status;
-  if (status?.idleStoppedAt) return { state: 'starting' };
-  if (!live?.waking) return undefined;
-  if (status?.phase === 'Running') {
-    live.waking = false;
-    return undefined;
-  }
-  const message = status?.message ?? 'see GET /servers/{id}/logs';
-  if (status?.phase === 'Failed') return { state: 'failed', message };
-  if (status?.reason === 'CapacityExceeded') return { state: 'refused', message };
-  return { state: 'starting' };
 }
 
 /** "45 s", "3 min", "2 h 5 min". */

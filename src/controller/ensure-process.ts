@@ -11,11 +11,9 @@ import { clearProcess } from './status-commit.ts';
 const EXIT_WAIT_MS = 1000;
 
 /** Takes over an editor that was already running (the runtime has checked it is this server's and watches it). */
-export function adoptEditor(ctx: ReconcileContext, name: string, ref: RuntimeRef, endpoint: EditorEndpoint | undefined): void {
-  const live = ctx.cache.live(name);
-  live.ref = ref;
-  live.endpoint = endpoint;
-  live.adopted = true;
+export function adoptEditor(ctx: Pick<ReconcileContext, 'table' | 'health'>, name: string, ref: RuntimeRef, endpoint: EditorEndpoint | undefined): void {
+  ctx.table.setEditor(name, ref, endpoint);
+  ctx.health.of(name).adopted = true;
 }
 
 /**
@@ -25,7 +23,7 @@ export function adoptEditor(ctx: ReconcileContext, name: string, ref: RuntimeRef
  * and never signalled. Run before the status is shown, so no answer ever names an editor the
  * service did not launch.
  */
-export function distrustForeignRef(ctx: ReconcileContext, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
+export function distrustForeignRef(ctx: Pick<ReconcileContext, 'deps' | 'warn'>, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
   const ref = status.runtimeRef;
   if (!ref) return 'cleared';
   const seen = ctx.deps.runtime.state(name, ref).state;
@@ -45,30 +43,31 @@ export async function observeProcess(
   ctx: ReconcileContext, name: string, status: EditorServerStatus, port: number,
 ): Promise<{ alive: boolean; wait?: ReconcileResult }> {
   const { runtime } = ctx.deps;
-  const live = ctx.cache.live(name);
-  if (status.runtimeRef && sameRef(status.runtimeRef, ctx.cache.stoppedWhileMissing.get(name))) clearProcess(status);
-  ctx.cache.stoppedWhileMissing.delete(name);
-  if (!live.ref && status.runtimeRef && distrustForeignRef(ctx, name, status) === 'owned') {
+  if (status.runtimeRef && sameRef(status.runtimeRef, ctx.presence.stoppedWhileMissing.get(name))) clearProcess(status);
+  ctx.presence.stoppedWhileMissing.delete(name);
+  if (!ctx.table.editorOf(name) && status.runtimeRef && distrustForeignRef(ctx, name, status) === 'owned') {
     const recorded = status.runtimeRef;
     const owned = runtime.adopt(name, recorded, port);
     if (owned) {
       adoptEditor(ctx, name, recorded, owned.endpoint);
-      live.healthy = owned.endpoint !== undefined && (await runtime.health(owned.endpoint)).ok;
+      ctx.health.of(name).healthy = owned.endpoint !== undefined && (await runtime.health(owned.endpoint)).ok;
     }
   }
-  if (!live.ref) return { alive: false };
-  const seen = runtime.state(name, live.ref);
+  const ref = ctx.table.editorOf(name);
+  if (!ref) return { alive: false };
+  const crashes = ctx.crashes.of(name);
+  const seen = runtime.state(name, ref);
   const alive = isRunning(seen.state);
   if (!alive) {
-    if (seen.state === 'exited' && seen.exit) live.lastExit = seen.exit;
+    if (seen.state === 'exited' && seen.exit) crashes.lastExit = seen.exit;
     // Dead but its exit not collected yet: the code or signal that ended it is moments away and
     // queues this name again at once. Wait for it; the requeue only bounds the wait.
-    const waited = Date.now() - (live.exitWaitSince ??= Date.now());
+    const waited = Date.now() - (crashes.exitWaitSince ??= Date.now());
     if (seen.state === 'exited' && !seen.exit && waited < EXIT_WAIT_MS) {
       return { alive, wait: { requeueAfterMs: EXIT_WAIT_MS - waited, waiting: true } };
     }
-    live.ref = undefined;
+    ctx.table.clearEditor(name);
   }
-  live.exitWaitSince = undefined;
+  crashes.exitWaitSince = undefined;
   return { alive };
 }

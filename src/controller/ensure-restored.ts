@@ -2,8 +2,8 @@
 // chosen snapshot put back) waits here, before its workspace, settings and editor are touched, so
 // nothing the controller writes is taken for newer local data. The restore itself runs in
 // src/persistence; this step only shows where it stands, as the `Restored` condition.
+import type { ServerRecord } from '../index/records.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
-import type { ServerRecord } from './cache.ts';
 import { setCondition } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
 import type { ReconcileResult } from './queue.ts';

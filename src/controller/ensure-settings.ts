@@ -5,20 +5,29 @@
 import { sameData } from '../core/equal.ts';
 import { desiredSettings, mergeSettings, parseJsonc } from '../extensions/user-settings.ts';
 import type { EditorServerSpec } from '../manifests/types.ts';
-import type { Live } from './cache.ts';
-import type { ReconcilerDeps } from './context.ts';
+import type { ReconcileContext } from './context.ts';
+import { PerServer } from './per-server.ts';
+
+/** The desired settings (groups' user_settings and spec.settings, as JSON) last applied to settings.json, by server. */
+export class SettingsApplied extends PerServer<{ text?: string }> {
+  constructor() {
+    super(() => ({}));
+  }
+}
 
 /**
  * Applies the settings the spec and its groups ask for. `whenAsked`: only if they ask for any; so
  * a server that asks for none (most of them) costs no read until its editor starts or runs, where
  * what an earlier spec applied is taken out.
  */
-export async function ensureSettings(deps: ReconcilerDeps, name: string, live: Live, spec: EditorServerSpec, whenAsked = false): Promise<void> {
+export async function ensureSettings(ctx: Pick<ReconcileContext, 'deps' | 'settings'>, name: string, spec: EditorServerSpec, whenAsked = false): Promise<void> {
+  const { deps } = ctx;
+  const applied = ctx.settings.of(name);
   const desired = desiredSettings(deps.config.extensionGroups, spec.extensionGroups, spec.settings);
   const key = JSON.stringify(desired);
   // Acted on when the desired settings change (and once per name after a restart), not on
   // every reconcile: between changes the file is the user's.
-  if (live.settingsText === key) return;
+  if (applied.text === key) return;
   if (whenAsked && Object.keys(desired).length === 0) return;
   const { runtime } = deps;
   // Storage reached only through a running editor (a cluster): written once it runs.
@@ -26,7 +35,7 @@ export async function ensureSettings(deps: ReconcilerDeps, name: string, live: L
   const lastWritten = parseJsonc((await runtime.readAppliedSettings(name)) ?? '') ?? {};
   // Nothing to apply and nothing applied before (most servers): the file is the user's alone, not even read.
   if (Object.keys(desired).length === 0 && Object.keys(lastWritten).length === 0) {
-    live.settingsText = key;
+    applied.text = key;
     return;
   }
   const text = await runtime.readSettings(name);
@@ -34,11 +43,11 @@ export async function ensureSettings(deps: ReconcilerDeps, name: string, live: L
   if (current === undefined) {
     // Never replace a file the user is in the middle of breaking: say so once per change.
     deps.logs.event(name, 'WARN', `the editor's User/settings.json is not valid JSON (with comments): the settings from the spec and its groups are applied once it is fixed`);
-    live.settingsText = key;
+    applied.text = key;
     return;
   }
   const next = mergeSettings(current, desired, lastWritten);
   if (!sameData(next, current)) await runtime.writeSettings(name, JSON.stringify(next, null, 2) + '\n');
   if (!sameData(lastWritten, desired)) await runtime.writeAppliedSettings(name, JSON.stringify(desired, null, 2) + '\n');
-  live.settingsText = key;
+  applied.text = key;
 }

@@ -7,20 +7,37 @@ import type { EditorServerStatus, WorkspaceSource } from '../manifests/types.ts'
 import { ArchiveError } from '../workspace/archive-source.ts';
 import { archivePath } from '../workspace/archives.ts';
 import { gitUrlProblem } from '../workspace/git-source.ts';
-import type { Live, ServerRecord } from './cache.ts';
+import type { ServerRecord } from '../index/records.ts';
 import { setCondition } from './conditions.ts';
-import { gitSchemesOf, type ReconcileContext, type ReconcilerDeps } from './context.ts';
+import { gitSchemesOf, type ReconcileContext } from './context.ts';
 import type { Operation } from './operations.ts';
+import { PerServer } from './per-server.ts';
 import { TerminalError } from './queue.ts';
 
 const KIND = 'workspace source';
 /** Retries of a failed clone back off from 1 s up to this (the network may come back). */
 const MAX_RETRY_MS = 60_000;
 
+/** A server's workspace as this step knows it. */
+export interface SourceState {
+  /** The workspace path the runtime gave once the server's storage was prepared. */
+  workspacePath?: string;
+  /** Failed attempts to apply the workspace source in a row, and when the next may start. */
+  sourceFailures?: number;
+  sourceRetryAt?: number;
+}
+
+export class Sources extends PerServer<SourceState> {
+  constructor() {
+    super(() => ({}));
+  }
+}
+
 /** Makes the workspace if this name has not had it made yet; returns its path. */
-export async function ensureWorkspaceOnce(deps: ReconcilerDeps, name: string, live: Live): Promise<string> {
-  if (!live.workspacePath) live.workspacePath = await deps.runtime.prepare(name);
-  return live.workspacePath;
+export async function ensureWorkspaceOnce(ctx: Pick<ReconcileContext, 'deps' | 'sources'>, name: string): Promise<string> {
+  const sources = ctx.sources.of(name);
+  if (!sources.workspacePath) sources.workspacePath = await ctx.deps.runtime.prepare(name);
+  return sources.workspacePath;
 }
 
 /** What the operation ended with: the problem, if any, and whether retrying could fix it. */
@@ -39,15 +56,15 @@ export async function ensureWorkspaceSource(
   const name = record.name;
   const source = record.server!.spec.workspace?.source;
   const key = JSON.stringify(source ?? null);
-  const live = ctx.cache.live(name);
+  const sources = ctx.sources.of(name);
   let op = operations.get<Outcome>(name, KIND);
   if (op && !op.settled && op.key !== key) {
     await operations.cancel(name, 'the spec changed');
     op = undefined;
   }
   if (!source?.git && !source?.archive) {
-    live.sourceFailures = undefined;
-    live.sourceRetryAt = undefined;
+    sources.sourceFailures = undefined;
+    sources.sourceRetryAt = undefined;
     return 'ready';
   }
   if (op?.settled) {
@@ -58,8 +75,8 @@ export async function ensureWorkspaceSource(
   // Storage reached only through a running editor (a cluster): the source is checked now and goes in once it runs.
   const deferred = !op && deps.runtime.storageDeferred?.(name) === true;
   if (!op && !deferred && !(await deps.runtime.workspaceEmpty(name))) {
-    live.sourceFailures = undefined;
-    live.sourceRetryAt = undefined;
+    sources.sourceFailures = undefined;
+    sources.sourceRetryAt = undefined;
     if (status.reason === 'PopulatingWorkspace' || status.reason === 'WorkspaceSourceFailed') {
       Object.assign(status, { reason: undefined, message: undefined });
     }
@@ -73,7 +90,7 @@ export async function ensureWorkspaceSource(
     // Another operation (extension installs) runs: the source waits for it, one at a time.
     const other = operations.running(name);
     if (other) return { waitFor: other.done };
-    if (live.sourceRetryAt !== undefined && Date.now() < live.sourceRetryAt) return { requeueAfterMs: live.sourceRetryAt - Date.now() };
+    if (sources.sourceRetryAt !== undefined && Date.now() < sources.sourceRetryAt) return { requeueAfterMs: sources.sourceRetryAt - Date.now() };
     if (source.archive) {
       const zip = archivePath(deps.layout, source.archive.sha256);
       if (!existsSync(zip)) return terminal(ctx, record, uid, status, `the archive ${source.archive.sha256} is not in ${zip}: upload the ZIP again`);
@@ -141,10 +158,10 @@ function gitMessage(error: unknown, timeoutMs: number, tookMs: number): string {
 async function failed(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, source: WorkspaceSource, error: string,
 ): Promise<'gone' | { requeueAfterMs: number }> {
-  const live = ctx.cache.live(record.name);
-  live.sourceFailures = (live.sourceFailures ?? 0) + 1;
-  const delay = backoffMs(live.sourceFailures, { initialMs: 1000, maxMs: MAX_RETRY_MS });
-  live.sourceRetryAt = Date.now() + delay;
+  const sources = ctx.sources.of(record.name);
+  sources.sourceFailures = (sources.sourceFailures ?? 0) + 1;
+  const delay = backoffMs(sources.sourceFailures, { initialMs: 1000, maxMs: MAX_RETRY_MS });
+  sources.sourceRetryAt = Date.now() + delay;
   const message = `${describe(source)} failed: ${error}; trying again in ${Math.round(delay / 1000)} s`;
   Object.assign(status, { phase: 'Failed', reason: 'WorkspaceSourceFailed', message });
   setCondition(status, { type: 'WorkspaceReady', status: 'False', reason: source.git ? 'CloneFailed' : 'ExtractFailed', message });

@@ -77,8 +77,11 @@ class Line {
   }
 }
 
+/** What a worker does with one name. */
+export type QueueHandler = (name: string) => Promise<ReconcileResult>;
+
 export class WorkQueue {
-  private readonly handler: (name: string) => Promise<ReconcileResult>;
+  private handler: QueueHandler | undefined;
   private readonly workers: number;
   private readonly baseBackoffMs: number;
   private readonly maxBackoffMs: number;
@@ -96,7 +99,11 @@ export class WorkQueue {
   private readonly idleWaiters: Array<() => void> = [];
   private stopped = false;
 
-  constructor(handler: (name: string) => Promise<ReconcileResult>, options: QueueOptions) {
+  /**
+   * `handler` undefined: a queue made before its worker (the parts that queue names are built
+   * before the controller that works them off); names added meanwhile wait until work() gives it.
+   */
+  constructor(handler: QueueHandler | undefined, options: QueueOptions) {
     this.handler = handler;
     this.workers = options.workers;
     this.baseBackoffMs = options.baseBackoffMs ?? 100;
@@ -104,6 +111,13 @@ export class WorkQueue {
     this.clock = options.clock ?? realClock;
     this.onError = options.onError;
     this.onTerminal = options.onTerminal;
+  }
+
+  /** Gives a queue made without one its worker, once: the names waiting so far start now. */
+  work(handler: QueueHandler): void {
+    if (this.handler) throw new Error('this queue has its worker already');
+    this.handler = handler;
+    this.pump();
   }
 
   /** Queues the name (a name already waiting in the background moves to the user lane when a person asks). */
@@ -173,7 +187,7 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopped && this.active.size < this.workers) {
+    while (this.handler && !this.stopped && this.active.size < this.workers) {
       const name = this.lines.user.shift((n) => this.queued.get(n) === 'user')
         ?? this.lines.background.shift((n) => this.queued.get(n) === 'background');
       if (name === undefined) break;
@@ -186,7 +200,7 @@ export class WorkQueue {
 
   private async run(name: string): Promise<void> {
     try {
-      const result = await this.handler(name);
+      const result = await this.handler!(name);
       this.failures.delete(name);
       if (result?.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
       // The worker is free meanwhile; the name comes back once the operation settles.

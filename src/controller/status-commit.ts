@@ -1,7 +1,7 @@
 // Status commits: status is built on a copy through a reconcile, then written in one go, and
 // only when it changed (the store compares).
+import type { ServerRecord } from '../index/records.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import type { ServerRecord } from './cache.ts';
 import { deriveConditions } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
 
@@ -14,7 +14,7 @@ const SETTLED: ReadonlySet<Phase> = new Set(['Running', 'Stopped', 'Failed']);
  * start, an install) is under way, and says "done" only when it is.
  */
 export async function commitStatus(
-  ctx: Omit<ReconcileContext, 'commit'>, record: ServerRecord, uid: string, status: EditorServerStatus,
+  ctx: Pick<ReconcileContext, 'deps' | 'table' | 'unannounced'>, record: ServerRecord, uid: string, status: EditorServerStatus,
 ): Promise<'ok' | 'gone'> {
   const server = record.server!;
   if (SETTLED.has(status.phase) && server.metadata.generation !== undefined) status.observedGeneration = server.metadata.generation;
@@ -23,12 +23,12 @@ export async function commitStatus(
   const result = await ctx.deps.store.writeStatus(record.name, clean, uid);
   if (result === 'missing' || result === 'invalid') return 'gone';
   const before = server.status;
-  ctx.events.recordStatus(record.name, before, clean);
+  ctx.table.events.recordStatus(record.name, before, clean);
   server.metadata.uid = uid;
   server.status = clean;
-  ctx.cache.setRecord(record);
+  ctx.table.setRecord(record);
   // Only news is told: a reconcile that found everything as it was costs its readers nothing.
-  if (ctx.cache.unannounced.delete(record.name) || result === 'updated') ctx.emit('changed', record.name);
+  if (ctx.unannounced.delete(record.name) || result === 'updated') ctx.table.changed(record.name);
   // Every stop ends here, whoever asked (API, manifest edit, idle, capacity, a crash): the
   // reference goes once the editor is gone.
   if (before?.runtimeRef && !clean.runtimeRef) ctx.deps.persistence?.stopped(record.name);

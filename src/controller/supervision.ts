@@ -4,10 +4,11 @@
 import { backoffMs } from '../core/backoff.ts';
 import { effectiveResources } from '../manifests/resources.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
-import { EditorNotPlaced, isRunning, type StartedEditor, type StorageUnavailable } from '../runtime/interface.ts';
-import { forgetEditor, type Live, type ServerRecord } from './cache.ts';
+import type { ServerRecord } from '../index/records.ts';
+import { EditorNotPlaced, isRunning, type ExitInfo, type StartedEditor, type StorageUnavailable } from '../runtime/interface.ts';
 import type { ReconcileContext } from './context.ts';
 import { startProbe } from './ensure-health.ts';
+import { PerServer } from './per-server.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
 
@@ -15,11 +16,60 @@ const CRASH_WINDOW_MS = 10 * 60_000;
 /** A start the platform has not placed is asked again after 1 s, 2 s … up to this (the runtime's news of the Pod wakes it sooner). */
 const NOT_PLACED_MAX_BACKOFF_MS = 30_000;
 
+/** How a server's editors ended, for spec.restartPolicy's back-off and crash-loop detection. */
+export interface CrashState {
+  /** The exit the runtime reported for the editor that just ended. */
+  lastExit?: ExitInfo;
+  /** When it crashed, within the crash window. */
+  crashTimes: number[];
+  /** When the next start after a crash may go. */
+  nextRestartAt?: number;
+  /** When the editor was first seen dead with its exit not yet reported. */
+  exitWaitSince?: number;
+}
+
+export class CrashHistory extends PerServer<CrashState> {
+  constructor() {
+    super(() => ({ crashTimes: [] }));
+  }
+
+  /** Forgets earlier crashes: the server was stopped, restarted or stopped for idleness on purpose. */
+  reset(name: string): void {
+    const crashes = this.peek(name);
+    if (crashes) Object.assign(crashes, { crashTimes: [], nextRestartAt: undefined });
+  }
+}
+
+/** Where a start or the server's storage stands with a platform that places work (a cluster's scheduler). */
+export interface PlacementState {
+  /** The platform took the last start but has not placed the editor (EditorNotPlaced): how many tries so far. */
+  notPlaced?: { attempts: number };
+  /** Reconciles in a row that found the server's storage out of reach (StorageUnavailable). */
+  storageTries?: number;
+}
+
+export class Placement extends PerServer<PlacementState> {
+  constructor() {
+    super(() => ({}));
+  }
+}
+
+/** Forgets the editor a server had, after a stop: whatever stopped it, its facts go the same way. */
+export function forgetEditor(ctx: Pick<ReconcileContext, 'table' | 'health' | 'crashes' | 'placement'>, name: string): void {
+  ctx.table.clearEditor(name);
+  ctx.health.reset(name);
+  const crashes = ctx.crashes.peek(name);
+  if (crashes) crashes.lastExit = undefined;
+  const placement = ctx.placement.peek(name);
+  if (placement) placement.notPlaced = undefined;
+}
+
 export async function startProcess(
-  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, port: number,
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, port: number,
 ): Promise<ReconcileResult> {
   const { deps } = ctx;
   const name = record.name;
+  const placement = ctx.placement.of(name);
   if (!(await deps.runtime.portIsFree(port))) {
     // Someone else took the port. One we chose ourselves moves; one the spec names cannot.
     const moved = record.server?.spec.port === undefined ? await deps.ports.reallocate(name) : undefined;
@@ -39,29 +89,30 @@ export async function startProcess(
     if ((await ctx.commit(record, uid, { ...status, phase: 'Starting' })) === 'gone') return;
   }
   // Asking again for a start the platform has not placed yet is not a new start.
-  if (!live.notPlaced) deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
+  if (!placement.notPlaced) deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
   let launched: StartedEditor;
   try {
     // The manifest's resources over the config's, read now: an edit of either applies at this start.
     const resources = effectiveResources(deps.config.runtime.kubernetes.resources, record.server?.spec.resources);
     launched = await deps.runtime.start({ name, port, uid, ...(resources ? { resources } : {}) });
   } catch (error) {
-    if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, live, error);
+    if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, error);
     const message = `could not launch the editor: ${(error as Error).message}`;
     deps.logs.event(name, 'ERROR', message);
     await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'LaunchFailed', message });
     throw error;
   }
-  if (live.notPlaced) deps.logs.event(name, 'INFO', 'placed: the editor is starting');
-  live.notPlaced = undefined;
-  live.ref = launched.ref;
-  live.endpoint = launched.endpoint;
-  live.healthy = false;
-  live.lastExit = undefined;
-  live.probeFailed = undefined;
-  live.nextRestartAt = undefined;
+  if (placement.notPlaced) deps.logs.event(name, 'INFO', 'placed: the editor is starting');
+  placement.notPlaced = undefined;
+  ctx.table.setEditor(name, launched.ref, launched.endpoint);
+  const probe = ctx.health.of(name);
+  probe.healthy = false;
+  probe.probeFailed = undefined;
+  const crashes = ctx.crashes.of(name);
+  crashes.lastExit = undefined;
+  crashes.nextRestartAt = undefined;
   // Probe while the status is written: the editor does not wait for our disk.
-  startProbe(ctx, name, live, launched.endpoint);
+  startProbe(ctx, name, launched.endpoint);
   Object.assign(status, {
     phase: 'Starting' as Phase,
     reason: undefined,
@@ -79,11 +130,12 @@ export async function startProcess(
  * as a crash; the request stands in the platform, and a stop finds it through list().
  */
 async function notPlaced(
-  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, live: Live, error: EditorNotPlaced,
+  ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, error: EditorNotPlaced,
 ): Promise<ReconcileResult> {
   const { reason, message } = error.problem;
-  const attempts = (live.notPlaced?.attempts ?? 0) + 1;
-  live.notPlaced = { attempts };
+  const placement = ctx.placement.of(record.name);
+  const attempts = (placement.notPlaced?.attempts ?? 0) + 1;
+  placement.notPlaced = { attempts };
   const before = record.server?.status;
   if (before?.phase !== 'Pending' || before.reason !== reason || before.message !== message) {
     ctx.deps.logs.event(record.name, 'WARN', `not started yet: ${reason}: ${message}`);
@@ -99,37 +151,36 @@ async function notPlaced(
  * Thrown on when an editor runs: its storage is reached through it, so this is something else.
  */
 export async function storageUnavailable(ctx: ReconcileContext, name: string, error: StorageUnavailable): Promise<ReconcileResult> {
-  const record = ctx.cache.records.get(name);
+  const record = ctx.table.records.get(name);
   const uid = record?.server?.metadata.uid;
-  const live = ctx.cache.live(name);
-  if (!record?.server || !uid || live.ref) throw error;
+  if (!record?.server || !uid || ctx.table.editorOf(name)) throw error;
   const { reason, message } = error.problem;
-  live.storageTries = (live.storageTries ?? 0) + 1;
+  const placement = ctx.placement.of(name);
+  placement.storageTries = (placement.storageTries ?? 0) + 1;
   const before = record.server.status;
   if (before?.phase !== 'Pending' || before.reason !== reason || before.message !== message) {
     ctx.deps.logs.event(name, 'WARN', `its storage cannot be reached yet: ${reason}: ${message}`);
   }
   await ctx.commit(record, uid, { ...clearProcess(structuredClone(before ?? { phase: 'Pending' })), phase: 'Pending', reason, message });
-  return { requeueAfterMs: backoffMs(live.storageTries, { initialMs: 1000, maxMs: NOT_PLACED_MAX_BACKOFF_MS }) };
+  return { requeueAfterMs: backoffMs(placement.storageTries, { initialMs: 1000, maxMs: NOT_PLACED_MAX_BACKOFF_MS }) };
 }
 
 /** Withdraws a start the platform has not placed (it stands there, without a reference here). */
 export async function withdrawStart(ctx: ReconcileContext, name: string): Promise<void> {
   await stopEditorsOf(ctx, name);
-  ctx.cache.live(name).notPlaced = undefined;
+  ctx.placement.of(name).notPlaced = undefined;
   ctx.deps.logs.event(name, 'INFO', 'the start that was not placed yet is withdrawn');
 }
 
 export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, why: string): Promise<void> {
   const { deps } = ctx;
   const name = record.name;
-  const live = ctx.cache.live(name);
-  const ref = live.ref!;
+  const ref = ctx.table.editorOf(name)!;
   deps.logs.event(name, 'INFO', 'stopping');
   await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
-  live.probe = undefined;
+  ctx.health.of(name).probe = undefined;
   await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
-  forgetEditor(live);
+  forgetEditor(ctx, name);
   clearProcess(status);
   deps.logs.event(name, 'INFO', why);
 }
@@ -138,26 +189,27 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
  * Stops the editor this controller runs for the server, and any other the runtime runs for it
  * (one left running while its manifest was invalid). A reference in status plays no part.
  */
-export async function stopEditorsOf(ctx: ReconcileContext, name: string): Promise<void> {
+export async function stopEditorsOf(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'health' | 'crashes' | 'placement'>, name: string): Promise<void> {
   const { runtime, config } = ctx.deps;
   const graceMs = config.editor.stopGraceSeconds * 1000;
-  const live = ctx.cache.lives.get(name);
-  if (live?.ref) await runtime.stop(name, live.ref, graceMs);
+  const ref = ctx.table.editorOf(name);
+  if (ref) await runtime.stop(name, ref, graceMs);
   for (const found of await runtime.list()) {
     if (found.name === name) await runtime.stop(name, found.ref, graceMs);
   }
-  if (live) forgetEditor(live);
+  forgetEditor(ctx, name);
 }
 
 /**
  * Handles an editor that died on its own: records the exit and applies spec.restartPolicy.
  * Returns the delay before the next start, or undefined when it is not to be restarted.
  */
-export function recordCrash(ctx: ReconcileContext, name: string, status: EditorServerStatus, live: Live): number | undefined {
+export function recordCrash(ctx: ReconcileContext, name: string, status: EditorServerStatus): number | undefined {
   const { deps } = ctx;
-  const policy = ctx.cache.records.get(name)?.server?.spec.restartPolicy ?? 'Never';
-  const exit = live.lastExit ?? { code: null, signal: null };
-  live.lastExit = undefined;
+  const policy = ctx.table.serverNamed(name)?.spec.restartPolicy ?? 'Never';
+  const crashes = ctx.crashes.of(name);
+  const exit = crashes.lastExit ?? { code: null, signal: null };
+  crashes.lastExit = undefined;
   const how = exit.signal ? `killed by ${exit.signal}` : exit.code !== null ? `exited with code ${exit.code}` : 'exited';
   const clean = exit.code === 0;
   status.lastExit = { code: exit.code, signal: exit.signal, at: new Date().toISOString() };
@@ -169,10 +221,10 @@ export function recordCrash(ctx: ReconcileContext, name: string, status: EditorS
     return undefined;
   }
   const now = Date.now();
-  live.crashTimes = [...live.crashTimes.filter((t) => now - t < CRASH_WINDOW_MS), now];
-  const attempts = live.crashTimes.length;
+  crashes.crashTimes = [...crashes.crashTimes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+  const attempts = crashes.crashTimes.length;
   const delay = backoffMs(attempts, { initialMs: 1000, maxMs: deps.config.editor.maxRestartBackoffSeconds * 1000 });
-  live.nextRestartAt = now + delay;
+  crashes.nextRestartAt = now + delay;
   status.restarts = (status.restarts ?? 0) + 1;
   if (attempts >= deps.config.editor.crashLoopRestarts) {
     Object.assign(status, {
@@ -194,15 +246,14 @@ export function recordCrash(ctx: ReconcileContext, name: string, status: EditorS
  */
 export async function stopForShutdown(ctx: ReconcileContext, name: string): Promise<void> {
   const { deps } = ctx;
-  const record = ctx.cache.records.get(name);
+  const record = ctx.table.records.get(name);
   const server = record?.server;
-  const live = ctx.cache.lives.get(name);
-  const ref = live?.ref;
-  if (!record || !server?.status || !live || !ref || !isRunning(deps.runtime.state(name, ref).state)) return;
+  const ref = ctx.table.editorOf(name);
+  if (!record || !server?.status || !ref || !isRunning(deps.runtime.state(name, ref).state)) return;
   deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
-  live.probe = undefined;
+  ctx.health.of(name).probe = undefined;
   await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
-  forgetEditor(live);
+  forgetEditor(ctx, name);
   const status = clearProcess(structuredClone(server.status));
   Object.assign(status, {
     phase: 'Stopped' as Phase,

@@ -1,7 +1,7 @@
 // The read-only index of servers: what the API, the proxy, metrics and the dashboard's feed read
 // about the servers (records, endpoints, wake state, the editors running) and the typed events
-// that say when to look again. The controller is its only writer (controller-index.ts is fed by
-// the Reconciler); what a reader may ask the controller to do is in commands.ts, not here.
+// that say when to look again. The controller is its only writer (the ServerTable in
+// server-table.ts); what a reader may ask the controller to do is in commands.ts, not here.
 import type { EditorServer, WakeState } from '../manifests/types.ts';
 import type { EditorEndpoint, RuntimeRef } from '../runtime/interface.ts';
 import type { ServerEvent, ServerRecord } from './records.ts';
@@ -41,8 +41,8 @@ export interface ServerIndex {
   serverNamed(name: string): EditorServer | undefined;
   /** Where the server's running editor answers, if it runs. */
   endpointOf(name: string): EditorEndpoint | undefined;
-  /** Where the managed editor on this port answers while it may be routed to (Running, or starting and not woken), else undefined. */
-  routeTo(port: number): EditorEndpoint | undefined;
+  /** True while a server woken after an idle stop has not answered yet (the proxy shows the starting page). */
+  waking(name: string): boolean;
   /** Where a server stopped for idleness is on its way back. */
   wakeState(name: string): WakeState | undefined;
   /** True when the server's editor runs, checked with the runtime now (not only the controller's memory). */

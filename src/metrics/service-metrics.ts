@@ -33,9 +33,12 @@ export interface MetricsSources {
   queueDepth: () => number;
   /** The server a port belongs to (the port allocator's owner). */
   portOwner: (port: number) => string | undefined;
-  /** The log streams (/ws/logs) and the watch streams (GET /servers?watch=1): open now, and dropped since the start. */
-  streams: () => { logs: { open: number; dropped: number }; watch: { open: number; dropped: number } };
 }
+
+/** The log streams (/ws/logs) and the watch streams (GET /servers?watch=1): open now, and dropped since the start. */
+export type StreamCounts = () => { logs: { open: number; dropped: number }; watch: { open: number; dropped: number } };
+
+const NO_STREAMS: StreamCounts = () => ({ logs: { open: 0, dropped: 0 }, watch: { open: 0, dropped: 0 } });
 
 type ServerLabels = { name: string; uid: string };
 
@@ -61,6 +64,8 @@ export class ServiceMetrics {
   /** The registry, made with prom-client at the first scrape. */
   #registry: Promise<Registry> | undefined;
   readonly #sources: MetricsSources;
+  /** The streams are built after the metrics (the watch feed needs persistence, which counts into them): told by countStreams(). */
+  #streams: StreamCounts = NO_STREAMS;
   readonly #traffic: ProxyTraffic;
   readonly #cpu = new Map<string, CpuCount>();
   /** Log lines per server: [from the editor, from the controller]. */
@@ -111,6 +116,7 @@ export class ServiceMetrics {
     const traffic = this.#traffic;
     const { index, stats, activity, logs } = this.#sources;
     const sources = this.#sources;
+    const streams = () => this.#streams();
 
     // Per server, read from the controller's records at scrape time.
     new Gauge({
@@ -250,7 +256,7 @@ export class ServiceMetrics {
     new Gauge({
       name: 'devbox_stream_clients', help: 'Clients of the log streams (/ws/logs) and of the watch streams (GET /servers?watch=1) now', labelNames: ['stream'], registers,
       collect() {
-        const now = sources.streams();
+        const now = streams();
         this.set({ stream: 'logs' }, now.logs.open);
         this.set({ stream: 'watch' }, now.watch.open);
       },
@@ -259,13 +265,19 @@ export class ServiceMetrics {
       name: 'devbox_stream_clients_dropped_total', help: 'Stream clients closed for falling behind (or, for logs, not answering pings)', labelNames: ['stream'], registers,
       collect() {
         this.reset();
-        const now = sources.streams();
+        const now = streams();
         this.inc({ stream: 'logs' }, now.logs.dropped);
         this.inc({ stream: 'watch' }, now.watch.dropped);
       },
     });
 
     return registry;
+  }
+
+  /** For persistence: its durations, bytes and failures. */
+  /** Where the stream counts come from, once the streams are built (until then: none open). */
+  countStreams(read: StreamCounts): void {
+    this.#streams = read;
   }
 
   /** For persistence: its durations, bytes and failures. */

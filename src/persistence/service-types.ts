@@ -1,7 +1,7 @@
 // The persistence service's shapes: the engine and the rest of the service as it uses them, what a
 // server's record and the shutdown's log line say, and errors in words.
 import type { ExtensionGroup, PersistenceConfig } from '../config/settings.ts';
-import type { ServerRecord } from '../controller/cache.ts';
+import type { ServerRecord } from '../index/records.ts';
 import { apiError } from '../core/error-catalogue.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import type { LogLevel } from '../logs/entry.ts';

@@ -11,7 +11,7 @@ import { apiError } from '../core/error-catalogue.ts';
 import { writeError, writeRawError } from '../core/errors.ts';
 // Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
 import * as http from '../core/http.ts';
-import type { EditorEndpoint } from '../runtime/processes.ts';
+import type { EditorEndpoint } from '../runtime/interface.ts';
 import { requiredOnFirstUse } from '../core/first-use.ts';
 import { Forwarding } from './forwarding.ts';
 import { DROPPED_FOR_UNDICI, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';

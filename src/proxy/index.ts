@@ -3,3 +3,4 @@
 export { EditorProxy, type EditorProxyOptions, type ProxyObserver } from './editor-proxy.ts';
 export { SERVICE_COOKIE_PREFIX } from './headers.ts';
 export { isEditorPath } from './route.ts';
+export { routableEndpoint, type RoutingIndex } from './routable.ts';

@@ -2,7 +2,7 @@
 // parsed into a route, the path the editor sees, its redirects kept under the prefix, and the
 // messages a request gets when the editor cannot be reached.
 import type { IncomingMessage } from 'node:http';
-import type { EditorEndpoint } from '../runtime/processes.ts';
+import type { EditorEndpoint } from '../runtime/interface.ts';
 
 export interface Route {
   /** `/vscode/8012` or `/editor/8012`. */

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { MAX_EVENTS_PER_SERVER, ServerEvents } from '../../src/controller/events.ts';
+import { MAX_EVENTS_PER_SERVER, ServerEvents } from '../../src/index/server-events.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';

@@ -10,7 +10,7 @@ import { serverView } from '../../src/api/views.ts';
 import { StatsSampler } from '../../src/runtime/stats.ts';
 import type { EditorUsage } from '../../src/runtime/usage.ts';
 import { fakeIndex, reconciled } from '../helpers/fake-index.ts';
-import { CountedRecords } from '../../src/controller/cache.ts';
+import { CountedRecords } from '../../src/index/server-table.ts';
 import type { ServerRecord } from '../../src/index/records.ts';
 import type { IndexEvents } from '../../src/index/server-index.ts';
 import { TypedEvents } from '../../src/index/typed-events.ts';

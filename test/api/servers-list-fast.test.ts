@@ -23,7 +23,7 @@ const UPTIME = /"uptime":(-?[0-9.e+-]+|null)/g;
 
 /** The bytes the route answered before: JSON.stringify of serverView over the records `owner` may see (all without one). */
 function expected(owner?: string, id?: string): string {
-  const records = [...service.controller.reconciler.records.values()]
+  const records = [...service.index.records.values()]
     .filter((r) => r.server?.metadata.uid && (owner === undefined || ownerOf(r.server) === owner))
     .filter((r) => id === undefined || r.server!.metadata.uid === id)
     .map((r) => serverView(r, r.server!.status?.runtimeRef ? service.stats.get(r.name) : undefined));
@@ -163,7 +163,7 @@ describe('GET /servers from the cached records', () => {
 
     // A file that was never valid has no uid: not listed.
     await fs.writeFile(manifestFile('stray'), 'kind: nonsense\n');
-    await eventually(() => service.controller.reconciler.records.get('stray')?.problems !== undefined);
+    await eventually(() => service.index.records.get('stray')?.problems !== undefined);
     await matchesView();
     expect(JSON.parse(await raw('/servers', ADMIN)).map((r: { id: string }) => r.id)).toEqual([alice.id, bob.id]);
 

@@ -16,10 +16,7 @@ import { projectFile } from '../../src/core/project.ts';
  * done; each says what it should name. Remove an entry once its comment is fixed.
  */
 const PENDING: Array<{ file: string; name: string; should: string }> = [
-  { file: 'src/index/server-events.ts', name: 'conditions.ts', should: 'controller/conditions.ts' },
-  { file: 'src/index/server-index.ts', name: 'controller-index.ts', should: 'the file of the index\'s writer in controller/' },
   { file: 'src/runtime/interface.ts', name: 'process-runtime.ts', should: 'processes.ts (ProcessRuntime)' },
-  { file: 'src/service-http.ts', name: 'fast-reads.ts', should: 'api/fast-reads.ts' },
 ];
 
 const SOURCE_ROOTS = ['src', 'web/src'];

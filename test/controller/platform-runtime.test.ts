@@ -9,12 +9,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
 import { PortAllocator } from '../../src/controller/ports.ts';
-import { Reconciler } from '../../src/controller/reconciler.ts';
+import type { Reconciler } from '../../src/controller/reconciler.ts';
+import type { ServerTable } from '../../src/index/server-table.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
 import type { EditorServerSpec, EditorServerStatus } from '../../src/manifests/types.ts';
 import { StorageUnavailable } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
+import { reconcilerFor } from '../helpers/reconciler.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const UNSCHEDULABLE = { reason: 'Unschedulable', message: '0/1 nodes are available: 1 Insufficient memory.' };
@@ -28,6 +30,7 @@ let runtime: FakeRuntime;
 let logs: FakeLogs;
 let enqueued: string[];
 let reconciler: Reconciler;
+let table: ServerTable;
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'devbox-platform-runtime-'));
@@ -41,11 +44,11 @@ beforeEach(async () => {
   runtime = new FakeRuntime(layout, new FakeInstaller());
   logs = new FakeLogs(join(root, 'data', 'logs'));
   enqueued = [];
-  reconciler = new Reconciler({
+  ({ reconciler, table } = reconcilerFor({
     store, runtime, ports: new PortAllocator(config.ports), layout, logs, config,
     enqueue: (name) => enqueued.push(name),
     log: () => undefined,
-  });
+  }));
 });
 
 afterEach(async () => {
@@ -106,7 +109,7 @@ describe('a start the platform has not placed', () => {
       'INFO starting code-server on port ' + still.port,
       `WARN not started yet: Unschedulable: ${UNSCHEDULABLE.message}`,
     ]);
-    expect(reconciler.index.serverNamed('big')?.status?.phase).toBe('Pending');
+    expect(table.serverNamed('big')?.status?.phase).toBe('Pending');
 
     // Room frees: the next try finds the standing request placed, and it starts as any editor.
     runtime.notPlaced = undefined;
@@ -214,7 +217,7 @@ describe('a problem the runtime reports for a live editor', () => {
     // Not an exit: nothing restarted, nothing recorded as a crash.
     expect(runtime.launches).toHaveLength(1);
     expect(failed.lastExit).toBeUndefined();
-    expect(reconciler.index.serverNamed('node')?.status?.reason).toBe('NodeNotReady');
+    expect(table.serverNamed('node')?.status?.reason).toBe('NodeNotReady');
 
     runtime.setProblem('node', undefined);
     const back = await untilRunning('node');
@@ -247,12 +250,12 @@ describe('what the platform says about an editor', () => {
       'WARN FailedMount: MountVolume.SetUp failed for volume "data"',
       'INFO Pulled: Container image already present on machine',
     ]));
-    expect(reconciler.events.list('talked')).toEqual(expect.arrayContaining([
+    expect(table.eventsOf('talked')).toEqual(expect.arrayContaining([
       expect.objectContaining({ type: 'Warning', reason: 'FailedMount', message: 'MountVolume.SetUp failed for volume "data"' }),
       expect.objectContaining({ type: 'Normal', reason: 'Pulled' }),
     ]));
     expect(eventsOf('stranger')).toEqual([]);
-    expect(reconciler.events.list('stranger')).toEqual([]);
+    expect(table.eventsOf('stranger')).toEqual([]);
   });
 });
 
@@ -273,11 +276,11 @@ describe('a workspace that has the same path for every server (a Pod\'s, in each
       },
     });
     const warnings: string[] = [];
-    reconciler = new Reconciler({
+    ({ reconciler, table } = reconcilerFor({
       store, runtime: podPaths, ports: new PortAllocator(config.ports), layout: new DataLayout(join(root, 'data')), logs, config,
       enqueue: () => undefined,
       log: (line) => warnings.push(line),
-    });
+    }));
     await writeManifest('one');
     await writeManifest('two');
     const one = await untilRunning('one');
@@ -288,6 +291,6 @@ describe('a workspace that has the same path for every server (a Pod\'s, in each
     expect(await statusOf('one')).toMatchObject({ phase: 'Running', runtimeRef: one.runtimeRef, port: one.port, startTime: one.startTime });
     expect(await statusOf('two')).toMatchObject({ phase: 'Running', runtimeRef: two.runtimeRef, port: two.port, startTime: two.startTime });
     expect(runtime.launches).toHaveLength(2);
-    expect([...warnings, ...reconciler.records.get('one')?.warnings ?? []].join('\n')).not.toMatch(/not this server's/);
+    expect([...warnings, ...table.records.get('one')?.warnings ?? []].join('\n')).not.toMatch(/not this server's/);
   });
 });

@@ -7,15 +7,19 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/settings.ts';
-import { Controller } from '../../src/controller/controller.ts';
+import type { ReconcileContext } from '../../src/controller/context.ts';
+import { Controller, reconcileQueue } from '../../src/controller/controller.ts';
 import { PortAllocator } from '../../src/controller/ports.ts';
 import { WorkQueue } from '../../src/controller/queue.ts';
-import { Reconciler } from '../../src/controller/reconciler.ts';
+import type { Reconciler } from '../../src/controller/reconciler.ts';
+import type { ServerTable } from '../../src/index/server-table.ts';
 import { ManifestStore } from '../../src/manifests/store.ts';
+import { routableEndpoint } from '../../src/proxy/routable.ts';
 import { RESTARTED_AT, type EditorServer, type EditorServerSpec, type EditorServerStatus } from '../../src/manifests/types.ts';
 import type { ExitInfo } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeClock, FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
+import { reconcilerFor } from '../helpers/reconciler.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -31,6 +35,9 @@ let ports: PortAllocator;
 /** Every name the reconciler put back on the queue, in order. */
 let enqueued: string[];
 let reconciler: Reconciler;
+/** The index the reconciler writes, and its parts. */
+let table: ServerTable;
+let parts: ReconcileContext;
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'devbox-reconciler-'));
@@ -48,11 +55,11 @@ beforeEach(async () => {
   logs = new FakeLogs(join(root, 'data', 'logs'));
   ports = new PortAllocator(config.ports);
   enqueued = [];
-  reconciler = new Reconciler({
+  ({ reconciler, table, parts } = reconcilerFor({
     store, runtime, ports, layout, logs, config,
     enqueue: (name) => enqueued.push(name),
     log: () => undefined,
-  });
+  }));
 });
 
 afterEach(async () => {
@@ -126,7 +133,7 @@ describe('reconcile', () => {
     // The file is the operator's: neither uid nor status is written into it.
     expect(await readFile(store.fileOf('fresh'), 'utf8')).toBe(text);
     expect(runtime.launches).toEqual([]);
-    expect(reconciler.nameOfUid(server.metadata.uid!)).toBe('fresh');
+    expect(table.nameOfUid(server.metadata.uid!)).toBe('fresh');
   });
 
   it('keeps the uid and port it gave on the next reconcile, and does not rewrite the file', async () => {
@@ -146,7 +153,7 @@ describe('reconcile', () => {
     const [launch] = runtime.launches;
     expect(starting).toMatchObject({ phase: 'Starting', runtimeRef: runtime.alive('web')[0], port: launch.port });
     // The runtime is asked for the server (its name and uid), its port and the config's default resources; its storage (workspace, editor data) is prepared first.
-    const uid = reconciler.index.serverNamed('web')?.metadata.uid;
+    const uid = table.serverNamed('web')?.metadata.uid;
     expect(uid).toMatch(UUID);
     expect(launch).toEqual({ name: 'web', uid, port: starting.port, resources: config.runtime.kubernetes.resources });
     expect(starting.workspacePath).toBe(layout.workspace('web'));
@@ -158,7 +165,7 @@ describe('reconcile', () => {
     const running = await statusOf('web');
     expect(running).toMatchObject({ phase: 'Running', runtimeRef: starting.runtimeRef, startTime: starting.startTime });
     expect(runtime.answers(running.port!)).toBe(true);
-    expect(reconciler.routeTo(running.port!)).toEqual({ host: '127.0.0.1', port: running.port });
+    expect(routableEndpoint(table, ports, running.port!)).toEqual({ host: '127.0.0.1', port: running.port });
 
     const text = await readFile(store.fileOf('web'), 'utf8');
     await reconciler.reconcile('web');
@@ -232,12 +239,24 @@ describe('reconcile', () => {
 
   it('lets a refresh (reconcileNow) finish only after the run that records the exit, not one that waited for it', async () => {
     await startRunning('refreshed');
-    const controller = new Controller({ store, runtime, reconciler, workers: 1, resyncMs: 3_600_000, stopGraceMs: 1000 });
-    const dead = await runtime.die('refreshed');
-    const reaped = new Promise<void>((resolve) => setTimeout(() => resolve(runtime.reap(dead, { code: null, signal: 'SIGKILL' })), 200));
-    await controller.reconcileNow('refreshed', 10_000);
-    expect(await statusOf('refreshed')).toMatchObject({ phase: 'Failed', reason: 'Crashed', message: 'code-server killed by SIGKILL' });
-    await reaped;
+    // A controller started on the same folder and runtime: it adopts the running editor.
+    const queue = reconcileQueue(1, () => undefined);
+    const { table: own, identities } = reconcilerFor({ store, runtime, ports: new PortAllocator(config.ports), layout, logs, config, enqueue: () => undefined });
+    const controller = new Controller({
+      deps: { store, runtime, ports: new PortAllocator(config.ports), layout, logs, config, enqueue: (name) => queue.add(name), log: () => undefined },
+      table: own, identities, queue, resyncMs: 3_600_000, stopGraceMs: 1000, log: () => undefined,
+    });
+    await controller.start();
+    try {
+      await eventually(() => expect(own.editorOf('refreshed')).toBeDefined());
+      const dead = await runtime.die('refreshed');
+      const reaped = new Promise<void>((resolve) => setTimeout(() => resolve(runtime.reap(dead, { code: null, signal: 'SIGKILL' })), 200));
+      await controller.reconcileNow('refreshed', 10_000);
+      expect(await statusOf('refreshed')).toMatchObject({ phase: 'Failed', reason: 'Crashed', message: 'code-server killed by SIGKILL' });
+      await reaped;
+    } finally {
+      await controller.stop();
+    }
   });
 
   it('records a death whose exit never comes after a bounded wait, without a code', async () => {
@@ -401,7 +420,7 @@ describe('reconcile', () => {
     await writeFile(store.fileOf('typo'), bad);
 
     expect(await reconciler.reconcile('typo')).toBeUndefined();
-    const record = reconciler.records.get('typo')!;
+    const record = table.records.get('typo')!;
     // Each problem says where: file:line:column.
     expect(record.problems).toEqual([`${store.fileOf('typo')}:9:3: spec: unknown field "colour"`, `${store.fileOf('typo')}:8:12: spec.running: must be boolean`]);
     expect(record.server?.status?.phase).toBe('Running'); // the last valid state stays visible
@@ -412,7 +431,7 @@ describe('reconcile', () => {
 
     await writeFile(store.fileOf('typo'), good);
     await reconciler.reconcile('typo');
-    expect(reconciler.records.get('typo')!.problems).toBeUndefined();
+    expect(table.records.get('typo')!.problems).toBeUndefined();
     expect((await statusOf('typo')).phase).toBe('Running');
     expect(runtime.launches).toHaveLength(1);
   });
@@ -420,7 +439,7 @@ describe('reconcile', () => {
   it('records the problems of a manifest that was never valid, and launches nothing', async () => {
     await writeFile(store.fileOf('never'), 'apiVersion: devbox.dev/v1alpha1\nkind: EditorServer\nmetadata:\n  name: not-never\nspec:\n  running: true\n');
     await reconciler.reconcile('never');
-    expect(reconciler.records.get('never')).toEqual({ name: 'never', problems: [`${store.fileOf('never')}:4:9: metadata.name: "not-never" must equal the file name "never"`] });
+    expect(table.records.get('never')).toEqual({ name: 'never', problems: [`${store.fileOf('never')}:4:9: metadata.name: "not-never" must equal the file name "never"`] });
     expect(runtime.launches).toEqual([]);
   });
 
@@ -433,7 +452,7 @@ describe('reconcile', () => {
 
     const result = await reconciler.reconcile('saved');
     expect(result?.requeueAfterMs).toBeGreaterThan(29_000);
-    expect(reconciler.records.get('saved')?.absence).toMatch(/saved\.yaml is missing: its editor is stopped at .* unless the file comes back; its files are kept/);
+    expect(table.records.get('saved')?.absence).toMatch(/saved\.yaml is missing: its editor is stopped at .* unless the file comes back; its files are kept/);
     expect(runtime.stops).toEqual([]);
     expect(existsSync(layout.workspace('saved'))).toBe(true);
     expect(ports.portOf('saved')).toBe(status.port);
@@ -441,7 +460,7 @@ describe('reconcile', () => {
     // An editor's delete-then-write save: the same file is back.
     await writeFile(store.fileOf('saved'), text);
     expect(await reconciler.reconcile('saved')).toBeUndefined();
-    expect(reconciler.records.get('saved')?.absence).toBeUndefined();
+    expect(table.records.get('saved')?.absence).toBeUndefined();
     expect(runtime.stops).toEqual([]);
     expect(runtime.alive('saved')).toEqual([identity]);
     expect(await serverOf('saved')).toMatchObject({ metadata: { uid }, status: { phase: 'Running', runtimeRef: identity, port: status.port } });
@@ -461,14 +480,14 @@ describe('reconcile', () => {
     expect(runtime.stops).toEqual([identity]);
     expect(existsSync(layout.workspace('gone'))).toBe(true);
     expect(existsSync(layout.editor('gone').userDataDir)).toBe(true);
-    expect(reconciler.records.has('gone')).toBe(false);
+    expect(table.records.has('gone')).toBe(false);
     expect(ports.owner(status.port!)).toBeUndefined();
     expect(logs.untracked).toEqual([]);
 
     await writeFile(store.fileOf('gone'), text.replace(/^ {2}uid: .*\n/m, '').replace(/^status:[\s\S]*/m, ''));
     await reconciler.reconcile('gone');
     expect((await serverOf('gone')).metadata.uid).toBe(uid);
-    expect(reconciler.nameOfUid(uid!)).toBe('gone');
+    expect(table.nameOfUid(uid!)).toBe('gone');
   });
 
   it('pauses, stopping and deleting nothing, while the manifests folder is missing, and resumes when it is back', async () => {
@@ -479,14 +498,14 @@ describe('reconcile', () => {
     expect((await reconciler.reconcile('left'))?.requeueAfterMs).toBeGreaterThan(0);
     vi.setSystemTime(Date.now() + 3600_000);
     await reconciler.reconcile('left');
-    expect(reconciler.records.get('left')?.absence).toMatch(/manifests folder .* is missing: nothing is stopped or deleted until it is back/);
+    expect(table.records.get('left')?.absence).toMatch(/manifests folder .* is missing: nothing is stopped or deleted until it is back/);
     expect(runtime.stops).toEqual([]);
     expect(existsSync(layout.workspace('left'))).toBe(true);
 
     await rename(`${store.dir}.away`, store.dir);
     expect(await reconciler.reconcile('left')).toBeUndefined();
     expect(runtime.alive('left')).toEqual([identity]);
-    expect(reconciler.records.get('left')?.absence).toBeUndefined();
+    expect(table.records.get('left')?.absence).toBeUndefined();
   });
 
   it('deletes a server whose file is missing or invalid only when asked, and then removes the file too', async () => {
@@ -494,12 +513,12 @@ describe('reconcile', () => {
     await writeFile(store.fileOf('asked'), 'apiVersion: [unclosed');
     await reconciler.reconcile('asked');
     expect(runtime.alive('asked')).toHaveLength(1);
-    reconciler.requestDeletion('asked');
+    parts.presence.deletions.add('asked');
     await reconciler.reconcile('asked');
     expect(runtime.alive('asked')).toEqual([]);
     expect(existsSync(layout.workspace('asked'))).toBe(false);
     expect(existsSync(store.fileOf('asked'))).toBe(false);
-    expect(reconciler.records.has('asked')).toBe(false);
+    expect(table.records.has('asked')).toBe(false);
   });
 
   it('stops the editor of a manifest invalid since the controller restarted, once the file has been missing for the grace period', async () => {
@@ -509,7 +528,7 @@ describe('reconcile', () => {
     const text = await readFile(store.fileOf('orphan'), 'utf8');
     await writeFile(store.fileOf('orphan'), text.replace('running: true', 'running: maybe'));
     // The controller restarts while the file is invalid: a new reconciler, the editor still runs.
-    const restarted = new Reconciler({
+    const { reconciler: restarted } = reconcilerFor({
       store, runtime, layout, logs, config,
       ports: new PortAllocator(config.ports),
       enqueue: () => undefined,
@@ -538,7 +557,7 @@ describe('reconcile', () => {
     expect(runtime.stops).toEqual([]);
     expect(runtime.isAlive(other)).toBe(true);
     expect(await statusOf('forged')).toMatchObject({ phase: 'Stopped', runtimeRef: null });
-    expect(reconciler.records.get('forged')?.warnings).toEqual([expect.stringContaining(`status.runtimeRef (id ${other.id}) is not this server's editor`)]);
+    expect(table.records.get('forged')?.warnings).toEqual([expect.stringContaining(`status.runtimeRef (id ${other.id}) is not this server's editor`)]);
   });
 
   it('gives a copy of a manifest its own uid, port and status, and leaves the original alone', async () => {
@@ -557,9 +576,9 @@ describe('reconcile', () => {
     expect(copy.status!.port).not.toBe(original.port);
     expect(copy.status!.runtimeRef).not.toEqual(original.runtimeRef);
     expect(runtime.stops).toEqual([]);
-    expect(reconciler.nameOfUid(uid!)).toBe('original');
-    expect(reconciler.nameOfUid(copy.metadata.uid!)).toBe('copy');
-    expect(reconciler.records.get('copy')?.warnings?.[0]).toMatch(/belongs to server "original"/);
+    expect(table.nameOfUid(uid!)).toBe('original');
+    expect(table.nameOfUid(copy.metadata.uid!)).toBe('copy');
+    expect(table.records.get('copy')?.warnings?.[0]).toMatch(/belongs to server "original"/);
   });
 
   it('removes the editor, its files and the manifest itself when the manifest is marked for deletion', async () => {
@@ -569,7 +588,7 @@ describe('reconcile', () => {
     expect(runtime.alive('marked')).toEqual([]);
     expect(existsSync(store.fileOf('marked'))).toBe(false);
     expect(existsSync(layout.workspace('marked'))).toBe(false);
-    expect(reconciler.records.has('marked')).toBe(false);
+    expect(table.records.has('marked')).toBe(false);
   });
 
   it('treats a spec.port that is another server\'s as terminal: Failed/PortUnavailable once, never retried until the spec changes', async () => {

@@ -2,7 +2,8 @@
 // store, queue and reconciler can be unit-tested without sleeping, spawning or binding a port.
 import { join } from 'node:path';
 import type { Clock } from '../../src/core/clock.ts';
-import type { LogLevel, ServerLogs } from '../../src/controller/reconciler.ts';
+import type { ServerLogs } from '../../src/controller/context.ts';
+import type { LogLevel } from '../../src/logs/entry.ts';
 import type { ExtensionInstaller, InstallOutcome } from '../../src/extensions/installer.ts';
 import {
   EditorNotPlaced,

@@ -70,8 +70,8 @@ describe('hostile requests', () => {
 
   it('logs a fault that slips through to the last-resort guard, answers 500 and keeps serving', async () => {
     const { index } = service;
-    const routeTo = index.routeTo;
-    index.routeTo = () => {
+    const endpointOf = index.endpointOf;
+    index.endpointOf = () => {
       throw new Error('injected fault');
     };
     try {
@@ -82,7 +82,7 @@ describe('hostile requests', () => {
       const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));
       expect(status).toBe(500);
     } finally {
-      index.routeTo = routeTo;
+      index.endpointOf = endpointOf;
     }
     expect(service.lines.filter((line) => line.includes('injected fault'))).toHaveLength(2);
     await expectStillServing();

@@ -90,8 +90,8 @@ describe('cloning a git source into the workspace', () => {
     // Applied once: work done in the workspace is never replaced by a new clone.
     await fs.writeFile(join(workspace('from-file'), 'mine.txt'), 'my work');
     await fs.rm(join(workspace('from-file'), 'README.md'));
-    await service.controller.reconciler.reconcile('from-file');
-    expect(service.controller.reconciler.operations.get('from-file', 'workspace source')).toBeUndefined();
+    await service.controller.reconcileNow('from-file');
+    expect(service.controller.operations.get('from-file', 'workspace source')).toBeUndefined();
     expect(existsSync(join(workspace('from-file'), 'README.md'))).toBe(false);
     expect(await fs.readFile(join(workspace('from-file'), 'mine.txt'), 'utf8')).toBe('my work');
   });
@@ -187,7 +187,7 @@ describe('a source added while extension installs run', () => {
     service = await startTestService();
     let finishInstalls!: () => void;
     const installs = new Promise<void>((resolve) => { finishInstalls = resolve; });
-    service.controller.reconciler.operations.start('queued', 'extension installs', 'test', new Map(), () => installs, 'installing');
+    service.controller.operations.start('queued', 'extension installs', 'test', new Map(), () => installs, 'installing');
     await fs.writeFile(join(service.settings.manifestsDir, 'queued.yaml'), [
       'apiVersion: devbox.dev/v1alpha1', 'kind: EditorServer', 'metadata: { name: queued }', 'spec:', '  running: false',
       `  workspace: { source: { git: { url: "file://${repos}/project" } } }`, ''].join('\n'));

@@ -1,5 +1,5 @@
 // GET /servers/{id}/events: what recently happened to a server (phases, reasons, conditions, an
-// invalid manifest), oldest first, as the controller recorded it (src/controller/events.ts).
+// invalid manifest), oldest first, as the controller recorded it (src/index/server-events.ts).
 import type { Router } from 'express';
 import { findServer, type ServersDeps } from './context.ts';
 

@@ -1,8 +1,8 @@
 // A server's recent events, in the manner of Kubernetes events: what changed in its status (a
 // phase, a reason, a condition) and when, kept in memory, the last few per server, for the
-// dashboard's GET /servers/{id}/events. Fed where status is committed (status-commit.ts) and
-// where a manifest is found invalid (absence.ts); nothing here reads files or processes.
-import type { ServerEvent } from '../index/records.ts';
+// dashboard's GET /servers/{id}/events. Fed where status is committed (controller/status-commit.ts) and
+// where a manifest is found invalid (controller/absence.ts); nothing here reads files or processes.
+import type { ServerEvent } from './records.ts';
 import type { Condition, EditorServerStatus, Phase } from '../manifests/types.ts';
 import { describeRef } from '../runtime/interface.ts';
 
@@ -28,7 +28,7 @@ const PHASE_REASON: Record<Phase, string> = {
 /** Reasons that say something went wrong, whatever the phase (a restart after a crash is Starting/BackOff). */
 const WARNING_REASON = /Fail|Invalid|Crash|BackOff|Unhealthy|InUse|Unavailable|Exited|Unschedulable|NotReady|ErrImage/;
 
-/** Ready mirrors the phase (see conditions.ts): its changes are the phase's events already. */
+/** Ready mirrors the phase (see controller/conditions.ts): its changes are the phase's events already. */
 const DERIVED_CONDITIONS = new Set(['Ready']);
 
 /**
