@@ -100,7 +100,7 @@ export async function buildParts(
       ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
     });
   } else throw new Error('the process runtime needs the code-server to launch');
-  const ports = new PortAllocator(config.ports, (port) => runtime.portIsFree(port));
+  const ports = new PortAllocator(config.ports, (port) => runtime.portIsFree?.(port) ?? Promise.resolve(true));
   // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
   const activity = new ActivityTracker();
 
@@ -148,10 +148,12 @@ export async function buildParts(
   // --- The controller ---
   const controller = new Controller({
     deps: {
-      store, runtime, ports, layout, logs, capacity, activity, persistence, gitSchemes, enqueue, log,
+      store, storage: runtime, workload: runtime, health: runtime, ports, layout, logs, capacity, activity, persistence, gitSchemes, enqueue, log,
       get config() {
         return live.current;
       },
+      // The config's resources for every editor, read at each start (an edit applies at the next one).
+      defaultResources: () => live.current.runtime.kubernetes.resources,
     },
     table, identities, queue,
     resyncMs: config.controller.resyncSeconds * 1000,

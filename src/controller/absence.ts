@@ -33,7 +33,7 @@ export class Presence extends PerServer<PresenceState> {
 export async function teardown(ctx: ReconcileContext, name: string): Promise<void> {
   await stopEditorsOf(ctx, name);
   ctx.deps.logs.event(name, 'INFO', 'deleted');
-  await ctx.deps.runtime.remove(name);
+  await ctx.deps.storage.remove(name);
   await ctx.deps.logs.untrack(name, { remove: true });
 }
 

@@ -8,7 +8,10 @@ import type { ServerTable } from '../index/server-table.ts';
 import type { LogLevel, TrackedServer } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { EditorServerStatus } from '../manifests/types.ts';
-import type { EditorRuntime } from '../runtime/interface.ts';
+import type { EditorStorage } from '../runtime/editor-storage.ts';
+import type { EditorWorkload } from '../runtime/editor-workload.ts';
+import type { ResourceRequirements } from '../runtime/interface.ts';
+import type { EditorHealth } from '../runtime/health.ts';
 import { allowedGitSchemes } from '../workspace/git-source.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { Presence } from './absence.ts';
@@ -34,13 +37,19 @@ export interface ServerLogs {
 
 export interface ReconcilerDeps {
   store: ManifestStore;
-  /** Where and how editors run: everything the controller does to an editor or its storage goes through it. */
-  runtime: EditorRuntime;
+  /** The servers' storage (workspace, settings, extensions): everything the controller does to a server's files goes through it. */
+  storage: EditorStorage;
+  /** The servers' editors (start, stop, state, adopt, list): everything the controller does to an editor goes through it. */
+  workload: EditorWorkload;
+  /** Whether an editor serves: its /healthz, asked once or until it answers. */
+  health: EditorHealth;
   ports: PortAllocator;
   layout: DataLayout;
   logs: ServerLogs;
   /** The config in use: it follows the config file, so read it where a value is used, never keep it. */
   readonly config: Config;
+  /** The resources an editor gets where its spec gives none (the config's, read at each start); without it, none. */
+  defaultResources?: () => ResourceRequirements | undefined;
   /** Git URL schemes a workspace source may use now (allowedGitSchemes of the live config and the mode; unset: a shared machine's). */
   gitSchemes?: () => readonly string[];
   /** When each server was last used (proxy traffic, heartbeats); idle autostop reads it. Without one no server is stopped for idleness. */

@@ -228,7 +228,7 @@ export class Controller {
       await Promise.all([...this.options.table.records.keys()].map((name) => stopForShutdown(this.ctx, name).catch((error) =>
         this.log(`stopping ${name} at shutdown failed: ${(error as Error).stack ?? error}`))));
     }
-    this.options.deps.runtime.dispose();
+    this.options.deps.workload.dispose();
   }
 
   /**
@@ -239,11 +239,11 @@ export class Controller {
    * names of those adopted, and of those without a manifest.
    */
   private async adoptRunningEditors(names: Set<string>, servers: Map<string, EditorServer>): Promise<{ adopted: string[]; orphans: string[] }> {
-    const { runtime } = this.options.deps;
+    const { workload } = this.options.deps;
     const adopted = new Map<string, RunningEditor>();
     const orphans = new Map<string, RunningEditor>();
     const extras: RunningEditor[] = [];
-    const found = await runtime.list();
+    const found = await workload.list();
     // Recorded references first, so a stray twin never wins over the recorded editor.
     found.sort((a, b) => Number(isRecorded(servers.get(b.name), b)) - Number(isRecorded(servers.get(a.name), a)));
     for (const editor of found) {
@@ -265,18 +265,18 @@ export class Controller {
     for (const [name, server] of servers) if (!adopted.has(name)) prime(this.ctx, server, this.folder);
     for (const editor of adopted.values()) {
       const server = servers.get(editor.name)!;
-      const owned = runtime.adopt(editor.name, editor.ref, editor.port ?? server.spec.port ?? server.status?.port);
+      const owned = workload.adopt(editor.name, editor.ref, editor.port ?? server.spec.port ?? server.status?.port);
       if (!owned) continue; // gone since it was listed: the reconcile records how it ended
       adoptEditor(this.ctx, editor.name, editor.ref, owned.endpoint);
       this.log(`adopted running editor ${editor.name} (${describeRef(editor.ref)})`);
     }
     for (const editor of orphans.values()) {
-      const owned = runtime.adopt(editor.name, editor.ref, editor.port);
+      const owned = workload.adopt(editor.name, editor.ref, editor.port);
       if (owned) adoptOrphan(this.ctx, editor.name, editor.ref, owned.endpoint, editor.port, this.folder);
     }
     await Promise.all(extras.map((editor) => {
       this.log(`stopping editor ${describeRef(editor.ref)} (${editor.name}): no manifest wants it`);
-      return runtime.stop(editor.name, editor.ref, this.options.stopGraceMs);
+      return workload.stop(editor.name, editor.ref, this.options.stopGraceMs);
     }));
     return { adopted: [...adopted.keys()], orphans: [...orphans.keys()] };
   }

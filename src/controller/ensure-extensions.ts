@@ -77,10 +77,10 @@ export async function ensureExtensions(
   if (op && !op.settled && op.key === key) return installing(ctx, record, uid, status, wanted, known, op, mode, await identities([...wanted, ...known.keys()]));
   if (op?.settled) operations.drop(name);
   // Storage reached only through a running editor (a cluster): looked at and installed once it runs.
-  if (deps.runtime.storageDeferred?.(name)) return 'ready';
+  if (deps.storage.storageDeferred?.(name)) return 'ready';
 
   // Nothing wanted and nothing recorded (most servers): what the folder holds changes nothing.
-  const present = wanted.length === 0 && known.size === 0 ? new Map<string, string | undefined>() : await deps.runtime.installedExtensions(name);
+  const present = wanted.length === 0 && known.size === 0 ? new Map<string, string | undefined>() : await deps.storage.installedExtensions(name);
   const who = await identities([...wanted, ...known.keys()]);
   const isPresent = (id: string) => {
     const it = who.get(id);
@@ -120,7 +120,7 @@ export async function ensureExtensions(
   op = operations.start<Work>(name, KIND, key, data, async (done, signal, report) => {
     for (const [i, { id, name: extension }] of unwanted.entries()) {
       report(`uninstalling ${id} (${i + 1} of ${steps})`);
-      const outcome = await deps.runtime.uninstallExtension(name, extension, signal);
+      const outcome = await deps.storage.uninstallExtension(name, extension, signal);
       if (outcome.cancelled || signal.aborted) return;
       done.removed.push(id);
       deps.logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok
@@ -130,7 +130,7 @@ export async function ensureExtensions(
     for (const [i, id] of missing.entries()) {
       report(`installing ${id} (${unwanted.length + i + 1} of ${steps})`);
       deps.logs.event(name, 'INFO', `installing extension ${id}`);
-      const outcome = await deps.runtime.installExtension(name, id, signal);
+      const outcome = await deps.storage.installExtension(name, id, signal);
       if (outcome.cancelled || signal.aborted) {
         deps.logs.event(name, 'INFO', `install of ${id} cancelled: ${(signal.reason as Error | undefined)?.message ?? 'cancelled'}`);
         return;

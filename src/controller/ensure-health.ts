@@ -69,7 +69,7 @@ export async function observeRunning(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus, port: number,
 ): Promise<ReconcileResult> {
   const name = record.name;
-  const { runtime } = ctx.deps;
+  const { workload, health } = ctx.deps;
   const ref = ctx.table.editorOf(name)!;
   const probe = ctx.health.of(name);
   const crashes = ctx.crashes.of(name);
@@ -78,9 +78,9 @@ export async function observeRunning(
     status.startTime ??= new Date().toISOString();
   }
   // An editor adopted without a port of its own answers on the one status recorded.
-  if (ctx.table.endpointOf(name) === undefined) ctx.table.setEndpoint(name, runtime.adopt(name, ref, port)?.endpoint);
+  if (ctx.table.endpointOf(name) === undefined) ctx.table.setEndpoint(name, workload.adopt(name, ref, port)?.endpoint);
   const endpoint = ctx.table.endpointOf(name);
-  const seen = runtime.state(name, ref);
+  const seen = workload.state(name, ref);
   const problem = noticeProblem(ctx, name, probe, status, seen.state === 'starting' || seen.state === 'running' ? seen.problem : undefined);
   if (problem) {
     Object.assign(status, { phase: (problem.whileRunning || probe.probeFailed ? 'Failed' : 'Starting') as Phase, reason: problem.reason, message: problem.message });
@@ -92,10 +92,10 @@ export async function observeRunning(
   // Starting until a background probe comes back, for every running editor of the fleet).
   if (probe.adopted) {
     probe.adopted = undefined;
-    if (!probe.healthy && status.phase === 'Running' && endpoint && (await runtime.health(endpoint, ADOPTED_PROBE_MS)).ok) recordHealth(ctx, name, true);
+    if (!probe.healthy && status.phase === 'Running' && endpoint && (await health.health(endpoint, ADOPTED_PROBE_MS)).ok) recordHealth(ctx, name, true);
   }
   // It answers after all (a slow first start): recover without anyone asking.
-  if (probe.probeFailed && endpoint && (await runtime.health(endpoint)).ok) recordHealth(ctx, name, true);
+  if (probe.probeFailed && endpoint && (await health.health(endpoint)).ok) recordHealth(ctx, name, true);
   if (probe.healthy) {
     if (status.phase !== 'Running') ctx.deps.logs.event(name, 'INFO', `started: code-server answers on port ${port}`);
     Object.assign(status, { phase: 'Running' as Phase, reason: undefined, message: undefined });
@@ -144,13 +144,13 @@ export function startProbe(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'healt
   const probe = ctx.health.of(name);
   probe.probe = token;
   const ref = ctx.table.editorOf(name);
-  const { runtime } = ctx.deps;
+  const { workload, health } = ctx.deps;
   const timeoutMs = ctx.deps.config.editor.readyTimeoutSeconds * 1000;
-  void runtime.waitReady(endpoint, Date.now() + timeoutMs, () => probe.probe !== token || ctx.table.editorOf(name) !== ref).then((ok) => {
+  void health.waitReady(endpoint, Date.now() + timeoutMs, () => probe.probe !== token || ctx.table.editorOf(name) !== ref).then((ok) => {
     if (probe.probe !== token) return;
     probe.probe = undefined;
     if (ok) probe.healthy = true;
-    else if (ctx.table.editorOf(name) === ref && ref && isRunning(runtime.state(name, ref).state)) {
+    else if (ctx.table.editorOf(name) === ref && ref && isRunning(workload.state(name, ref).state)) {
       probe.probeFailed = `code-server did not answer /healthz on port ${endpoint.port} within ${timeoutMs / 1000} s`;
       ctx.deps.logs.event(name, 'ERROR', probe.probeFailed);
     }

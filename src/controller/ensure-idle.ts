@@ -58,7 +58,7 @@ export async function ensureIdle(
   if (Date.now() - lastUsed(ctx, name, status) >= timeoutMs) {
     // The background read of heartbeats lags by its interval: code-server's word, fresh, decides.
     const endpoint = ctx.table.endpointOf(name);
-    const health = endpoint ? await deps.runtime.health(endpoint, 2000) : { ok: false };
+    const health = endpoint ? await deps.health.health(endpoint, 2000) : { ok: false };
     if (health.lastHeartbeat !== undefined) deps.activity.touch(name, health.lastHeartbeat);
     // No answer (a busy machine, a slow editor): not a reason to stop it; ask once more in a second.
     if (!health.ok && !idle.idleReadMissed) {

@@ -26,7 +26,7 @@ export function adoptEditor(ctx: Pick<ReconcileContext, 'table' | 'health'>, nam
 export function distrustForeignRef(ctx: Pick<ReconcileContext, 'deps' | 'warn'>, name: string, status: EditorServerStatus): 'owned' | 'dead' | 'cleared' {
   const ref = status.runtimeRef;
   if (!ref) return 'cleared';
-  const seen = ctx.deps.runtime.state(name, ref).state;
+  const seen = ctx.deps.workload.state(name, ref).state;
   if (isRunning(seen)) return 'owned';
   if (seen === 'gone' || seen === 'exited') return 'dead';
   ctx.warn(name, `status.runtimeRef (${describeRef(ref)}) is not this server's editor (a copied or hand-written status?): ignored, and never signalled`);
@@ -42,21 +42,21 @@ export function distrustForeignRef(ctx: Pick<ReconcileContext, 'deps' | 'warn'>,
 export async function observeProcess(
   ctx: ReconcileContext, name: string, status: EditorServerStatus, port: number,
 ): Promise<{ alive: boolean; wait?: ReconcileResult }> {
-  const { runtime } = ctx.deps;
+  const { workload, health } = ctx.deps;
   if (status.runtimeRef && sameRef(status.runtimeRef, ctx.presence.stoppedWhileMissing.get(name))) clearProcess(status);
   ctx.presence.stoppedWhileMissing.delete(name);
   if (!ctx.table.editorOf(name) && status.runtimeRef && distrustForeignRef(ctx, name, status) === 'owned') {
     const recorded = status.runtimeRef;
-    const owned = runtime.adopt(name, recorded, port);
+    const owned = workload.adopt(name, recorded, port);
     if (owned) {
       adoptEditor(ctx, name, recorded, owned.endpoint);
-      ctx.health.of(name).healthy = owned.endpoint !== undefined && (await runtime.health(owned.endpoint)).ok;
+      ctx.health.of(name).healthy = owned.endpoint !== undefined && (await health.health(owned.endpoint)).ok;
     }
   }
   const ref = ctx.table.editorOf(name);
   if (!ref) return { alive: false };
   const crashes = ctx.crashes.of(name);
-  const seen = runtime.state(name, ref);
+  const seen = workload.state(name, ref);
   const alive = isRunning(seen.state);
   if (!alive) {
     if (seen.state === 'exited' && seen.exit) crashes.lastExit = seen.exit;

@@ -29,16 +29,16 @@ export async function ensureSettings(ctx: Pick<ReconcileContext, 'deps' | 'setti
   // every reconcile: between changes the file is the user's.
   if (applied.text === key) return;
   if (whenAsked && Object.keys(desired).length === 0) return;
-  const { runtime } = deps;
+  const { storage } = deps;
   // Storage reached only through a running editor (a cluster): written once it runs.
-  if (runtime.storageDeferred?.(name)) return;
-  const lastWritten = parseJsonc((await runtime.readAppliedSettings(name)) ?? '') ?? {};
+  if (storage.storageDeferred?.(name)) return;
+  const lastWritten = parseJsonc((await storage.readAppliedSettings(name)) ?? '') ?? {};
   // Nothing to apply and nothing applied before (most servers): the file is the user's alone, not even read.
   if (Object.keys(desired).length === 0 && Object.keys(lastWritten).length === 0) {
     applied.text = key;
     return;
   }
-  const text = await runtime.readSettings(name);
+  const text = await storage.readSettings(name);
   const current = text === undefined ? {} : parseJsonc(text);
   if (current === undefined) {
     // Never replace a file the user is in the middle of breaking: say so once per change.
@@ -47,7 +47,7 @@ export async function ensureSettings(ctx: Pick<ReconcileContext, 'deps' | 'setti
     return;
   }
   const next = mergeSettings(current, desired, lastWritten);
-  if (!sameData(next, current)) await runtime.writeSettings(name, JSON.stringify(next, null, 2) + '\n');
-  if (!sameData(lastWritten, desired)) await runtime.writeAppliedSettings(name, JSON.stringify(desired, null, 2) + '\n');
+  if (!sameData(next, current)) await storage.writeSettings(name, JSON.stringify(next, null, 2) + '\n');
+  if (!sameData(lastWritten, desired)) await storage.writeAppliedSettings(name, JSON.stringify(desired, null, 2) + '\n');
   applied.text = key;
 }

@@ -36,7 +36,7 @@ export class Sources extends PerServer<SourceState> {
 /** Makes the workspace if this name has not had it made yet; returns its path. */
 export async function ensureWorkspaceOnce(ctx: Pick<ReconcileContext, 'deps' | 'sources'>, name: string): Promise<string> {
   const sources = ctx.sources.of(name);
-  if (!sources.workspacePath) sources.workspacePath = await ctx.deps.runtime.prepare(name);
+  if (!sources.workspacePath) sources.workspacePath = await ctx.deps.storage.prepare(name);
   return sources.workspacePath;
 }
 
@@ -73,8 +73,8 @@ export async function ensureWorkspaceSource(
     if (op.key === key && op.data.error !== undefined) return failed(ctx, record, uid, status, source, op.data.error);
   }
   // Storage reached only through a running editor (a cluster): the source is checked now and goes in once it runs.
-  const deferred = !op && deps.runtime.storageDeferred?.(name) === true;
-  if (!op && !deferred && !(await deps.runtime.workspaceEmpty(name))) {
+  const deferred = !op && deps.storage.storageDeferred?.(name) === true;
+  if (!op && !deferred && !(await deps.storage.workspaceEmpty(name))) {
     sources.sourceFailures = undefined;
     sources.sourceRetryAt = undefined;
     if (status.reason === 'PopulatingWorkspace' || status.reason === 'WorkspaceSourceFailed') {
@@ -98,7 +98,7 @@ export async function ensureWorkspaceSource(
       deps.logs.event(name, 'INFO', `extracting archive ${source.archive.sha256} into the workspace`);
       op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
         try {
-          const { entries: count } = await deps.runtime.populate(name, { archive: { sha256: source.archive!.sha256, path: zip } }, signal);
+          const { entries: count } = await deps.storage.populate(name, { archive: { sha256: source.archive!.sha256, path: zip } }, signal);
           deps.logs.event(name, 'INFO', `extracted ${count} entries of archive ${source.archive!.sha256}`);
         } catch (error) {
           // A bad archive stays bad: only a problem of the machine (disk full) is worth a retry.
@@ -118,7 +118,7 @@ export async function ensureWorkspaceSource(
     op = operations.start<Outcome>(name, KIND, key, {}, async (outcome, signal) => {
       const started = Date.now();
       try {
-        await deps.runtime.populate(name, { git: source.git!, schemes, timeoutMs }, signal);
+        await deps.storage.populate(name, { git: source.git!, schemes, timeoutMs }, signal);
         deps.logs.event(name, 'INFO', `cloned ${source.git!.url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       } catch (error) {
         outcome.error = signal.aborted ? `cancelled: ${(signal.reason as Error).message}` : gitMessage(error, timeoutMs, Date.now() - started);

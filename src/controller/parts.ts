@@ -54,8 +54,8 @@ export function reconcileContext(deps: ReconcilerDeps, table: ServerTable, ident
  */
 export function followRuntime(ctx: Pick<ReconcileContext, 'deps' | 'table'>): void {
   const { deps, table } = ctx;
-  deps.runtime.onChange((name) => deps.enqueue(name));
-  deps.runtime.onEvent((name, event) => {
+  deps.workload.onChange((name) => deps.enqueue(name));
+  deps.workload.onEvent((name, event) => {
     if (!table.records.has(name)) return;
     deps.logs.event(name, event.level, `${event.reason}: ${event.message}`);
     table.events.add(name, { time: new Date().toISOString(), type: event.level === 'WARN' ? 'Warning' : 'Normal', reason: event.reason, message: event.message });

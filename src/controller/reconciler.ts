@@ -192,7 +192,7 @@ export class Reconciler {
           if (delay !== undefined) return { requeueAfterMs: delay };
           // Not started again: nothing the platform brings back in its place may run either (a
           // StatefulSet makes a deleted Pod again). A process that ended is not signalled.
-          if (ended) await deps.runtime.stop(name, ended, deps.config.editor.stopGraceSeconds * 1000).catch((error: Error) => ctx.log(`stopping what is left of ${name}'s editor: ${error.message}`));
+          if (ended) await deps.workload.stop(name, ended, deps.config.editor.stopGraceSeconds * 1000).catch((error: Error) => ctx.log(`stopping what is left of ${name}'s editor: ${error.message}`));
           return;
         }
         if (action.kind === 'wait') return { requeueAfterMs: action.untilMs - now };

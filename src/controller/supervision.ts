@@ -70,7 +70,7 @@ export async function startProcess(
   const { deps } = ctx;
   const name = record.name;
   const placement = ctx.placement.of(name);
-  if (!(await deps.runtime.portIsFree(port))) {
+  if (deps.workload.portIsFree && !(await deps.workload.portIsFree(port))) {
     // Someone else took the port. One we chose ourselves moves; one the spec names cannot.
     const moved = record.server?.spec.port === undefined ? await deps.ports.reallocate(name) : undefined;
     if (moved === undefined) {
@@ -93,8 +93,8 @@ export async function startProcess(
   let launched: StartedEditor;
   try {
     // The manifest's resources over the config's, read now: an edit of either applies at this start.
-    const resources = effectiveResources(deps.config.runtime.kubernetes.resources, record.server?.spec.resources);
-    launched = await deps.runtime.start({ name, port, uid, ...(resources ? { resources } : {}) });
+    const resources = effectiveResources(deps.defaultResources?.(), record.server?.spec.resources);
+    launched = await deps.workload.start({ name, port, uid, ...(resources ? { resources } : {}) });
   } catch (error) {
     if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, error);
     const message = `could not launch the editor: ${(error as Error).message}`;
@@ -179,7 +179,7 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
   deps.logs.event(name, 'INFO', 'stopping');
   await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
   ctx.health.of(name).probe = undefined;
-  await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
+  await deps.workload.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
   forgetEditor(ctx, name);
   clearProcess(status);
   deps.logs.event(name, 'INFO', why);
@@ -190,12 +190,12 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
  * (one left running while its manifest was invalid). A reference in status plays no part.
  */
 export async function stopEditorsOf(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'health' | 'crashes' | 'placement'>, name: string): Promise<void> {
-  const { runtime, config } = ctx.deps;
+  const { workload, config } = ctx.deps;
   const graceMs = config.editor.stopGraceSeconds * 1000;
   const ref = ctx.table.editorOf(name);
-  if (ref) await runtime.stop(name, ref, graceMs);
-  for (const found of await runtime.list()) {
-    if (found.name === name) await runtime.stop(name, found.ref, graceMs);
+  if (ref) await workload.stop(name, ref, graceMs);
+  for (const found of await workload.list()) {
+    if (found.name === name) await workload.stop(name, found.ref, graceMs);
   }
   forgetEditor(ctx, name);
 }
@@ -249,10 +249,10 @@ export async function stopForShutdown(ctx: ReconcileContext, name: string): Prom
   const record = ctx.table.records.get(name);
   const server = record?.server;
   const ref = ctx.table.editorOf(name);
-  if (!record || !server?.status || !ref || !isRunning(deps.runtime.state(name, ref).state)) return;
+  if (!record || !server?.status || !ref || !isRunning(deps.workload.state(name, ref).state)) return;
   deps.logs.event(name, 'INFO', 'stopping: the service is shutting down');
   ctx.health.of(name).probe = undefined;
-  await deps.runtime.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
+  await deps.workload.stop(name, ref, deps.config.editor.stopGraceSeconds * 1000);
   forgetEditor(ctx, name);
   const status = clearProcess(structuredClone(server.status));
   Object.assign(status, {

@@ -78,3 +78,19 @@ export async function waitHealthy(
   }
   return false;
 }
+
+/**
+ * How the controller asks an editor whether it serves, whatever runs it (a process, a Pod): once
+ * (`health`, within timeoutMs, 3 s unless given), or until it answers, the deadline passes or
+ * `cancelled` says stop (`waitReady`). Both ask code-server's /healthz at the editor's endpoint.
+ */
+export interface EditorHealth {
+  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult>;
+  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean>;
+}
+
+/** EditorHealth over HTTP: the one every runtime's editors are asked through. */
+export const httpHealth: EditorHealth = {
+  health: (endpoint, timeoutMs) => checkHealth(endpoint, timeoutMs),
+  waitReady: (endpoint, deadline, cancelled) => waitHealthy(endpoint, deadline, cancelled),
+};

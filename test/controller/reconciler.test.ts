@@ -19,7 +19,7 @@ import { RESTARTED_AT, type EditorServer, type EditorServerSpec, type EditorServ
 import type { ExitInfo } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { FakeClock, FakeInstaller, FakeLogs, FakeRuntime } from '../helpers/fakes.ts';
-import { reconcilerFor } from '../helpers/reconciler.ts';
+import { depsOf, indexFor, reconcilerFor } from '../helpers/reconciler.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -241,10 +241,10 @@ describe('reconcile', () => {
     await startRunning('refreshed');
     // A controller started on the same folder and runtime: it adopts the running editor.
     const queue = reconcileQueue(1, () => undefined);
-    const { table: own, identities } = reconcilerFor({ store, runtime, ports: new PortAllocator(config.ports), layout, logs, config, enqueue: () => undefined });
+    const deps = depsOf({ store, runtime, ports: new PortAllocator(config.ports), layout, logs, config, enqueue: (name) => queue.add(name), log: () => undefined });
+    const { table: own, identities } = indexFor(deps);
     const controller = new Controller({
-      deps: { store, runtime, ports: new PortAllocator(config.ports), layout, logs, config, enqueue: (name) => queue.add(name), log: () => undefined },
-      table: own, identities, queue, resyncMs: 3_600_000, stopGraceMs: 1000, log: () => undefined,
+      deps, table: own, identities, queue, resyncMs: 3_600_000, stopGraceMs: 1000, log: () => undefined,
     });
     await controller.start();
     try {
