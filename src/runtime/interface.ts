@@ -47,13 +47,14 @@ export interface StartedEditor {
  * What the runtime knows of one editor, from its own cache (no question to the machine or the
  * cluster on the way): `starting` (it exists, not yet serving as far as the runtime knows),
  * `running`, `exited` (with the code and signal once known: `exit` is undefined while the runtime
- * is still collecting it, moments away), `gone` (nothing runs under this reference), or
+ * is still collecting it, moments away; `reason`, the platform's word for the end when it has one,
+ * such as a container's `Error` or `OOMKilled`), `gone` (nothing runs under this reference), or
  * `foreign` (something runs under it that is not this server's editor: a copied or forged
  * status; it is never signalled).
  */
 export type EditorState =
   | { state: 'starting' | 'running'; endpoint: EditorEndpoint | undefined; problem?: EditorProblem }
-  | { state: 'exited'; exit: ExitInfo | undefined }
+  | { state: 'exited'; exit: ExitInfo | undefined; reason?: string }
   | { state: 'gone' }
   | { state: 'foreign' };
 

@@ -87,34 +87,41 @@ export function podProblem(pod: V1Pod, container = EDITOR_CONTAINER): EditorProb
   return undefined;
 }
 
+/** How an editor's container ended: as a process's exit, the kubelet's reason (`Error`, `OOMKilled`), and which container it was. */
+export type ContainerEnd = ExitInfo & { reason: string | undefined; containerId: string | undefined };
+
 /**
  * A nonzero restart count, or a terminated container: the editor's run ended, how, and which
  * container it was. The editor runs once per Pod: a later run ends at once with
  * ALREADY_RAN_EXIT and is never the editor's exit; the kubelet keeps only the last two runs, so
  * after more restarts than that (a long outage of the API server) how the editor ended is unknown.
  */
-export function editorEnded(pod: V1Pod): (ExitInfo & { containerId: string | undefined }) | undefined {
+export function editorEnded(pod: V1Pod): ContainerEnd | undefined {
   const status = editorStatus(pod);
   if (!status) return undefined;
   const current = status.state?.terminated;
   const last = status.restartCount > 0 ? status.lastState?.terminated : undefined;
-  if (!current && !last) return undefined;
+  // Restarted at all: the editor's one run is over, even when the kubelet no longer says how.
+  if (!current && !last && !(status.restartCount > 0)) return undefined;
   const runs = [last, current].filter((t) => t !== undefined);
   const editor = status.restartCount <= 1 ? runs.find((t) => t.exitCode !== ALREADY_RAN_EXIT) : undefined;
-  if (editor) return { ...exitOf(editor.exitCode, editor.signal), containerId: editor.containerID };
+  if (editor) return { ...exitOf(editor.exitCode, editor.signal), reason: editor.reason || undefined, containerId: editor.containerID };
   // Only runs after the editor's are left: it ended, how is not known any more.
-  return { code: null, signal: null, containerId: runs[0]!.containerID };
+  return { code: null, signal: null, reason: undefined, containerId: runs[0]?.containerID };
 }
 
 /**
- * True once the kubelet reports that the container it started again after `endedId` ended has
- * ended too (it runs the editor only once per Pod): nothing of the editor runs, though the Pod's
- * object stays a while. (A report naming the ended container itself may be from before the
- * restart, so it proves nothing.)
+ * Where the log of the editor's own run is: the Pod's first container run, the current one until
+ * the kubelet starts another (then `previous`), and out of reach after that (the kubelet keeps
+ * two). `over` once that run has ended. Undefined before it started, or once out of reach.
  */
-export function restartEnded(pod: V1Pod, endedId: string | undefined): boolean {
-  const terminated = editorStatus(pod)?.state?.terminated;
-  return terminated !== undefined && endedId !== undefined && terminated.containerID !== undefined && terminated.containerID !== endedId;
+export function editorRun(pod: V1Pod): { previous: boolean; over: boolean } | undefined {
+  const status = editorStatus(pod);
+  if (!status) return undefined;
+  if (status.restartCount === 1) return { previous: true, over: true };
+  if (status.restartCount > 1) return undefined;
+  if (status.state?.terminated) return { previous: false, over: true };
+  return status.state?.running ? { previous: false, over: false } : undefined;
 }
 
 /** True once the kubelet reports a container run after the one `endedId` names. */

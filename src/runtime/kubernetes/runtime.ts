@@ -6,44 +6,35 @@
 // that view, never with a question to the API server on the way.
 //
 // An editor is one Pod (namespace, name, uid). When its container ends, on its own or killed,
-// that editor has exited: the runtime scales the StatefulSet to zero and deletes the Pod, so the
-// controller's restartPolicy decides what happens next, as with local processes (the kubelet's
-// own restart of the container is not relied upon). What the runtime asks of the API server goes
-// through ClusterApi (cluster-api.ts): KubeClient in the service, an in-memory cluster in tests.
+// that editor has exited, with the container's exit code and the kubelet's reason: the runtime
+// keeps its last output, scales the StatefulSet to zero and deletes the Pod, so the controller's
+// restartPolicy decides what happens next, as with local processes (the kubelet's own restart of
+// the container is not relied upon). What the runtime asks of the API server goes through
+// ClusterApi (cluster-api.ts): KubeClient in the service, an in-memory cluster in tests.
 import { EventEmitter } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
 import { checkHealth, waitHealthy, type HealthResult } from '../health.ts';
 import {
   EditorNotPlaced, type EditorEndpoint, type EditorOutput, type EditorRuntime, type EditorState, type EditorUsage,
-  type ExitInfo, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource,
+  type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../interface.ts';
 import { KubeClient, messageOf } from './client.ts';
 import type { ClusterApi } from './cluster-api.ts';
 import { watchEvents } from './cluster-events.ts';
+import { Endings, type Ending } from './endings.ts';
 import { ListWatch } from './list-watch.ts';
 import { Names, ROLE_LABEL, selector, WORKSPACE } from './names.ts';
 import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
-import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restartEnded, restarted } from './pod-state.ts';
-import { podLogs } from './pod-logs.ts';
+import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restarted, type ContainerEnd } from './pod-state.ts';
+import { lastOutput, podLogs } from './pod-logs.ts';
 import { cachedSummaries, summaryTrouble, summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
 import { Workload } from './workload.ts';
 
 /** How long start() waits for the Pod to exist and get an address. */
 const PLACE_TIMEOUT_MS = 60_000;
-
-/** What the runtime remembers of an editor Pod that ended: its exit, once its Pod is gone. */
-interface Ended {
-  exit: ExitInfo | undefined;
-  /** True once the Pod object is gone. */
-  gone: boolean;
-  /** Stopped by this runtime (not a crash). */
-  stopped: boolean;
-  /** The container that ended (the kubelet may have started another in the Pod since). */
-  containerId?: string;
-}
 
 /**
  * The runtime over a cluster `C`: by default KubeClient, made from the options' kubeconfig (the
@@ -60,7 +51,8 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
   readonly #workload: Workload;
   /** Every Pod of this service in the namespace (editors and storage helpers), by name. */
   readonly #pods = new Map<string, V1Pod>();
-  readonly #ended = new Map<string, Ended>();
+  /** How its editors ended, by Pod uid. */
+  readonly #ended = new Endings();
   /** What was last said about each editor Pod, to report changes only. */
   readonly #seen = new Map<string, string>();
   readonly #changes = new EventEmitter();
@@ -129,15 +121,17 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
       return;
     }
     const uid = pod.metadata!.uid!;
-    const exit = editorEnded(pod);
-    if (exit && !this.#ended.has(uid)) {
-      this.#ended.set(uid, { exit: undefined, gone: false, stopped: false });
-      void this.#endEditor(name, pod, exit);
+    const end = editorEnded(pod);
+    let ended = this.#ended.get(uid);
+    if (end && !ended) {
+      ended = this.#ended.add(uid, { name, ref: this.#names.refOf(pod), endpoint: podEndpoint(pod), exit: undefined, stopped: false, gone: false });
+      this.#endEditor(name, pod, ended, end);
+    } else if (end && ended && !ended.exit) {
+      // A stop's end: how it ended, for state().
+      Object.assign(ended, { exit: { code: end.code, signal: end.signal }, reason: end.reason, containerId: end.containerId });
     }
-    const ended = this.#ended.get(uid);
-    if (ended && !ended.gone && restartEnded(pod, ended.containerId)) ended.gone = true;
     // What state() answers from (not readiness: whether it serves is the health checks' to say).
-    const said = JSON.stringify([isRunningContainer(pod), podIp(pod), podProblem(pod)?.reason, this.#ended.has(uid), isOver(pod), ended?.gone]);
+    const said = JSON.stringify([isRunningContainer(pod), podIp(pod), podProblem(pod)?.reason, this.#ended.has(uid), ended?.exit !== undefined, isOver(pod)]);
     if (this.#seen.get(uid) !== said) {
       this.#seen.set(uid, said);
       this.#notify(name);
@@ -159,23 +153,29 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     this.#changes.emit(name ?? '', pod);
   }
 
-  /** An editor's container ended: record how, stop its StatefulSet, and let its Pod go. */
-  async #endEditor(name: string, pod: V1Pod, { containerId, ...exit }: ExitInfo & { containerId?: string }): Promise<void> {
-    const ended = this.#ended.get(pod.metadata!.uid!)!;
-    ended.exit = exit;
-    ended.containerId = containerId;
-    if (ended.stopped) return;
-    this.#log('info', `the editor of ${name} (Pod ${pod.metadata?.name}) ended: ${exit.signal ?? `exit code ${exit.code}`}`);
-    // The kubelet runs the container again, which ends at once (objects.ts: it runs once per Pod):
-    // that second end is the kubelet's word that nothing of the editor runs. Only then (or after
-    // a few seconds, should it not come) do the StatefulSet and the Pod go, which takes a while.
+  /** An editor's container ended on its own: record how, keep its last output, stop its StatefulSet, and let its Pod go. */
+  #endEditor(name: string, pod: V1Pod, ended: Ending, { containerId, reason, ...exit }: ContainerEnd): void {
+    Object.assign(ended, { exit, reason, containerId });
+    this.#log('info', `the editor of ${name} (Pod ${pod.metadata?.name}) ended: ${exit.signal ?? `exit code ${exit.code}`}${reason ? ` (${reason})` : ''}`);
+    ended.cleanup = this.#cleanUp(name, pod, ended).finally(() => (ended.cleanup = undefined));
+  }
+
+  async #cleanUp(name: string, pod: V1Pod, ended: Ending): Promise<void> {
+    // The kubelet runs the container again, which ends at once (objects.ts: it runs once per Pod).
+    // Only once it has started (or after a few seconds, should it not) do the StatefulSet and the
+    // Pod go: the kubelet of Kubernetes 1.20 may keep a Pod deleted mid-restart for a minute.
     const uid = pod.metadata!.uid!;
     const deadline = Date.now() + 3000;
     while (!this.#disposed && Date.now() < deadline) {
       const now = this.#pods.get(pod.metadata!.name!);
-      if (now?.metadata?.uid !== uid || restarted(now, containerId)) break;
+      if (now?.metadata?.uid !== uid || restarted(now, ended.containerId)) break;
       await this.#nextChange(name, deadline - Date.now());
     }
+    // What the editor said last, kept for the log stream once the Pod is gone.
+    const now = this.#pods.get(pod.metadata!.name!);
+    ended.output = now?.metadata?.uid === uid ? await lastOutput(this.client, now) : undefined;
+    if (ended.output !== undefined) this.#changes.emit(name, pod);
+    if (ended.stopped || this.#disposed) return;
     try {
       await this.#workload.scale(name, 0);
       await this.client.delete('v1', 'Pod', pod.metadata!.name!, { uid, graceSeconds: 1 });
@@ -237,19 +237,21 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
   uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> { return this.#storage.uninstallExtension(name, id, signal); }
   async remove(name: string): Promise<void> {
     await this.#storage.remove(name);
+    this.#ended.forget(name);
     for (const [objectName, server] of this.#serverOfObject) if (server === name) this.#serverOfObject.delete(objectName);
   }
 
   // --- The editor ---
 
   /** Route numbers are only numbers here: the editor serves on its own Pod's address. */
-  async portIsFree(): Promise<boolean> {
-    return true;
-  }
+  async portIsFree(): Promise<boolean> { return true; }
 
   async start(spec: StartSpec): Promise<StartedEditor> {
     const { name } = spec;
     this.#know(name);
+    // An editor that ended is cleaned up first: its scale to zero must not undo this start's.
+    await this.#ended.cleanedUp(name);
+    const earlier = this.#ended.uidsOf(name);
     const owner = await this.#storage.owner(name);
     await this.#storage.ensureClaim(name);
     // One Pod on the volume at a time: a storage helper (if a call made one) goes before the editor comes.
@@ -266,9 +268,10 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
       // Once the kubelet says the editor's container runs (after its volume was prepared), or why
       // not: its state and the health checks then agree. One that ended at once is reported too.
       if (pod && endpoint && (isRunningContainer(pod) || problem || Date.now() > deadline)) return { ref: this.#names.refOf(pod), endpoint };
-      const ended = pod ? undefined : this.#lastEditorPod(name);
-      const crashed = ended && !isOver(ended) && this.#ended.get(ended.metadata!.uid!)?.stopped === false && podEndpoint(ended);
-      if (crashed) return { ref: this.#names.refOf(ended), endpoint: crashed };
+      // This start's editor ended on its own before it was seen running (even once its Pod is
+      // gone): its reference, whose state says how it ended.
+      const crashed = pod ? undefined : this.#ended.crashedSince(name, earlier);
+      if (crashed?.endpoint) return { ref: crashed.ref, endpoint: crashed.endpoint };
       if (Date.now() > deadline) {
         const problem = pod && podProblem(pod);
         if (problem) throw new EditorNotPlaced(problem);
@@ -291,7 +294,7 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     const wasStopped = before?.stopped;
     if (own) {
       if (before) before.stopped = true;
-      else this.#ended.set(named.uid, { exit: undefined, gone: false, stopped: true });
+      else this.#ended.add(named.uid, { name, ref, endpoint: podEndpoint(pod), exit: undefined, stopped: true, gone: false });
     }
     try {
       await this.#workload.scale(name, 0);
@@ -310,16 +313,18 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     if (!named) return { state: 'foreign' };
     const pod = this.#pods.get(named.pod);
     const ended = this.#ended.get(named.uid);
-    if (pod?.metadata?.uid === named.uid) {
-      if (this.#names.serverOf(pod.metadata) !== name) return { state: 'foreign' };
-      if (ended?.gone) return { state: 'exited', exit: ended.exit ?? { code: null, signal: null } };
-      if (ended || isOver(pod)) return { state: 'exited', exit: undefined };
-      const problem = podProblem(pod);
-      // Running while its container runs, as a process runs: whether it serves is the health checks' to say.
-      return { state: isRunningContainer(pod) ? 'running' : 'starting', endpoint: podEndpoint(pod), ...(problem ? { problem } : {}) };
+    const own = pod?.metadata?.uid === named.uid;
+    if (own && this.#names.serverOf(pod.metadata) !== name) return { state: 'foreign' };
+    if (ended) {
+      // Once its Pod is gone without a word of how it ended, that is all there is to know.
+      const exit = ended.exit ?? (ended.gone || !own ? { code: null, signal: null } : undefined);
+      return { state: 'exited', exit, ...(ended.reason ? { reason: ended.reason } : {}) };
     }
-    if (ended) return { state: 'exited', exit: ended.gone ? ended.exit ?? { code: null, signal: null } : undefined };
-    return { state: 'gone' };
+    if (!own) return { state: 'gone' };
+    if (isOver(pod)) return { state: 'exited', exit: undefined };
+    const problem = podProblem(pod);
+    // Running while its container runs, as a process runs: whether it serves is the health checks' to say.
+    return { state: isRunningContainer(pod) ? 'running' : 'starting', endpoint: podEndpoint(pod), ...(problem ? { problem } : {}) };
   }
 
   adopt(name: string, ref: RuntimeRef): { endpoint: EditorEndpoint | undefined } | undefined {
@@ -342,9 +347,7 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
   waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> { return waitHealthy(endpoint, deadline, cancelled); }
 
   /** The cluster's scheduler decides where editors fit: no memory of ours to share out. */
-  memory(): undefined {
-    return undefined;
-  }
+  memory(): undefined { return undefined; }
 
   #summaries: ReturnType<typeof cachedSummaries> | undefined;
   readonly #summaryTrouble = summaryTrouble((level, message) => this.#log(level, message));
@@ -360,7 +363,8 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
   logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
     return podLogs({
       client: this.client,
-      editorPod: (server) => this.#editorPod(server) ?? this.#lastEditorPod(server),
+      editorPod: (server) => this.#lastEditorPod(server),
+      keptOutput: (server) => this.#ended.lastOutput(server),
       nextChange: (server, signal) => this.#nextChange(server, 5000, signal),
     }, name, options);
   }

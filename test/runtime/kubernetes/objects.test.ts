@@ -5,7 +5,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { Names } from '../../../src/runtime/kubernetes/names.ts';
 import { mergeResources, ServerObjects } from '../../../src/runtime/kubernetes/objects.ts';
 import type { KubernetesRuntimeOptions } from '../../../src/runtime/kubernetes/options.ts';
-import { editorEnded, exitOf, podProblem, restartEnded } from '../../../src/runtime/kubernetes/pod-state.ts';
+import { editorEnded, editorRun, exitOf, podProblem, restarted } from '../../../src/runtime/kubernetes/pod-state.ts';
 
 const options: KubernetesRuntimeOptions = {
   namespace: 'team', image: 'example/code-server:1', imagePullPolicy: 'IfNotPresent', command: ['code-server'],
@@ -93,15 +93,27 @@ describe("a Pod's status, read", () => {
     expect(podProblem(waiting('ContainerCreating'))).toBeUndefined();
   });
 
-  it('reads how the editor ended: a signal from 128 + n, else the code, and which container it was', () => {
+  it('reads how the editor ended: a signal from 128 + n, else the code, the kubelet\'s reason, and which container it was', () => {
     expect(exitOf(137)).toEqual({ code: null, signal: 'SIGKILL' });
     expect(exitOf(1)).toEqual({ code: 1, signal: null });
-    const ended = pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 1, image: 'x', imageID: '', containerID: 'containerd://c2', state: { running: {} }, lastState: { terminated: { exitCode: 137, containerID: 'containerd://c1' } } }] });
-    expect(editorEnded(ended)).toEqual({ code: null, signal: 'SIGKILL', containerId: 'containerd://c1' });
-    expect(restartEnded(ended, 'containerd://c1')).toBe(false);
-    const second = pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 1, image: 'x', imageID: '', state: { terminated: { exitCode: 0, containerID: 'containerd://c2' } } }] });
-    expect(restartEnded(second, 'containerd://c1')).toBe(true);
-    expect(restartEnded(second, 'containerd://c2'), 'a report of the ended container itself proves nothing').toBe(false);
+    const crashed = pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 0, image: 'x', imageID: '', containerID: 'containerd://c1', state: { terminated: { exitCode: 1, reason: 'Error', containerID: 'containerd://c1' } } }] });
+    expect(editorEnded(crashed)).toEqual({ code: 1, signal: null, reason: 'Error', containerId: 'containerd://c1' });
+    const ended = pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 1, image: 'x', imageID: '', containerID: 'containerd://c2', state: { running: {} }, lastState: { terminated: { exitCode: 137, reason: 'OOMKilled', containerID: 'containerd://c1' } } }] });
+    expect(editorEnded(ended)).toEqual({ code: null, signal: 'SIGKILL', reason: 'OOMKilled', containerId: 'containerd://c1' });
+    expect(restarted(ended, 'containerd://c1')).toBe(true);
+    expect(restarted(crashed, 'containerd://c1'), 'a report of the ended container itself proves nothing').toBe(false);
+    // Restarted, with nothing left of how: the editor's one run is over all the same.
+    const forgotten = pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 1, image: 'x', imageID: '', state: { waiting: { reason: 'CrashLoopBackOff' } } }] });
+    expect(editorEnded(forgotten)).toEqual({ code: null, signal: null, reason: undefined, containerId: undefined });
+  });
+
+  it('finds the log of the editor\'s own run: the current container\'s, then the previous one\'s, then none', () => {
+    const status = (restartCount: number, state: object) => pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount, image: 'x', imageID: '', state }] });
+    expect(editorRun(status(0, { waiting: { reason: 'PodInitializing' } }))).toBeUndefined();
+    expect(editorRun(status(0, { running: {} }))).toEqual({ previous: false, over: false });
+    expect(editorRun(status(0, { terminated: { exitCode: 1 } }))).toEqual({ previous: false, over: true });
+    expect(editorRun(status(1, { waiting: { reason: 'CrashLoopBackOff' } }))).toEqual({ previous: true, over: true });
+    expect(editorRun(status(2, { running: {} })), 'the kubelet keeps two runs').toBeUndefined();
   });
 
   it("tells the editor's own exit from the run after it, which finds the editor already ran", () => {
@@ -111,8 +123,8 @@ describe("a Pod's status, read", () => {
       lastState: { terminated: { exitCode: last, containerID: 'containerd://c1' } },
     }] });
     // Seen only after the second run ended (the watch was away): still the first run's SIGKILL.
-    expect(editorEnded(status(1, 137, 123))).toEqual({ code: null, signal: 'SIGKILL', containerId: 'containerd://c1' });
+    expect(editorEnded(status(1, 137, 123))).toEqual({ code: null, signal: 'SIGKILL', reason: undefined, containerId: 'containerd://c1' });
     // After more runs than the kubelet keeps, how the editor ended is not known: never the later run's code.
-    expect(editorEnded(status(3, 123, 123))).toEqual({ code: null, signal: null, containerId: 'containerd://c1' });
+    expect(editorEnded(status(3, 123, 123))).toEqual({ code: null, signal: null, reason: undefined, containerId: 'containerd://c1' });
   });
 });
