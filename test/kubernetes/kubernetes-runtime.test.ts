@@ -32,7 +32,8 @@ async function kubernetesHarness(): Promise<Harness> {
   const c = cluster!;
   const namespace = await testNamespace(c, 'devbox-conformance');
   const ns = namespace.name;
-  const options = runtimeOptions(ns, stubEditor(), c);
+  const exitsAtStartPort = 19_999;
+  const options = { ...runtimeOptions(ns, stubEditor(), c), env: { STUB_EXIT_ON_PORT: String(exitsAtStartPort) } };
   const runtimes = [new KubernetesRuntime(options)];
   await runtimes[0].synced();
   const stalled = await stalledGitServer();
@@ -55,6 +56,7 @@ async function kubernetesHarness(): Promise<Harness> {
       return harness.runtime;
     },
     port: async () => nextPort++,
+    exitsAtStartPort,
     // Any of the Pod's containers, as containerd runs them (the Pod's object goes a few seconds later).
     running: (ref) => podRunsAnything(c, String(ref.uid)),
     async kill(ref) {

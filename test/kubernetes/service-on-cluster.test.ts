@@ -28,12 +28,17 @@ let service: TestService;
 const POD_WAIT_MS = 60_000;
 /** A stopped Pod's removal: usually 5–10 s, but 1.20's kubelet can leave one Terminating for a minute (see the delete below). */
 const POD_GONE_MS = 150_000;
+/** Started on this port, the stub editor says why on both streams and exits with code 1 (STUB_EXIT_ON_PORT). */
+const EXITS_AT_START_PORT = 19_999;
+/** The service's editors: the stub, told which port it fails on. */
+const kubernetes = { env: { STUB_EXIT_ON_PORT: String(EXITS_AT_START_PORT) } };
 
 beforeAll(async () => {
   if (!cluster) return;
   namespace = await testNamespace(cluster, 'devbox-e2e');
   ns = namespace.name;
   service = await startClusterService(cluster, ns, stubEditor(), {
+    kubernetes,
     // A manifest file that goes stops its editor after this grace.
     config: { controller: { orphanGraceSeconds: 1 } },
   });
@@ -160,6 +165,35 @@ describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the ser
     });
   });
 
+  it('reports an editor that exits with code 1 at its start as the process runtime does: failed, Crashed, with what it said in the server\'s log', async () => {
+    const created = await service.request('POST', '/servers', { name: 'Exits at start', extensions: [], port: EXITS_AT_START_PORT });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { id } = created.body;
+    const started = await service.request('POST', `/servers/${id}/start`);
+    expect(started.status, JSON.stringify(started.body)).toBe(500);
+    expect(started.body.error).toMatchObject({ code: 'EDITOR_FAILED', message: 'server "Exits at start" failed to start (Crashed): code-server exited with code 1' });
+
+    // restartPolicy Never (the default): it stays so, its StatefulSet at zero and its Pod gone.
+    const record = await eventually(async () => {
+      const found = await recordOf(id);
+      return found.status === 'failed' && found;
+    }, POD_WAIT_MS, 250);
+    expect(record).toMatchObject({ status: 'failed', phase: 'Failed', reason: 'Crashed', message: 'code-server exited with code 1', pid: null });
+    await eventually(async () => (await editorPod(cluster!, ns, 'exits-at-start')) === undefined, POD_GONE_MS, 250);
+    expect((await getObject(cluster!, ['statefulset', 'devbox-exits-at-start', '-n', ns])).spec.replicas).toBe(0);
+
+    // What the editor said before it ended, once each (the log API merges its streams: INFO), and
+    // not the words of the container's second run, which finds the editor already ran.
+    const said = `[stub] cannot start on port ${EXITS_AT_START_PORT}: exiting with code 1 on purpose`;
+    const logs: string[] = await eventually(async () => {
+      const lines: string[] = (await service.request('GET', `/servers/${id}/logs?lines=200`)).body.data.logs;
+      return lines.some((l) => l.endsWith(said)) && lines;
+    }, 30_000, 250);
+    expect(logs.filter((l) => / \[INFO\] \[server\] \[stub\] /.test(l)).map((l) => l.slice(l.indexOf('[stub]'))))
+      .toEqual([`[stub] starting on port ${EXITS_AT_START_PORT}`, said]);
+    expect(logs.filter((l) => l.includes('already ran'))).toEqual([]);
+  });
+
   describe('a running server\'s logs and a restart of the service', () => {
     let id: string;
     let port: number;
@@ -209,6 +243,7 @@ describe.skipIf(!cluster)(cluster ? 'the service on the test cluster' : `the ser
       const restartedAt = new Date().toISOString();
       // The same folders and config (its port range included), as a restart of the same deployment.
       service = await startClusterService(cluster!, ns, stubEditor(), {
+        kubernetes,
         root: service.root,
         config: { ports: service.settings.config.ports, controller: { orphanGraceSeconds: 1 } },
       });

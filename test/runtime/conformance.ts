@@ -25,6 +25,11 @@ export interface Harness {
   restart(): Promise<EditorRuntime>;
   /** A route number to start an editor on. */
   port(): Promise<number>;
+  /**
+   * A route number on which the editor prints why it cannot start (on stderr and stdout) and
+   * exits with code 1 before it listens (the stub editor's STUB_EXIT_ON_PORT); port() never gives it.
+   */
+  exitsAtStartPort: number;
   /** True while anything of the editor under `ref` still runs (its processes, its Pod). */
   running(ref: RuntimeRef): Promise<boolean>;
   /** Kills the editor from outside the runtime, as a crash or the OOM killer would. */
@@ -179,7 +184,21 @@ export function runtimeConformance(label: string, setup: () => Promise<Harness>)
         return s.state === 'exited' && s.exit !== undefined && s;
       });
       expect(state).toMatchObject({ state: 'exited', exit: { signal: h.killSignal } });
-      expect(await h.running(started.ref)).toBe(false);
+      await eventually(async () => !(await h.running(started.ref)));
+    });
+
+    it('reports an editor that exits with code 1 at its start as exited with that code, and streams what it said', async () => {
+      const port = h.exitsAtStartPort;
+      const started = await h.runtime.start({ name: 'alpha', port });
+      const state = await eventually(() => {
+        const s = h.runtime.state('alpha', started.ref);
+        return s.state === 'exited' && s.exit !== undefined && s;
+      }, h.readyTimeoutMs);
+      expect(state).toMatchObject({ state: 'exited', exit: { code: 1, signal: null } });
+      expect(await logLine(h.runtime, 'alpha', 'start', /cannot start/)).toBe(`[stub] cannot start on port ${port}: exiting with code 1 on purpose`);
+      await eventually(async () => !(await h.running(started.ref)));
+      expect(await editorsOf(h.runtime, 'alpha')).toEqual([]);
+      expect(h.runtime.adopt('alpha', started.ref), 'an editor that ended is not adopted').toBeUndefined();
     });
 
     it('sees an adopted editor killed from outside', async () => {

@@ -26,6 +26,9 @@ afterAll(async () => {
   await sources?.stop();
 });
 
+/** Below the machine's ephemeral ports, which freePort() gives. */
+const EXITS_AT_START_PORT = 20_999;
+
 /** A process runtime over a fresh data folder, launching `bin`. */
 async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harness> {
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-conformance-'));
@@ -33,6 +36,7 @@ async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harn
   const make = () => new ProcessRuntime({
     bin,
     layout,
+    env: { ...process.env, STUB_EXIT_ON_PORT: String(EXITS_AT_START_PORT) },
     installer: new CodeServerExtensionInstaller(bin),
     // As the log hub does: each server's output in its own folder, made before the editor starts.
     outputOf: (name) => {
@@ -60,6 +64,7 @@ async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harn
       return harness.runtime;
     },
     port: freePort,
+    exitsAtStartPort: EXITS_AT_START_PORT,
     // Nothing of it runs: neither the editor nor anything left in its process group.
     running: async (ref) => isAlive(identity(ref)) || groupExists(identity(ref).pid),
     async kill(ref) {
