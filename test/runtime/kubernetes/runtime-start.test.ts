@@ -69,6 +69,33 @@ describe('a start on the cluster', () => {
     expect(runtime.state('big', standing.ref)).toMatchObject({ state: 'starting', problem: { reason: 'Unschedulable' } });
   });
 
+  it('reaches the storage of a stopped server through a helper Pod that mounts its volume, and ends it as the editor starts', async () => {
+    const cluster = new FakeCluster();
+    runtime = await runtimeOn(cluster);
+    cluster.execHandler = (pod, container, command) => ({ code: 0, stdout: Buffer.from(`${pod}/${container}: ${command.at(-1)}`), stderr: '' });
+    const run = async () => {
+      const starting = runtime!.start({ name: 'alpha', port: 8126 });
+      cluster.runEditor((await madePod(cluster, 'alpha')).metadata!.name!);
+      return starting;
+    };
+    const first = await run();
+    await runtime.stop('alpha', first.ref, 1000);
+    await eventually(() => cluster.pod('devbox-alpha-0') === undefined);
+
+    const reading = runtime.readSettings('alpha');
+    const helper = await eventually(() => cluster.pod('devbox-alpha-storage'));
+    expect(helper.metadata!.labels).toMatchObject({ 'devbox.dev/server': 'alpha', 'devbox.dev/role': 'storage' });
+    expect(helper.spec!.volumes![0]).toEqual({ name: 'data', persistentVolumeClaim: { claimName: 'devbox-alpha' } });
+    cluster.updatePod('devbox-alpha-storage', (pod) => (pod.status = { phase: 'Running', podIP: '10.0.0.99' }));
+    expect(await reading).toMatch(/^devbox-alpha-storage\/storage: /);
+
+    // One Pod on the volume at a time: the start ends the helper, and storage goes through the editor again.
+    await run();
+    expect(cluster.pod('devbox-alpha-storage')).toBeUndefined();
+    expect(cluster.callsOf('delete', 'Pod')).toEqual(['Pod/devbox-alpha-0', 'Pod/devbox-alpha-storage']);
+    expect(await runtime.readSettings('alpha')).toMatch(/^devbox-alpha-0\/editor: /);
+  });
+
   it('defers storage while no editor runs: before the start, while the Pod is pending, and once its editor ended', async () => {
     const cluster = new FakeCluster();
     runtime = await runtimeOn(cluster);
