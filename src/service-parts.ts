@@ -136,7 +136,7 @@ export async function buildParts(
   // Work kept across restarts: opened only when a target is set.
   const persistence = await openPersistence?.({
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
-    store, layout, installer: installer ?? refusePersistence(), records: index.records, logs, log,
+    store, layout, storage, records: index.records, logs, log,
     running: () => index.running(),
     onChanged: (listener) => index.on('changed', listener),
     // Names queued before the controller starts wait for it: it gives them their uids first.

@@ -268,8 +268,5 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, options: { re
     config,
   };
   const persist = persistFrom(env, settings.config);
-  if (persist && settings.runtime?.kind === 'kubernetes') {
-    throw new SettingsError(`${persist.from} keeps the folders of local editors; with the Kubernetes runtime each server's work lives in its PersistentVolumeClaim: unset ${persist.from}, or run editors as local processes`);
-  }
   return persist ? { ...settings, persist } : settings;
 }

@@ -8,7 +8,7 @@ import { parseManifest } from '../manifests/store.ts';
 import type { DeclaredKey } from './catalog.ts';
 import { declaredDigest, encodeDeclared, parseDeclared, type DeclaredRecord } from './declared.ts';
 import { forEachLimited } from './limit.ts';
-import { keptRecord } from './service-records.ts';
+import { keptRecord, readApplied } from './service-records.ts';
 import { describeError, type PersistenceDeps } from './service-types.ts';
 import type { TargetStanding } from './target-standing.ts';
 import { StoreError } from './types.ts';
@@ -18,7 +18,7 @@ export const COALESCE_MS = 1000;
 /** Declared records written at once. */
 const CONCURRENCY = 8;
 
-export interface DeclaredDeps extends Pick<PersistenceDeps, 'engine' | 'store' | 'layout' | 'records' | 'log'> {
+export interface DeclaredDeps extends Pick<PersistenceDeps, 'engine' | 'store' | 'storage' | 'records' | 'log'> {
   /** True once the target has been looked at for servers to restore: nothing is written before. */
   discovered: () => boolean;
   standing: TargetStanding;
@@ -38,6 +38,8 @@ export class DeclaredKeeper {
   /** The declared records the store holds of each server, oldest first (the last is current). */
   readonly #kept = new Map<string, DeclaredKey[]>();
   readonly #locks = new KeyedMutex();
+  /** The settings each server's storage last said the controller applied: kept while reading them would start a workload. */
+  readonly #applied = new Map<string, string | undefined>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<DeclaredFlush> | undefined;
   #failures = 0;
@@ -71,6 +73,7 @@ export class DeclaredKeeper {
   /** The server was deleted on purpose: nothing more is written of it (its records stay, for an undelete, until purged). */
   forget(name: string): void {
     this.#dirty.delete(name);
+    this.#applied.delete(name);
   }
 
   /** Servers whose record is still to be written. */
@@ -147,7 +150,7 @@ export class DeclaredKeeper {
 
   /** The record as it would be kept now; undefined when the server is gone or being deleted. */
   async #read(name: string): Promise<DeclaredRecord | undefined> {
-    const { store, layout, records } = this.#deps;
+    const { store, storage, records } = this.#deps;
     const manifestText = await store.textOf(name);
     if (manifestText === undefined) return undefined;
     // A delete under way: its last snapshot and the deletion mark say what becomes of it. (Parsed
@@ -158,7 +161,9 @@ export class DeclaredKeeper {
     }
     const server = records.get(name)?.server;
     const uid = server?.metadata.uid ?? null;
-    const kept = await keptRecord(layout, name, server?.metadata.generation, server?.status);
+    // A stopped server on a cluster: its volume is reached only by starting a Pod, so what was read last stands.
+    if (!storage.storageDeferred?.(name)) this.#applied.set(name, await readApplied(storage, name));
+    const kept = keptRecord(this.#applied.get(name), server?.metadata.generation, server?.status);
     return { name, uid, at: new Date(this.#deps.now()).toISOString(), manifestText, kept };
   }
 

@@ -1,6 +1,7 @@
 // Opens the persistence target the settings name and builds the service on it. Loaded by the
 // service only when a target is set, so without one no persistence code (and never the Databricks
 // SDK) is loaded; the SDK loads only for a volume target.
+import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { PersistSettings, PlatformSettings } from '../config/settings.ts';
 import { SnapshotEngine } from './engine.ts';
@@ -11,7 +12,7 @@ import type { SnapshotStore } from './types.ts';
 /** A target that cannot be opened: the message says what is missing. */
 export class PersistTargetError extends Error {}
 
-export interface OpenOptions extends Omit<PersistenceDeps, 'engine' | 'target' | 'retry' | 'now'> {
+export interface OpenOptions extends Omit<PersistenceDeps, 'engine' | 'target' | 'retry' | 'now' | 'stagingDir'> {
   persist: PersistSettings;
   platform?: PlatformSettings;
   /** The data folder: the engine keeps its cache of what was uploaded in `<data>/persistence`. */
@@ -22,6 +23,9 @@ export interface OpenOptions extends Omit<PersistenceDeps, 'engine' | 'target' |
 export async function openPersistence(options: OpenOptions): Promise<PersistenceService> {
   const { persist, platform, dataDir, ...deps } = options;
   const store = await openStore(persist, platform, deps.log);
+  // Copies of servers' files a stopped service left behind are of no use.
+  const stagingDir = join(dataDir, 'persistence-staging');
+  await fs.rm(stagingDir, { recursive: true, force: true });
   const now = persist.now;
   const engine = new SnapshotEngine({
     store,
@@ -32,6 +36,7 @@ export async function openPersistence(options: OpenOptions): Promise<Persistence
   return new PersistenceService({
     ...deps,
     engine,
+    stagingDir,
     target: store.description,
     retry: { initialMs: persist.retryInitialMs, maxMs: persist.retryMaxMs },
     ...(now ? { now } : {}),

@@ -12,7 +12,7 @@ import type { KeptServer } from './engine.ts';
 import { RecordStates } from './record-states.ts';
 import { RestoreGate } from './restore-gate.ts';
 import { DeclaredKeeper } from './service-declared.ts';
-import { snapshotSources } from './service-records.ts';
+import { withSources } from './service-records.ts';
 import { populatedMark, WorkspaceMarks } from './workspace-marks.ts';
 import { finalSnapshots } from './service-shutdown.ts';
 import { TargetStanding } from './target-standing.ts';
@@ -112,12 +112,12 @@ export class PersistenceService implements PersistenceHooks {
     return result.snapshot;
   }
 
-  /** The server's snapshots, newest first. */
   /** The change journals of a server's folders (watched while its editor runs; none once it stopped). */
   journalState(name: string): Array<{ root: string; watching: number; patched: number; full: number }> {
     return this.#deps.engine.journalState?.(name) ?? [];
   }
 
+  /** The server's snapshots, newest first. */
   async list(name: string): Promise<SnapshotInfo[]> {
     return answer(this.#standing.call(() => this.#deps.engine.list(name)));
   }
@@ -272,14 +272,13 @@ export class PersistenceService implements PersistenceHooks {
 
   /** Takes one snapshot now (inside the server's chain); undefined when there is nothing to take it of. */
   async #take(name: string, reason: string, signal: AbortSignal): Promise<{ snapshot: SnapshotInfo; unchanged: boolean } | undefined> {
-    const sources = await snapshotSources(this.#deps, name, this.#restorer.roots(name));
-    if (!sources) return undefined;
     const server = this.#deps.records.get(name)?.server;
     const mark = server && populatedMark(server);
-    this.#states.update(name, { in_progress: 'snapshot' });
     const began = performance.now();
     try {
-      const result = await this.#deps.engine.snapshot(sources, reason, signal);
+      const opening = () => this.#states.update(name, { in_progress: 'snapshot' });
+      const result = await withSources(this.#deps, name, signal, opening, (sources) => this.#deps.engine.snapshot(sources, reason, signal));
+      if (!result) return undefined;
       this.#standing.works();
       const seconds = (performance.now() - began) / 1000;
       this.#deps.metrics?.snapshot(seconds, result.unchanged ? 0 : result.snapshot.uploadedBytes);

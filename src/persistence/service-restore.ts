@@ -4,27 +4,22 @@
 // back into a stopped server. Local files newer than the snapshot are kept (the engine's rule),
 // and a manifest that is there is never replaced.
 import { promises as fs } from 'node:fs';
-import { join } from 'node:path';
 import { extensionName } from '../extensions/extensions-folder.ts';
 import { parseManifest } from '../manifests/store.ts';
-import { ensureWorkspace } from '../workspace/layout.ts';
 import { describeError, fromSnapshot, isDeleted, type PersistenceDeps, type ServerPersistence } from './service-types.ts';
-import { putBack, settingsAppliedFile, type KeptRecord } from './service-records.ts';
+import { filesOptions, putBack, rootsOf, writeAppliedOnce, type KeptRecord } from './service-records.ts';
 import type { RestoreGate } from './restore-gate.ts';
 import type { KeptServer } from './engine.ts';
 import { forEachLimited } from './limit.ts';
 import type { DeclaredKeeper } from './service-declared.ts';
 import type { TargetStanding } from './target-standing.ts';
-import { StoreError, type RestoreResult, type SnapshotInfo, type SnapshotRoot } from './types.ts';
+import { StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
 
 /** Servers looked at, and put back, at once when the service starts. */
 const DISCOVERY_CONCURRENCY = 8;
 
 /** Why files are restored: a fresh container, an undelete, or a snapshot someone chose. */
 export type RestoreReason = 'start' | 'undelete' | 'chosen';
-
-/** What of the editor's user folder is kept: what a person would miss, not caches or logs. */
-export const USER_FILES = ['settings.json', 'keybindings.json', 'tasks.json', 'snippets'];
 
 export interface RestorerDeps extends PersistenceDeps {
   gate: RestoreGate;
@@ -66,19 +61,12 @@ export class Restorer {
   readonly #planned = new Set<string>();
   /** The snapshot each server's files come from, while they are to be restored. */
   readonly #pending = new Map<string, string>();
+  /** The settings sidecar a server was put back with, written with its files (when its storage could not be reached before). */
+  readonly #applied = new Map<string, string>();
   readonly #failures = new Map<string, number>();
 
   constructor(deps: RestorerDeps) {
     this.#deps = deps;
-  }
-
-  /** The folders a snapshot of the server holds, as they are on this machine. */
-  roots(name: string): SnapshotRoot[] {
-    const editor = this.#deps.layout.editor(name);
-    return [
-      { id: 'workspace', dir: this.#deps.layout.workspace(name) },
-      { id: 'user', dir: join(editor.userDataDir, 'User'), only: USER_FILES },
-    ];
   }
 
   /** Looks at the target for servers this data folder lacks, puts back their manifests and records, and queues their files. */
@@ -115,10 +103,11 @@ export class Restorer {
       gate.restoring(name, latest ? `restoring ${latest.files} files from snapshot ${latest.id}` : 'restoring its manifest');
       const chosen = await this.#choose(server);
       if (!chosen) return void gate.release(name);
-      const created = await putBack(store, this.#deps.layout, {
+      const created = await putBack(store, this.#deps.layout, this.#deps.storage, {
         ...chosen,
         uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.name !== name && r.server?.metadata.uid === uid),
       }, !manifestThere);
+      this.#keepApplied(name, chosen);
       if (created) this.#deps.log(`persistence: put back ${store.fileOf(name)} from ${chosen.from}`);
       this.#planned.add(name);
       restoring.push(name);
@@ -141,7 +130,7 @@ export class Restorer {
 
   /** Restores the server's files (the latest snapshot, or the one chosen); the gate holds the server meanwhile. */
   restoreFiles(name: string, options: { snapshotId?: string; reason: RestoreReason; retrying?: boolean }): Promise<RestoreResult> {
-    const { gate, engine, layout, signal } = this.#deps;
+    const { gate, engine, storage, signal } = this.#deps;
     const snapshotId = options.snapshotId ?? this.#pending.get(name);
     const which = snapshotId === undefined ? 'the latest snapshot' : `snapshot ${snapshotId}`;
     gate.restoring(name, `restoring files from ${which}`);
@@ -150,12 +139,19 @@ export class Restorer {
       this.#deps.setState(name, { in_progress: 'restore' });
       const began = performance.now();
       try {
-        await ensureWorkspace(layout, name);
-        // A snapshot chosen on purpose is put back whole; otherwise newer local files are kept.
-        const result = await engine.restore(name, {
-          ...(snapshotId === undefined ? {} : { snapshotId }), roots: this.roots(name), signal, overwriteNewer: options.reason === 'chosen',
-        });
-        this.#deps.standing.works();
+        // The server's folders (on a cluster, a copy of its volume, put back by the commit).
+        const files = await storage.openForRestore(name, filesOptions(this.#deps, signal));
+        let result: RestoreResult;
+        try {
+          // A snapshot chosen on purpose is put back whole; otherwise newer local files are kept.
+          result = await engine.restore(name, {
+            ...(snapshotId === undefined ? {} : { snapshotId }), roots: rootsOf(files), signal, overwriteNewer: options.reason === 'chosen',
+          });
+          this.#deps.standing.works();
+          await files.commit(signal);
+        } finally {
+          await files.release();
+        }
         await this.#settingsApplied(name, result);
         await this.#installExtras(name, result.extensions);
         this.#deps.metrics?.restore((performance.now() - began) / 1000);
@@ -163,6 +159,7 @@ export class Restorer {
         this.#deps.setState(name, { ...fromSnapshot(result.snapshot), in_progress: null, last_error: null });
         this.#failures.delete(name);
         this.#pending.delete(name);
+        this.#applied.delete(name);
         const message = restoredMessage(result);
         this.#deps.log(`persistence: ${name}: restored ${message}`);
         gate.restored(name, message);
@@ -201,10 +198,11 @@ export class Restorer {
       chosen = await this.#choose(entry);
       if (!chosen) throw new Error(`nothing of ${name} could be read at the target`);
       await engine.unmarkDeleted(name);
-      const created = await putBack(store, this.#deps.layout, {
+      const created = await putBack(store, this.#deps.layout, this.#deps.storage, {
         ...chosen,
         uidTaken: (uid) => [...this.#deps.records.values()].some((r) => r.server?.metadata.uid === uid),
       }, true);
+      this.#keepApplied(name, chosen);
       if (!created) throw new Error(`${store.fileOf(name)} appeared meanwhile: it is left as it is`);
     } catch (error) {
       gate.release(name);
@@ -241,18 +239,21 @@ export class Restorer {
     return { name, uid: kept.snapshot.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord, filesFrom: kept.snapshot, from: `snapshot ${kept.snapshot.id}` };
   }
 
+  /** Keeps the sidecar a server was put back with for the restore of its files, when putting it back could not write it. */
+  #keepApplied(name: string, chosen: Chosen): void {
+    const text = chosen.kept.settingsApplied;
+    if (text !== undefined && this.#deps.storage.storageDeferred?.(name)) this.#applied.set(name, text);
+  }
+
   /** What the controller last wrote into settings.json, so a key the user changed stays theirs. */
   async #settingsApplied(name: string, result: RestoreResult): Promise<void> {
-    const text = (result.status as KeptRecord | null)?.settingsApplied;
-    if (typeof text !== 'string') return;
-    await fs.writeFile(settingsAppliedFile(this.#deps.layout, name), text, { flag: 'wx' }).catch((error) => {
-      if (error.code !== 'EEXIST') throw error;
-    });
+    const text = this.#applied.get(name) ?? (result.status as KeptRecord | null)?.settingsApplied;
+    if (typeof text === 'string') await writeAppliedOnce(this.#deps.storage, name, text);
   }
 
   /** Extensions the editor had that its spec does not name (installed inside the editor): installed again, one by one. */
   async #installExtras(name: string, ids: string[]): Promise<void> {
-    const { installer, layout, gate, logs, signal, store } = this.#deps;
+    const { storage, gate, logs, signal, store } = this.#deps;
     // The manifest as it is now (the controller may not have read it yet): its extensions are the controller's to install.
     const text = await store.textOf(name);
     const read = text === undefined ? undefined : parseManifest(name, text);
@@ -262,12 +263,11 @@ export class Restorer {
       ...(spec?.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g].extensions : [])),
       ...(spec?.extensions ?? []),
     ].map(extensionName));
-    const target = { name, ...layout.editor(name) };
-    const present = await installer.installed(target);
+    const present = await storage.installedExtensions(name);
     const extras = [...new Set(ids.map(extensionName))].filter((id) => !wanted.has(id) && !present.has(id));
     for (const [i, id] of extras.entries()) {
       gate.restoring(name, `installing extension ${id} (${i + 1} of ${extras.length}), which the editor had`);
-      const outcome = await installer.install(target, id, signal);
+      const outcome = await storage.installExtension(name, id, signal);
       if (outcome.cancelled || signal.aborted) throw signal.reason ?? new Error('cancelled');
       logs.event(name, outcome.ok ? 'INFO' : 'WARN', outcome.ok ? `extension ${id} installed again after the restore` : `extension ${id}, which the editor had, could not be installed again: ${outcome.message}`);
     }

@@ -3,10 +3,10 @@
 import type { ExtensionGroup, PersistenceConfig } from '../config/settings.ts';
 import type { ServerRecord } from '../index/records.ts';
 import { apiError } from '../core/error-catalogue.ts';
-import type { ExtensionInstaller } from '../extensions/installer.ts';
 import type { LogLevel } from '../logs/entry.ts';
 import type { ManifestStore } from '../manifests/store.ts';
 import type { PersistenceMetrics } from '../metrics/service-metrics.ts';
+import type { EditorStorage } from '../runtime/editor-storage.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { DeclaredKey } from './catalog.ts';
 import type { KeptServer } from './engine.ts';
@@ -37,8 +37,12 @@ export interface PersistenceDeps {
   /** The target in words (the store's description): "folder /mnt/keep", "volume /Volumes/main/team/devbox/prod". */
   target: string;
   store: ManifestStore;
+  /** The data folder's records of each server (its uid); never its files, which only `storage` reaches. */
   layout: DataLayout;
-  installer: ExtensionInstaller;
+  /** The runtime's storage half: each server's files (folders on this machine, or a volume in a cluster) and extensions. */
+  storage: PersistedStorage;
+  /** Where a storage that copies a server's files to this machine stages them (`<data>/persistence-staging`). */
+  stagingDir: string;
   /** The controller's records: each server's manifest and status. */
   records: ReadonlyMap<string, ServerRecord>;
   /** Servers whose editor runs now. */
@@ -55,6 +59,10 @@ export interface PersistenceDeps {
   now?: () => number;
   log: (message: string) => void;
 }
+
+/** What persistence asks of the runtime's storage. */
+export type PersistedStorage = Pick<EditorStorage,
+  'openForSnapshot' | 'openForRestore' | 'installedExtensions' | 'installExtension' | 'readAppliedSettings' | 'writeAppliedSettings' | 'storageDeferred'>;
 
 /** What the final snapshots at shutdown did, for the one line the log gets. */
 export interface ShutdownSummary {

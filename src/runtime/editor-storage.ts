@@ -38,4 +38,42 @@ export interface EditorStorage {
    * costs nothing. Absent (local folders): never deferred.
    */
   storageDeferred?(name: string): boolean;
+  /**
+   * Folders on this machine holding the server's files as they are now, for a snapshot to read:
+   * for local processes the live folders themselves (nothing copied), on a cluster a copy out of
+   * the volume into `options.stagingDir`. Release it once read (a copy is removed then).
+   */
+  openForSnapshot(name: string, options: FilesOptions): Promise<ServerFiles>;
+  /**
+   * Folders on this machine for a restore to write into, holding the server's files as they are
+   * (so a restore keeps newer ones): the live folders, or a copy out of the volume. `commit()`
+   * puts what they hold into the server's storage (nothing to do for live folders); release it
+   * after, committed or not.
+   */
+  openForRestore(name: string, options: FilesOptions): Promise<RestoreFiles>;
+}
+
+export interface FilesOptions {
+  signal: AbortSignal;
+  /** Where a storage that copies makes its staging folders (the data folder's, on this machine's disk). */
+  stagingDir: string;
+  /** The entries of the User folder that are kept (settings.json, keybindings.json, tasks.json, snippets): a copy holds only these. */
+  userFiles: readonly string[];
+}
+
+/** A server's files as folders on this machine. */
+export interface ServerFiles {
+  /** The workspace. */
+  workspace: string;
+  /** The editor's User folder (settings.json, keybindings.json, tasks.json, snippets/ and the editor's own files). */
+  user: string;
+  /** True when these are the folders the editor itself uses (a change journal may watch them); false for a copy. */
+  live: boolean;
+  /** Done with them: a copy is removed. Never throws. */
+  release(): Promise<void>;
+}
+
+export interface RestoreFiles extends ServerFiles {
+  /** Puts the folders' content into the server's storage, replacing what the kept files were; aborting the signal ends it. */
+  commit(signal: AbortSignal): Promise<void>;
 }

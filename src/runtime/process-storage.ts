@@ -9,6 +9,7 @@ import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { extractInto } from '../workspace/archive-source.ts';
 import { cloneInto } from '../workspace/git-source.ts';
 import { ensureWorkspace, removeServerFiles, type DataLayout } from '../workspace/layout.ts';
+import type { RestoreFiles, ServerFiles } from './editor-storage.ts';
 import type { EditorOutput, ExtensionOutcome, InstalledExtensions, PopulateOutcome, PopulateSource } from './interface.ts';
 
 /** Where an editor's own output goes: two files the log hub follows (editor.out, editor.err). */
@@ -115,6 +116,17 @@ export class LocalStorage {
 
   #target(name: string) {
     return { name, ...this.layout.editor(name) };
+  }
+
+  /** The server's live folders: a snapshot reads them where they are (nothing copied, nothing to release). */
+  async openForSnapshot(name: string): Promise<ServerFiles> {
+    return { workspace: this.layout.workspace(name), user: join(this.layout.editor(name).userDataDir, 'User'), live: true, release: async () => undefined };
+  }
+
+  /** The server's live folders (made when missing): a restore writes into them, so there is nothing to commit. */
+  async openForRestore(name: string): Promise<RestoreFiles> {
+    await ensureWorkspace(this.layout, name);
+    return { ...(await this.openForSnapshot(name)), commit: async () => undefined };
   }
 }
 

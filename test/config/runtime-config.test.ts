@@ -189,9 +189,10 @@ describe('the runtime the service starts', () => {
     expect(problemsOf('runtime: { kubernetes: { source: git } }').join('\n')).toMatch(/source/);
   });
 
-  it('refuses a persistence target with the Kubernetes runtime: work lives in each server\'s volume there', () => {
-    expect(() => loadSettings({ DEVBOX_RUNTIME: 'kubernetes', DEVBOX_PERSIST_TO: '/mnt/devbox' })).toThrow(SettingsError);
-    expect(() => loadSettings({ DEVBOX_RUNTIME: 'kubernetes', DEVBOX_PERSIST_TO: '/mnt/devbox' })).toThrow('DEVBOX_PERSIST_TO keeps the folders of local editors');
+  it('takes a persistence target with the Kubernetes runtime as with local processes', () => {
+    const settings = loadSettings({ DEVBOX_RUNTIME: 'kubernetes', DEVBOX_PERSIST_TO: '/mnt/devbox' });
+    expect(settings.runtime?.kind).toBe('kubernetes');
+    expect(settings.persist?.target).toEqual({ kind: 'folder', dir: '/mnt/devbox' });
   });
 
   it('reads a kubeconfig path as the operator wrote it: relative to the working folder, ~ for the home folder', () => {
