@@ -1,7 +1,7 @@
 // What the Kubernetes runtime asks of the API server, and nothing more: the seam between the
 // runtime's logic and the cluster. The service's implementation is KubeClient (client.ts, over
 // @kubernetes/client-node); tests give an in-memory cluster of their own.
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { ListResult, ListWatchTransport } from './list-watch.ts';
 import type { KubeObject } from './objects.ts';
 
@@ -53,8 +53,11 @@ export interface ClusterApi {
   list<T extends ClusterObject>(apiVersion: string, kind: string, labelSelector: string): Promise<ListResult<T>>;
   /** A list-then-watch transport over one collection (path like /api/v1/namespaces/x/pods). */
   transport<T extends ClusterObject>(apiVersion: string, kind: string, path: string, labelSelector: string): ListWatchTransport<T>;
-  /** Runs a command in a container and collects its output; `stdin` is written whole and not closed. */
-  exec(pod: string, container: string, command: string[], options?: { stdin?: Readable; signal?: AbortSignal }): Promise<ExecResult>;
+  /**
+   * Runs a command in a container and collects its output; `stdin` is written whole and not
+   * closed. With `stdout`, the command's output is written there as it comes (not collected).
+   */
+  exec(pod: string, container: string, command: string[], options?: { stdin?: Readable; stdout?: Writable; signal?: AbortSignal }): Promise<ExecResult>;
   /**
    * A container's log, each line after its RFC 3339 time, given to `onText` as it comes; resolves
    * once the log is read (followed: once the container ends), or the signal aborts. Never throws:

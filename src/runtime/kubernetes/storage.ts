@@ -21,6 +21,7 @@ import { extensionFolder, extensionName, findVsix, isVsixPath, parseExtensionsLi
 import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
 import { extractInto } from '../../workspace/archive-source.ts';
 import { cloneInto } from '../../workspace/git-source.ts';
+import type { FilesOptions, RestoreFiles, ServerFiles } from '../editor-storage.ts';
 import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
 import { messageOf } from './client.ts';
 import type { ClusterApi } from './cluster-api.ts';
@@ -28,6 +29,7 @@ import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR,
 import type { Owner, ServerObjects } from './objects.ts';
 import { isOver, podIp, podProblem } from './pod-state.ts';
 import { preparedReport } from './prepare.ts';
+import { copyOut, withCommit, type RunInVolume } from './volume-files.ts';
 
 /** A container that mounts the server's volume, to exec in. */
 interface Mounted {
@@ -361,5 +363,20 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
       if (Date.now() > deadline) throw new Error(`the storage helper ${podName} did not run within ${(this.#deps.helperTimeoutMs ?? 120_000) / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
+  }
+
+  /** The server's files copied out of its volume into a staging folder (volume-files.ts); empty folders while it has no claim. */
+  async openForSnapshot(name: string, options: FilesOptions): Promise<ServerFiles> {
+    return copyOut((await this.#hasClaim(name)) ? this.#inVolume(name) : undefined, name, options);
+  }
+
+  /** The server's files copied out of its volume (its claim made when missing), and a commit that puts them back. */
+  async openForRestore(name: string, options: FilesOptions): Promise<RestoreFiles> {
+    await this.ensureClaim(name);
+    return withCommit(await copyOut(this.#inVolume(name), name, options), this.#inVolume(name), name, options);
+  }
+
+  #inVolume(name: string): RunInVolume {
+    return async (command, options) => this.#mounted(name).then((where) => this.#deps.client.exec(where.pod, where.container, command, options));
   }
 }
