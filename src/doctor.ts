@@ -16,9 +16,8 @@ import { EditorNotFoundError, installedEditorPath, resolveEditorBinary, type Edi
 import { checkHealth, waitHealthy } from './runtime/health.ts';
 import { editorEnvironment } from './core/child-env.ts';
 import { writeEditorConfig } from './core/editor-config.ts';
-import { ProcessRuntime } from './runtime/processes.ts';
+import { ProcessWorkload } from './runtime/processes.ts';
 import { pidOf, type RuntimeRef } from './runtime/interface.ts';
-import { CodeServerExtensionInstaller } from './extensions/installer.ts';
 import { groupExists } from './core/procfs.ts';
 import { DataLayout, ensureWorkspace } from './workspace/layout.ts';
 
@@ -220,7 +219,7 @@ async function checkEditorVersion(editor: EditorBinary, env: NodeJS.ProcessEnv, 
 }
 
 /**
- * Launches the editor exactly as the service does (ProcessRuntime, same arguments and folders
+ * Launches the editor exactly as the service does (ProcessWorkload, same arguments and folders
  * layout) on a free loopback port, waits for /healthz, then stops its whole process group.
  */
 async function checkEditorStarts(editor: EditorBinary, config: Config, env: NodeJS.ProcessEnv, report: Report): Promise<void> {
@@ -228,8 +227,7 @@ async function checkEditorStarts(editor: EditorBinary, config: Config, env: Node
   const layout = new DataLayout(root);
   const stdoutPath = join(root, 'editor.out.log');
   const stderrPath = join(root, 'editor.err.log');
-  const installer = new CodeServerExtensionInstaller(editor.path);
-  const runtime = new ProcessRuntime({ bin: editor.path, layout, installer, outputOf: () => ({ stdout: stdoutPath, stderr: stderrPath }), env });
+  const runtime = new ProcessWorkload({ bin: editor.path, layout, outputOf: () => ({ stdout: stdoutPath, stderr: stderrPath }), env });
   let ref: RuntimeRef | undefined;
   let exited: string | undefined;
   const name = 'doctor';

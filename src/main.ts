@@ -6,6 +6,7 @@ import { loadSettings, SettingsError } from './config/settings.ts';
 import { EditorNotFoundError } from './runtime/editor-binary.ts';
 import type { ShutdownSummary } from './persistence/service-persistence.ts';
 import { startService, StartupError } from './service.ts';
+import { leaderElectionOf } from './service-runtime.ts';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
 
@@ -15,8 +16,7 @@ const FINAL_SNAPSHOTS_MS = 12_000;
 try {
   const settings = loadSettings();
   // Loaded only with leader election: it brings the Kubernetes client, which a local service never needs.
-  const runtime = settings.runtime;
-  const leadership = runtime?.kind === 'kubernetes' && runtime.kubernetes.leaderElection
+  const leadership = leaderElectionOf(settings)
     ? (await import('./service-leadership.ts')).leadershipFor(settings, log)
     : undefined;
   if (leadership) {
@@ -35,7 +35,7 @@ try {
     });
   }
   const service = await startService(settings, log);
-  const namespace = manifestsNamespace(runtime);
+  const namespace = manifestsNamespace(settings.runtime);
   const manifests = namespace !== undefined ? `the EditorServer objects of namespace ${namespace}` : settings.manifestsDir;
   log(`devbox-controller serving on ${service.url} (manifests: ${manifests}, data: ${settings.dataDir})`);
   let closing = false;

@@ -14,7 +14,6 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Settings } from './config/settings.ts';
 import { sameData } from './core/equal.ts';
-import { stopAllEditors } from './runtime/processes.ts';
 import type { ServiceHttp } from './service-http.ts';
 import type { Parts } from './service-parts.ts';
 import { manifestsSynced, runtimeSynced } from './service-runtime.ts';
@@ -76,7 +75,7 @@ export function serviceComponents(
     {
       // Also any editor of this data folder the controller does not track (an invalid manifest's).
       name: 'editors of this data folder',
-      stop: ({ stopEditors }) => stopEditors && runtime.kind === 'process' && stopAllEditors(layout.editorsDir, live.current.editor.stopGraceSeconds * 1000),
+      stop: ({ stopEditors }) => stopEditors && runtime.workload.stopStrays?.(live.current.editor.stopGraceSeconds * 1000),
     },
     {
       name: 'server feed and metrics',

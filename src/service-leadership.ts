@@ -12,6 +12,7 @@ import { realClock } from './core/clock.ts';
 import { KubeClient } from './runtime/kubernetes/client.ts';
 import { kubeLeaseStore, leaderIdentity, LeaderElector, LEASE_NAME } from './runtime/kubernetes/leader.ts';
 import { StartupError } from './service-errors.ts';
+import { leaderElectionOf } from './service-runtime.ts';
 import { answerLiveness, isLiveness } from './service-http.ts';
 
 export interface Leadership {
@@ -24,9 +25,9 @@ export interface Leadership {
 
 /** Undefined unless the Kubernetes runtime runs with leader election; else the standby, waiting for the Lease. */
 export function leadershipFor(settings: Settings, log: (message: string) => void): Leadership | undefined {
-  const runtime = settings.runtime;
-  if (runtime?.kind !== 'kubernetes' || !runtime.kubernetes.leaderElection) return undefined;
-  const { namespace, kubeconfig } = runtime.kubernetes;
+  const kubernetes = leaderElectionOf(settings);
+  if (!kubernetes) return undefined;
+  const { namespace, kubeconfig } = kubernetes;
   const client = new KubeClient(namespace, kubeconfig);
   const elector = new LeaderElector({
     store: kubeLeaseStore(client.config, namespace),

@@ -44,13 +44,13 @@ import { EditorProxy, routableEndpoint } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
-import { isRunning, type EditorEndpoint, type EditorRuntime } from './runtime/interface.ts';
-import { ProcessRuntime } from './runtime/processes.ts';
+import { httpHealth } from './runtime/health.ts';
+import { isRunning, type EditorEndpoint } from './runtime/interface.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { editorDescription, followEditorOutput, kubernetesRuntime, manifestStoreFor, refusePersistence } from './service-runtime.ts';
+import { buildRuntime, editorDescription, followEditorOutput, manifestStoreFor, refusePersistence } from './service-runtime.ts';
 
 /** What the health page says without a persistence target. */
 const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';
@@ -81,26 +81,21 @@ export async function buildParts(
   const layout = new DataLayout(settings.dataDir);
   // claude-code-router for the editors' assistants (deployed, or DEVBOX_ROUTER=1); editors find its `ccr` first on their PATH.
   const router = settings.runRouter ? new RouterProcess({ homeDir: settings.platform?.homeDir ?? homedir(), port: settings.platform?.routerPort, dataDir: settings.dataDir, log }) : undefined;
-  // The editors' runtime, by the settings: Pods in a cluster, whose output the hub reads from the
-  // runtime's log stream, or local processes (the default), writing to files the hub follows.
-  const cluster = settings.runtime?.kind === 'kubernetes' ? await kubernetesRuntime(settings.runtime, log) : undefined;
+  // The editors' runtime, by the settings: local processes (the default), or Pods in a cluster.
+  const installer = editor && new CodeServerExtensionInstaller(editor.path);
+  // Editors find the router's `ccr` first on their PATH.
+  const env = router ? { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } : undefined;
+  const runtime = await buildRuntime(settings, { editor, installer, layout, ...(env ? { env } : {}) }, log);
+  const { storage, workload } = runtime;
   // The manifests folder, or the cluster's EditorServer objects (runtime.kubernetes.source: crd).
-  const store = await manifestStoreFor(settings, layout, cluster, log);
-  // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files.
+  const store = await manifestStoreFor(settings, layout, runtime.cluster, log);
+  // 256 KiB of recent lines per server in memory (about 2,000); the rest is in the log files. The
+  // editors' output is files the hub follows in each server's log folder, or the workload's stream.
   const logs = new LogHub({
     logsDir: layout.logsDir, maxBufferBytes: 256 * 1024,
-    ...(cluster ? { output: (name: string, options: { signal: AbortSignal; since: 'now' | 'start' }) => cluster.logs(name, options) } : {}),
+    ...(runtime.output === 'stream' ? { output: (name: string, options: { signal: AbortSignal; since: 'now' | 'start' }) => workload.logs(name, options) } : {}),
   });
-  const installer = editor && new CodeServerExtensionInstaller(editor.path);
-  let runtime: EditorRuntime;
-  if (cluster) runtime = cluster;
-  else if (editor && installer) {
-    runtime = new ProcessRuntime({
-      bin: editor.path, layout, installer, outputOf: (name) => logs.rawPaths(name),
-      ...(router ? { env: { ...process.env, PATH: [router.binDir, process.env.PATH].filter(Boolean).join(':') } } : {}),
-    });
-  } else throw new Error('the process runtime needs the code-server to launch');
-  const ports = new PortAllocator(config.ports, (port) => runtime.portIsFree?.(port) ?? Promise.resolve(true));
+  const ports = new PortAllocator(config.ports, (port) => workload.portIsFree?.(port) ?? Promise.resolve(true));
   // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
   const activity = new ActivityTracker();
 
@@ -108,12 +103,12 @@ export async function buildParts(
   // Each server's uid, kept across restarts; the index answers nameOfUid from it.
   const identities = new ServerIdentities(layout);
   // Records, running editors, wake marks and events: the controller writes them, everyone else reads.
-  const table = new ServerTable({ nameOfUid: (uid) => identities.nameOf(uid), alive: (name, ref) => isRunning(runtime.state(name, ref).state) });
+  const table = new ServerTable({ nameOfUid: (uid) => identities.nameOf(uid), alive: (name, ref) => isRunning(workload.state(name, ref).state) });
   const index: ServerIndex = table;
   // Names wait here until the controller has loaded every uid and adopted the running editors.
   const queue = reconcileQueue(config.controller.workers, log);
   const enqueue = (name: string) => queue.add(name);
-  const stats = new StatsSampler(() => index.editorsToSample(), (refs) => runtime.usage(refs), config.controller.statsIntervalSeconds * 1000);
+  const stats = new StatsSampler(() => index.editorsToSample(), (refs) => workload.usage(refs), config.controller.statsIntervalSeconds * 1000);
 
   // --- What the controller consults ---
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
@@ -123,7 +118,7 @@ export async function buildParts(
     memoryOf: (name) => stats.get(name)?.memoryMb,
     lastUsed: (name) => activity.lastActivity(name) ?? (Date.parse(index.serverNamed(name)?.status?.startTime ?? '') || undefined),
     enqueue,
-    machine: () => runtime.memory(),
+    machine: () => workload.memory(),
   });
   // Git URL schemes a workspace source may use now: the controller's and the API's rule alike.
   const gitSchemes = () => allowedGitSchemes(live.current.workspace, localMode);
@@ -148,7 +143,7 @@ export async function buildParts(
   // --- The controller ---
   const controller = new Controller({
     deps: {
-      store, storage: runtime, workload: runtime, health: runtime, ports, layout, logs, capacity, activity, persistence, gitSchemes, enqueue, log,
+      store, storage, workload, health: runtime.health ?? httpHealth, ports, layout, logs, capacity, activity, persistence, gitSchemes, enqueue, log,
       get config() {
         return live.current;
       },
@@ -173,6 +168,10 @@ export async function buildParts(
     capacity.noticeChange();
     activity.forget(name);
   });
+  // The shortest idle timeout in force changes only with a server (its spec, or whether it runs)
+  // or the config: worked out again then, not at each of the reader's one-second ticks (reading
+  // every running editor's record each second was a large part of the service's CPU at rest).
+  let heartbeatMs: number | undefined;
   // code-server's heartbeat of each running editor, read in the background as activity.
   // Its answer is also the running editor's health probe: one that stops answering (or answers
   // again) is reconciled then, with no periodic look at every server. Only running editors are
@@ -192,10 +191,6 @@ export async function buildParts(
       return server ? [idleTimeoutSeconds(server.spec, live.current)] : [];
     })),
   });
-  // The shortest idle timeout in force changes only with a server (its spec, or whether it runs)
-  // or the config: worked out again then, not at each of the reader's one-second ticks (reading
-  // every running editor's record each second was a large part of the service's CPU at rest).
-  let heartbeatMs: number | undefined;
   const heartbeatsChanged = () => void (heartbeatMs = undefined);
   index.on('changed', heartbeatsChanged);
   index.on('deleted', heartbeatsChanged);

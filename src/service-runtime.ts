@@ -6,10 +6,13 @@ import type { RuntimeSettings, Settings } from './config/settings.ts';
 import type { ServerIndex } from './index/server-index.ts';
 import type { LogHub } from './logs/index.ts';
 import { StartupError } from './service-errors.ts';
+import type { ExtensionInstaller } from './extensions/installer.ts';
+import { editorOutputFiles } from './logs/index.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
 import type { EditorRuntime } from './runtime/interface.ts';
 import { DEFAULT_EDITOR_IMAGE, type KubernetesRuntimeOptions } from './runtime/kubernetes/options.ts';
-import type { KubernetesRuntime } from './runtime/kubernetes/runtime.ts';
+import type { KubeClient } from './runtime/kubernetes/client.ts';
+import { processRuntime } from './runtime/processes.ts';
 import type { ClusterManifestStore } from './cluster/open.ts';
 import { ManifestStore } from './manifests/store.ts';
 import type { DataLayout } from './workspace/layout.ts';
@@ -38,12 +41,39 @@ export function kubernetesRuntimeOptions(settings: KubernetesSettings, log: (mes
   };
 }
 
-/** The Kubernetes runtime, built from the settings; loaded only then (the Kubernetes client is not small). */
-export async function kubernetesRuntime(settings: KubernetesSettings, log: (message: string) => void): Promise<KubernetesRuntime> {
-  const { KubernetesRuntime } = await import('./runtime/kubernetes/runtime.ts');
-  const options = kubernetesRuntimeOptions(settings, log);
-  log(`runtime: kubernetes, namespace ${options.namespace} (from ${settings.namespaceFrom}), image ${options.image}`);
-  return new KubernetesRuntime(options);
+/** The runtime the service runs, with the cluster's client when it is the Kubernetes runtime (the manifests may be its objects). */
+export type BuiltRuntime = EditorRuntime & { cluster?: KubeClient };
+
+/**
+ * The one place that knows which runtimes there are: the settings' runtime.kind built into its
+ * two halves. Local processes: the servers' folders in the data folder and code-server processes
+ * writing their output where the log hub follows it (`installer`, the local code-server's
+ * extension CLI, is theirs). The Kubernetes runtime, loaded only then (its client is not small).
+ */
+export async function buildRuntime(
+  settings: Settings, local: { editor?: EditorBinary; installer?: ExtensionInstaller; layout: DataLayout; env?: NodeJS.ProcessEnv }, log: (message: string) => void,
+): Promise<BuiltRuntime> {
+  if (settings.runtime?.kind === 'kubernetes') {
+    const { createKubernetesRuntime } = await import('./runtime/kubernetes/runtime.ts');
+    const options = kubernetesRuntimeOptions(settings.runtime, log);
+    log(`runtime: kubernetes, namespace ${options.namespace} (from ${settings.runtime.namespaceFrom}), image ${options.image}`);
+    const runtime = createKubernetesRuntime(options);
+    return { ...runtime, cluster: runtime.workload.client };
+  }
+  const { editor, installer, layout, env } = local;
+  if (!editor || !installer) throw new Error('the process runtime needs the code-server to launch');
+  return processRuntime({ bin: editor.path, layout, installer, outputOf: (name) => editorOutputFiles(layout.logsDir, name), ...(env ? { env } : {}) });
+}
+
+/** True when the editors run on this machine: the local code-server is needed (Pods run the editor's image). */
+export function runsLocalEditors(settings: Settings): boolean {
+  return settings.runtime?.kind !== 'kubernetes';
+}
+
+/** The Kubernetes settings when the service runs editors as Pods with leader election among replicas. */
+export function leaderElectionOf(settings: Settings): KubernetesSettings['kubernetes'] | undefined {
+  const runtime = settings.runtime;
+  return runtime?.kind === 'kubernetes' && runtime.kubernetes.leaderElection ? runtime.kubernetes : undefined;
 }
 
 /**
@@ -52,14 +82,14 @@ export async function kubernetesRuntime(settings: KubernetesSettings, log: (mess
  * cluster's code is loaded only then.
  */
 export async function manifestStoreFor(
-  settings: Settings, layout: DataLayout, cluster: KubernetesRuntime | undefined, log: (message: string) => void,
+  settings: Settings, layout: DataLayout, cluster: KubeClient | undefined, log: (message: string) => void,
 ): Promise<ManifestStore | ClusterManifestStore> {
   const namespace = manifestsNamespace(settings.runtime);
   if (namespace === undefined || !cluster) return new ManifestStore(settings.manifestsDir, layout.statusDir);
   const { openClusterManifests } = await import('./cluster/open.ts');
   log(`manifests: the EditorServer objects of namespace ${namespace}`);
   // Over the runtime's own client: the same cluster and namespace.
-  return openClusterManifests({ client: cluster.client, dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log });
+  return openClusterManifests({ client: cluster, dir: layout.clusterManifestsDir, statusDir: layout.statusDir, log });
 }
 
 /**
@@ -109,7 +139,7 @@ export function followEditorOutput(index: ServerIndex, logs: LogHub, startedAt: 
 export async function runtimeSynced(runtime: EditorRuntime, log: (message: string) => void, timeoutMs = RUNTIME_SYNC_TIMEOUT_MS): Promise<void> {
   const late = setTimeout(() => log(`runtime: waiting for the ${runtime.kind} runtime's first view of its editors…`), 2000);
   try {
-    await withinStartup(runtime.synced().catch((error) => {
+    await withinStartup(runtime.workload.synced().catch((error) => {
       throw new StartupError(`the ${runtime.kind} runtime could not see its editors: ${(error as Error).message}`);
     }), timeoutMs, `the ${runtime.kind} runtime had no view of its editors after ${timeoutMs / 1000} s: check that the cluster answers (kubeconfig, namespace, the service account's permissions)`);
   } finally {

@@ -19,6 +19,7 @@ import { Lifecycle, serviceComponents } from './service-components.ts';
 import { serviceHttp } from './service-http.ts';
 import { StartupError } from './service-errors.ts';
 import { buildParts, type PersistenceParts } from './service-parts.ts';
+import { runsLocalEditors } from './service-runtime.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 
 export interface Service {
@@ -50,7 +51,7 @@ export { StartupError } from './service-errors.ts';
  */
 export async function startService(settings: Settings, log: (message: string) => void = console.log): Promise<Service> {
   // Pods run the editor's image: code-server is needed on this machine only for local processes.
-  const editor = settings.runtime?.kind === 'kubernetes' ? undefined : resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
+  const editor = !runsLocalEditors(settings) ? undefined : resolveEditorBinary({ ...process.env, DEVBOX_EDITOR_BIN: settings.editorBin ?? '' });
   if (editor) log(`editor: ${editor.path} (from ${editor.source})`);
   // Before anything else touches the folders: one service per manifests folder, and per data folder.
   const locks: FolderLock[] = [];

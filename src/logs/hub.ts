@@ -145,12 +145,7 @@ export class LogHub {
 
   /** The folder of a server's logs and the files the runtime opens (O_APPEND) for the editor; the runtime makes the folder if it is missing. */
   rawPaths(name: string): { dir: string; stdout: string; stderr: string } {
-    // Names are validated as DNS labels upstream; this only guards the join against escaping logsDir.
-    if (name === '' || name.startsWith('.') || path.basename(name) !== name) {
-      throw new Error(`invalid server name for a log folder: ${JSON.stringify(name)}`);
-    }
-    const dir = path.join(this.#logsDir, name);
-    return { dir, stdout: path.join(dir, STDOUT), stderr: path.join(dir, STDERR) };
+    return editorOutputFiles(this.#logsDir, name);
   }
 
   /**
@@ -369,4 +364,17 @@ function subscribeIn<T>(listeners: Map<string | null, Set<T>>, name: string | nu
     set.delete(listener);
     if (set.size === 0 && listeners.get(name) === set) listeners.delete(name);
   };
+}
+
+/**
+ * Where a server's log folder is and the two files its local editor writes its output to, which
+ * the hub follows: the process runtime launches its editors writing there.
+ */
+export function editorOutputFiles(logsDir: string, name: string): { dir: string; stdout: string; stderr: string } {
+  // Names are validated as DNS labels upstream; this only guards the join against escaping logsDir.
+  if (name === '' || name.startsWith('.') || path.basename(name) !== name) {
+    throw new Error(`invalid server name for a log folder: ${JSON.stringify(name)}`);
+  }
+  const dir = path.join(logsDir, name);
+  return { dir, stdout: path.join(dir, STDOUT), stderr: path.join(dir, STDERR) };
 }

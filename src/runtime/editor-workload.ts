@@ -48,6 +48,12 @@ export interface EditorWorkload {
    * anything; the process workload's view is current at once.
    */
   synced(): Promise<void>;
+  /**
+   * Optional: stops every editor of this service the controller does not track (one left running
+   * while its manifest is invalid), at a shutdown that stops the editors. Absent where the
+   * platform keeps nothing the controller does not know of.
+   */
+  stopStrays?(graceMs: number): Promise<void>;
   /** Stops watching (editors keep running). */
   dispose(): void;
 }

@@ -1,12 +1,16 @@
 // The one boundary between the controller and wherever editors run. The controller, the API
-// and the proxy know an editor only through this interface: a reference the runtime made, an
+// and the proxy know an editor only through these types: a reference the runtime made, an
 // endpoint to send HTTP to, a state, usage and logs. Everything about where the editor's files
-// live and how its process (or Pod) is started, watched and stopped is the runtime's.
-// The process runtime (process-runtime.ts) runs code-server as local processes; every runtime
-// passes the same behaviour suite (test/runtime/conformance.ts).
+// live and how its process (or Pod) is started, watched and stopped is the runtime's, in two
+// halves: the storage (editor-storage.ts) and the workload (editor-workload.ts). The process
+// runtime (processes.ts, process-storage.ts) runs code-server as local processes, the Kubernetes
+// runtime (kubernetes/) as Pods; every runtime passes the same behaviour suites
+// (test/runtime/workload-conformance.ts, test/runtime/storage-conformance.ts).
 import type { ExitInfo } from '../core/supervisor.ts';
 import type { RuntimeRef } from '../manifests/types.ts';
-import type { HealthResult } from './health.ts';
+import type { EditorStorage } from './editor-storage.ts';
+import type { EditorWorkload } from './editor-workload.ts';
+import type { EditorHealth, HealthResult } from './health.ts';
 import type { MachineMemory } from './machine-memory.ts';
 import type { EditorUsage } from './usage.ts';
 
@@ -139,85 +143,23 @@ export interface EditorOutput {
   line: string;
 }
 
+/**
+ * A runtime: where editors run, in two halves the controller drives separately. `storage` holds
+ * each server's files (editor-storage.ts); `workload` runs its editor on them (editor-workload.ts).
+ * Whether an editor serves is asked the same way whatever runs it (health.ts: its /healthz over
+ * HTTP); `health` is given only by a stand-in whose editors answer otherwise (tests).
+ */
 export interface EditorRuntime {
   /** Names the runtime in logs and in the references it makes (RuntimeRef.kind). */
   readonly kind: string;
-
-  // Storage: the server's workspace and editor data, which outlive stops and starts.
+  readonly storage: EditorStorage;
+  readonly workload: EditorWorkload;
   /**
-   * The workspace path the editor opens, the server known to the runtime, and what must be there
-   * before it first runs: for local processes the workspace folder (the editor's own folders
-   * come with its first start or extension install), on a cluster nothing (the claim comes
-   * with the first start).
+   * How its editors' output reaches the log hub: `files` the editors write in each server's log
+   * folder, which the hub follows (local processes), or the workload's log stream (`stream`).
    */
-  prepare(name: string): Promise<string>;
-  /** True when the workspace has no entries (a source is put only into an empty workspace). */
-  workspaceEmpty(name: string): Promise<boolean>;
-  /** Puts a source into the empty workspace; aborting the signal ends the work and leaves it empty. An ArchiveError is for good. */
-  populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome>;
-  /** The editor's User/settings.json, or undefined when there is none. */
-  readSettings(name: string): Promise<string | undefined>;
-  /** Replaces the editor's User/settings.json. */
-  writeSettings(name: string, text: string): Promise<void>;
-  /** What the controller last wrote into the settings (kept beside the editor's data), or undefined. */
-  readAppliedSettings(name: string): Promise<string | undefined>;
-  writeAppliedSettings(name: string, text: string): Promise<void>;
-  /** The extensions in the server's storage. */
-  installedExtensions(name: string): Promise<InstalledExtensions>;
-  /** Installs one extension (`publisher.name[@version]`, or a .vsix path); aborting the signal ends it. */
-  installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome>;
-  uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome>;
-  /** Removes everything the server has in this runtime's storage (its editor must be stopped). */
-  remove(name: string): Promise<void>;
-  /**
-   * Optional. True while reaching the server's storage would cost a workload of its own (on a
-   * cluster: no editor Pod runs, so a storage call would start one): the controller then leaves
-   * the workspace source, settings and extensions until the editor runs, so a stopped server
-   * costs nothing. Absent (local folders): never deferred.
-   */
-  storageDeferred?(name: string): boolean;
-
-  // The editor.
-  /** True when the route number can be given to an editor now (for local processes: nothing listens on it). */
-  portIsFree(port: number): Promise<boolean>;
-  /** Starts the server's editor; the reference is what status records. */
-  start(spec: StartSpec): Promise<StartedEditor>;
-  /** Stops the editor; false, and nothing signalled, when the reference is not server `name`'s editor. */
-  stop(name: string, ref: RuntimeRef, graceMs: number): Promise<boolean>;
-  /** The editor's state from the runtime's cache (see EditorState). Any reference is safe to ask about. */
-  state(name: string, ref: RuntimeRef): EditorState;
-  /**
-   * Takes over an editor the runtime did not start in this run (after a restart): its endpoint
-   * when the reference is, right now, server `name`'s running editor, and from then on it is
-   * watched like one started; undefined (nothing watched) otherwise. `port` is the route number
-   * status recorded, for an editor whose own port the runtime cannot read; the endpoint is
-   * undefined only when neither is known.
-   */
-  adopt(name: string, ref: RuntimeRef, port?: number): { endpoint: EditorEndpoint | undefined } | undefined;
-  /** The editors this runtime runs for this service, whatever the controller remembers. */
-  list(): Promise<RunningEditor[]>;
-  /** Asks the editor's /healthz once (within timeoutMs, 3 s unless given). */
-  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult>;
-  /** Asks /healthz until it answers, the deadline passes or `cancelled` says stop. */
-  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean>;
-  /** The memory the editors share, for capacity's `auto` limit; undefined when the runtime has none to offer (a cluster's scheduler decides). */
-  memory(): MachineMemory | undefined;
-  /** CPU and memory by reference; an editor gone meanwhile is left out. */
-  usage(refs: RuntimeRef[]): Promise<Map<RuntimeRef, EditorUsage>>;
-  /** The editor's output from now on (and what is still kept of before, with `since: 'start'`), until the signal aborts. */
-  logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput>;
-  /** Called with a server's name whenever one of its editors changed state (exited, became ready, a problem came or went); the controller queues the name. */
-  onChange(listener: (name: string) => void): void;
-  /** Called with what the platform says about a server's editor (a runtime without such events never calls it). */
-  onEvent(listener: (name: string, event: RuntimeEvent) => void): void;
-  /**
-   * Resolves once the runtime's view is current (a cluster runtime's first list of its objects):
-   * state(), adopt() and list() answer from it. The service waits for it before the controller
-   * adopts anything; the process runtime's view is current at once.
-   */
-  synced(): Promise<void>;
-  /** Stops watching (editors keep running). */
-  dispose(): void;
+  readonly output: 'files' | 'stream';
+  readonly health?: EditorHealth;
 }
 
 /** True for the states in which an editor exists and may serve. */

@@ -1,7 +1,7 @@
 // The process runtime's storage: each server's workspace and editor data are folders under the
 // data folder on this machine (DataLayout), its settings a file in them, its extensions
-// installed there by code-server's own CLI, and its output two files the log hub follows.
-import { pause } from '../core/pause.ts';
+// installed there by code-server's own CLI. (Its output, two files the log hub follows, is the
+// workload's: processes.ts.)
 import { promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.ts';
@@ -9,24 +9,17 @@ import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { extractInto } from '../workspace/archive-source.ts';
 import { cloneInto } from '../workspace/git-source.ts';
 import { ensureWorkspace, removeServerFiles, type DataLayout } from '../workspace/layout.ts';
-import type { RestoreFiles, ServerFiles } from './editor-storage.ts';
-import type { EditorOutput, ExtensionOutcome, InstalledExtensions, PopulateOutcome, PopulateSource } from './interface.ts';
+import type { EditorStorage, RestoreFiles, ServerFiles } from './editor-storage.ts';
+import type { ExtensionOutcome, InstalledExtensions, PopulateOutcome, PopulateSource } from './interface.ts';
 
-/** Where an editor's own output goes: two files the log hub follows (editor.out, editor.err). */
-export type OutputFiles = (name: string) => { stdout: string; stderr: string };
 
-/** How often a log stream looks for new output in the files. */
-const FOLLOW_MS = 100;
-
-export class LocalStorage {
+export class LocalStorage implements EditorStorage {
   readonly layout: DataLayout;
   readonly #installer: ExtensionInstaller;
-  readonly outputOf: OutputFiles;
 
-  constructor(layout: DataLayout, installer: ExtensionInstaller, outputOf: OutputFiles) {
+  constructor(layout: DataLayout, installer: ExtensionInstaller) {
     this.layout = layout;
     this.#installer = installer;
-    this.outputOf = outputOf;
   }
 
   /**
@@ -89,23 +82,6 @@ export class LocalStorage {
     await removeServerFiles(this.layout, name);
   }
 
-  /** Follows the editor's output files: what is in them (since 'start') or only what comes next. */
-  async *logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
-    const files = this.outputOf(name);
-    const tails = [new Tail(files.stdout, 'stdout'), new Tail(files.stderr, 'stderr')];
-    if (options.since !== 'start') for (const tail of tails) await tail.skipToEnd();
-    while (!options.signal.aborted) {
-      let any = false;
-      for (const tail of tails) {
-        for (const line of await tail.read()) {
-          any = true;
-          yield { stream: tail.stream, line };
-        }
-      }
-      if (!any) await pause(FOLLOW_MS, options.signal);
-    }
-  }
-
   #settingsFile(name: string): string {
     return join(this.layout.editor(name).userDataDir, 'User', 'settings.json');
   }
@@ -130,43 +106,6 @@ export class LocalStorage {
   }
 }
 
-/** Complete lines appended to a file since the last read; a file replaced or cut is read from its start. */
-class Tail {
-  readonly #path: string;
-  readonly stream: 'stdout' | 'stderr';
-  #ino = -1;
-  #offset = 0;
-  #partial = '';
-
-  constructor(path: string, stream: 'stdout' | 'stderr') {
-    this.#path = path;
-    this.stream = stream;
-  }
-
-  async skipToEnd(): Promise<void> {
-    const stat = await fs.stat(this.#path).catch(() => undefined);
-    if (stat) [this.#ino, this.#offset] = [stat.ino, stat.size];
-  }
-
-  async read(): Promise<string[]> {
-    const handle = await fs.open(this.#path, 'r').catch(() => undefined);
-    if (!handle) return [];
-    try {
-      const { ino, size } = await handle.stat();
-      if (ino !== this.#ino || size < this.#offset) [this.#ino, this.#offset, this.#partial] = [ino, 0, ''];
-      const length = Math.min(size - this.#offset, 1 << 20);
-      if (length <= 0) return [];
-      const buffer = Buffer.allocUnsafe(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, this.#offset);
-      this.#offset += bytesRead;
-      const lines = (this.#partial + buffer.toString('utf8', 0, bytesRead)).split('\n');
-      this.#partial = lines.pop() ?? '';
-      return lines;
-    } finally {
-      await handle.close();
-    }
-  }
-}
 
 
 /** Writes the file atomically, making its folder first. */

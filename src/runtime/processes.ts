@@ -10,15 +10,17 @@ import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
 import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supervisor.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { ensureWorkspace, type DataLayout } from '../workspace/layout.ts';
-import { checkHealth, waitHealthy, type HealthResult } from './health.ts';
-import type { EditorEndpoint, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
+import { pause } from '../core/pause.ts';
+import type { EditorWorkload } from './editor-workload.ts';
+import type { EditorEndpoint, EditorOutput, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
 import { machineMemory, type MachineMemory } from './machine-memory.ts';
 import { discoverEditors, verifyEditor } from './ownership.ts';
-import { LocalStorage, type OutputFiles } from './process-storage.ts';
+import { Tail, type OutputFiles } from './output-tail.ts';
+import { LocalStorage } from './process-storage.ts';
 import { EDITOR_HOST, portIsFree } from './port-probe.ts';
 
 export { EDITOR_HOST };
-import { stopEditor } from './stopping.ts';
+import { stopAllEditors, stopEditor } from './stopping.ts';
 import { processGroupUsage, type EditorUsage } from './usage.ts';
 
 export type { ProcessIdentity } from '../core/procfs.ts';
@@ -40,6 +42,8 @@ export interface LaunchSpec {
 
 /** The most exits remembered for state() after the editor is gone. */
 const EXITS_KEPT = 1024;
+/** How often a log stream looks for new output in the files. */
+const FOLLOW_MS = 100;
 
 export function editorArguments(spec: LaunchSpec): string[] {
   return [
@@ -88,8 +92,21 @@ export interface ProcessRuntimeOptions {
   pollIntervalMs?: number;
 }
 
-export class ProcessRuntime extends LocalStorage implements EditorRuntime {
+/** The process runtime's two halves: the servers' folders on this machine, and code-server processes on them. */
+export function processRuntime(options: ProcessRuntimeOptions): EditorRuntime & { storage: LocalStorage; workload: ProcessWorkload } {
+  return {
+    kind: 'process',
+    output: 'files',
+    storage: new LocalStorage(options.layout, options.installer),
+    workload: new ProcessWorkload(options),
+  };
+}
+
+/** The process runtime's workload half: each editor a detached code-server process, watched in /proc. */
+export class ProcessWorkload implements EditorWorkload {
   readonly kind = 'process';
+  readonly layout: DataLayout;
+  readonly outputOf: OutputFiles;
   private readonly bin: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly listeners: Array<(name: string) => void> = [];
@@ -101,8 +118,9 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
   private readonly exits = new Map<string, ExitInfo>();
   private poll: Periodic | undefined;
 
-  constructor(options: ProcessRuntimeOptions) {
-    super(options.layout, options.installer, options.outputOf);
+  constructor(options: Omit<ProcessRuntimeOptions, 'installer'>) {
+    this.layout = options.layout;
+    this.outputOf = options.outputOf;
     this.bin = options.bin;
     this.env = options.env ?? process.env;
     this.poll = every(options.pollIntervalMs ?? BACKGROUND_MS, () => this.pollAdopted());
@@ -187,12 +205,21 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
     return discoverEditors(this.layout.editorsDir).map((e) => ({ name: e.name, port: e.port, ref: processRef(e.identity) }));
   }
 
-  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult> {
-    return checkHealth(endpoint, timeoutMs);
-  }
-
-  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> {
-    return waitHealthy(endpoint, deadline, cancelled);
+  /** Follows the editor's output files: what is in them (since 'start') or only what comes next. */
+  async *logs(name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
+    const files = this.outputOf(name);
+    const tails = [new Tail(files.stdout, 'stdout'), new Tail(files.stderr, 'stderr')];
+    if (options.since !== 'start') for (const tail of tails) await tail.skipToEnd();
+    while (!options.signal.aborted) {
+      let any = false;
+      for (const tail of tails) {
+        for (const line of await tail.read()) {
+          any = true;
+          yield { stream: tail.stream, line };
+        }
+      }
+      if (!any) await pause(FOLLOW_MS, options.signal);
+    }
   }
 
   /** This machine's memory, or its container's. */
@@ -219,6 +246,11 @@ export class ProcessRuntime extends LocalStorage implements EditorRuntime {
 
   /** Its view (the editors' folders and /proc) is read as asked: current at once. */
   async synced(): Promise<void> {}
+
+  /** Every editor of this data folder, tracked or not (/proc says which are ours). */
+  async stopStrays(graceMs: number): Promise<void> {
+    await stopAllEditors(this.layout.editorsDir, graceMs);
+  }
 
   dispose(): void {
     this.poll?.stop();

@@ -11,14 +11,6 @@ import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
 
-/**
- * Pending: stale names in files being reworked by their owners, allowed until those files are
- * done; each says what it should name. Remove an entry once its comment is fixed.
- */
-const PENDING: Array<{ file: string; name: string; should: string }> = [
-  { file: 'src/runtime/interface.ts', name: 'process-runtime.ts', should: 'processes.ts (ProcessRuntime)' },
-];
-
 const SOURCE_ROOTS = ['src', 'web/src'];
 /** A file name: optional folders, then a name ending in a source extension; not inside a longer word or path. */
 const FILE_NAME = /(?<![\w./@-])((?:\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+(?:\.[\w-]+)*\.(?:ts|tsx|mjs))(?![\w/])/g;
@@ -118,10 +110,9 @@ function staleNames(): Array<{ file: string; line: number; name: string }> {
 
 describe('file names in comments', () => {
   const stale = staleNames();
-  const pending = (entry: { file: string; name: string }) => PENDING.some((p) => p.file === entry.file && p.name === entry.name);
 
   it('name files that exist', () => {
-    const unknown = stale.filter((entry) => !pending(entry)).map(({ file, line, name }) => `${file}:${line}: ${name}`);
+    const unknown = stale.map(({ file, line, name }) => `${file}:${line}: ${name}`);
     expect(unknown, 'these comments name files that are not there: name the file as it is now').toEqual([]);
   });
 

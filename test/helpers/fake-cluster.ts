@@ -12,7 +12,7 @@ import type { ClusterApi, ClusterObject, ExecResult, KubeletSummary, LogOptions 
 import type { ListResult, ListWatchTransport, WatchEvent } from '../../src/runtime/kubernetes/list-watch.ts';
 import type { KubeObject } from '../../src/runtime/kubernetes/objects.ts';
 import type { KubernetesRuntimeOptions } from '../../src/runtime/kubernetes/options.ts';
-import { KubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
+import { KubernetesWorkload } from '../../src/runtime/kubernetes/runtime.ts';
 
 /** An object as stored: plain JSON. */
 type Stored = Record<string, any> & {
@@ -447,8 +447,8 @@ export function fakeRuntimeOptions(namespace = 'team', log: string[] = []): Kube
 }
 
 /** A Kubernetes runtime over the fake cluster, once it has its first view. */
-export async function runtimeOn(cluster: FakeCluster, log: string[] = []): Promise<KubernetesRuntime<FakeCluster>> {
-  const runtime = new KubernetesRuntime(fakeRuntimeOptions(cluster.namespace, log), cluster);
+export async function runtimeOn(cluster: FakeCluster, log: string[] = []): Promise<KubernetesWorkload<FakeCluster>> {
+  const runtime = new KubernetesWorkload(fakeRuntimeOptions(cluster.namespace, log), cluster);
   await runtime.synced();
   return runtime;
 }

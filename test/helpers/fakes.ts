@@ -10,6 +10,9 @@ import {
   type EditorEndpoint, type EditorOutput, type EditorProblem, type EditorRuntime, type EditorState, type EditorUsage, type ExitInfo, type HealthResult, type MachineMemory,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../../src/runtime/interface.ts';
+import type { EditorStorage } from '../../src/runtime/editor-storage.ts';
+import type { EditorWorkload } from '../../src/runtime/editor-workload.ts';
+import type { EditorHealth } from '../../src/runtime/health.ts';
 import { LocalStorage } from '../../src/runtime/process-storage.ts';
 import { ensureWorkspace, type DataLayout } from '../../src/workspace/layout.ts';
 
@@ -71,7 +74,11 @@ interface FakeEditor {
  * data folder, with the given installer), so workspace, settings and extension steps act on
  * real files. References are `{kind: 'fake', id}`: opaque to the controller, as any runtime's.
  */
-export class FakeRuntime extends LocalStorage implements EditorRuntime {
+/**
+ * One stand-in for both halves of a runtime and for the health checks: its storage is the process
+ * runtime's (real folders on disk), its editors live in memory and answer /healthz when told.
+ */
+export class FakeRuntime extends LocalStorage implements EditorStorage, EditorWorkload, EditorHealth {
   readonly kind = 'fake';
   readonly launches: StartSpec[] = [];
   readonly stops: RuntimeRef[] = [];
@@ -100,7 +107,12 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
   private nextId = 40_000;
 
   constructor(layout: DataLayout, installer: ExtensionInstaller = new FakeInstaller()) {
-    super(layout, installer, (name) => ({ stdout: join(layout.logsDir, name, 'editor.out'), stderr: join(layout.logsDir, name, 'editor.err') }));
+    super(layout, installer);
+  }
+
+  /** This stand-in as a whole runtime, as the service is given one (its output a stream, as a cluster's). */
+  asRuntime(): EditorRuntime {
+    return { kind: this.kind, output: 'stream', storage: this, workload: this, health: this };
   }
 
   async portIsFree(port: number): Promise<boolean> {
@@ -218,13 +230,13 @@ export class FakeRuntime extends LocalStorage implements EditorRuntime {
     return [...this.editors.values(), ...this.unplaced.values()].map((e) => ({ name: e.name, port: e.port, ref: e.ref }));
   }
 
-  async health(endpoint: EditorEndpoint): Promise<HealthResult> {
+  async health(endpoint: EditorEndpoint, _timeoutMs?: number): Promise<HealthResult> {
     const editor = [...this.editors.values()].find((e) => e.port === endpoint.port);
     return editor?.answers ? { ok: true, state: 'alive' } : { ok: false, error: 'ECONNREFUSED' };
   }
 
   /** Ready at once when the editor answers; else false once the deadline passes (or it is cancelled by then). */
-  async waitReady(endpoint: EditorEndpoint, deadline: number): Promise<boolean> {
+  async waitReady(endpoint: EditorEndpoint, deadline: number, _cancelled?: () => boolean): Promise<boolean> {
     if ((await this.health(endpoint)).ok) return true;
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
     return false;

@@ -4,7 +4,8 @@
 // through the whole service.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
-import { KubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
+import { httpHealth } from '../../src/runtime/health.ts';
+import { KubernetesWorkload } from '../../src/runtime/kubernetes/runtime.ts';
 import { getObject, NO_CLUSTER, strangerPod, testCluster } from '../helpers/cluster.ts';
 import { runtimeOptions, stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -13,7 +14,7 @@ const cluster = await testCluster();
 if (!cluster) console.log(NO_CLUSTER);
 
 let namespace: { name: string; remove(): Promise<void> };
-const runtimes: KubernetesRuntime[] = [];
+const runtimes: KubernetesWorkload[] = [];
 
 beforeAll(async () => {
   if (!cluster) return;
@@ -24,8 +25,8 @@ afterAll(async () => {
   await namespace?.remove();
 });
 
-function newRuntime(): KubernetesRuntime {
-  const runtime = new KubernetesRuntime(runtimeOptions(namespace.name, stubEditor(), cluster!));
+function newRuntime(): KubernetesWorkload {
+  const runtime = new KubernetesWorkload(runtimeOptions(namespace.name, stubEditor(), cluster!));
   runtimes.push(runtime);
   return runtime;
 }
@@ -45,7 +46,7 @@ describe.skipIf(!cluster)(cluster ? 'a controller that restarts' : `a controller
       const [pod] = await editorPods('kept');
       return pod?.status?.containerStatuses?.[0]?.ready === true && pod;
     }, 60_000, 200);
-    expect((await first.health(started.endpoint)).ok).toBe(true);
+    expect((await httpHealth.health(started.endpoint)).ok).toBe(true);
     const stranger = await strangerPod(namespace.name);
     const before = { uid: ready.metadata.uid, container: ready.status.containerStatuses[0], statefulSet: await getObject(cluster!, ['statefulset', 'devbox-kept', '-n', namespace.name]) };
 
@@ -60,7 +61,7 @@ describe.skipIf(!cluster)(cluster ? 'a controller that restarts' : `a controller
     expect(found.some((editor) => (editor.ref as RuntimeRef & { pod?: string }).pod === stranger.name)).toBe(false);
     expect(second.state('kept', started.ref)).toMatchObject({ state: 'running', endpoint: started.endpoint });
     expect(second.adopt('kept', started.ref)).toEqual({ endpoint: started.endpoint });
-    expect((await second.health(started.endpoint)).ok).toBe(true);
+    expect((await httpHealth.health(started.endpoint)).ok).toBe(true);
     // A start asked of it again (say, before the adoption was recorded) finds the same Pod.
     const again = await second.start({ name: 'kept', port: 20_101 });
     expect(again).toEqual(started);

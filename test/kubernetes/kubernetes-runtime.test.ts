@@ -4,7 +4,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { KubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
+import { createKubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { testCluster, NO_CLUSTER } from '../helpers/cluster.ts';
 import { killContainer, kubectl, podRunsAnything, runtimeOptions, stubEditor, testNamespace, TEST_IMAGE } from '../helpers/kube-runtime.ts';
@@ -34,8 +34,8 @@ async function kubernetesHarness(): Promise<Harness> {
   const ns = namespace.name;
   const exitsAtStartPort = 19_999;
   const options = { ...runtimeOptions(ns, stubEditor(), c), env: { STUB_EXIT_ON_PORT: String(exitsAtStartPort) } };
-  const runtimes = [new KubernetesRuntime(options)];
-  await runtimes[0].synced();
+  const runtimes = [createKubernetesRuntime(options)];
+  await runtimes[0].workload.synced();
   const stalled = await stalledGitServer();
   let nextPort = 20_000;
   const pod = async (name: string) => json('get', 'pod', '-n', ns, name).catch(() => undefined);
@@ -49,10 +49,10 @@ async function kubernetesHarness(): Promise<Harness> {
   const harness: Harness = {
     runtime: runtimes[0],
     async restart() {
-      harness.runtime.dispose();
-      runtimes.push(new KubernetesRuntime(options));
+      harness.runtime.workload.dispose();
+      runtimes.push(createKubernetesRuntime(options));
       harness.runtime = runtimes.at(-1)!;
-      await harness.runtime.synced();
+      await harness.runtime.workload.synced();
       return harness.runtime;
     },
     port: async () => nextPort++,
@@ -97,7 +97,7 @@ async function kubernetesHarness(): Promise<Harness> {
     extension: { id: 'acme.tool', key: 'acme.tool' },
     readyTimeoutMs: 60_000,
     async cleanup() {
-      for (const runtime of runtimes) runtime.dispose();
+      for (const runtime of runtimes) runtime.workload.dispose();
       await stalled.close();
       await namespace.remove();
     },

@@ -6,8 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CodeServerExtensionInstaller } from '../../src/extensions/installer.ts';
-import { processOf, processRef, ProcessRuntime } from '../../src/runtime/processes.ts';
+import { httpHealth } from '../../src/runtime/health.ts';
+import { processOf, processRef, ProcessWorkload } from '../../src/runtime/processes.ts';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { identityOf, isAlive } from '../../src/core/procfs.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
@@ -16,15 +16,14 @@ import { eventually, killEditors, STUB_EDITOR } from '../helpers/service.ts';
 
 let root: string;
 let layout: DataLayout;
-const runtimes: ProcessRuntime[] = [];
+const runtimes: ProcessWorkload[] = [];
 const strangers: ChildProcess[] = [];
 
 /** A process runtime over the test's data folder; each one knows only what it started or adopted. */
-function makeRuntime(): ProcessRuntime {
-  const runtime = new ProcessRuntime({
+function makeRuntime(): ProcessWorkload {
+  const runtime = new ProcessWorkload({
     bin: STUB_EDITOR,
     layout,
-    installer: new CodeServerExtensionInstaller(STUB_EDITOR),
     outputOf: (name) => {
       mkdirSync(join(root, 'logs'), { recursive: true });
       return { stdout: join(root, 'logs', `${name}.out`), stderr: join(root, 'logs', `${name}.err`) };
@@ -61,7 +60,7 @@ describe('the editor a server owns', () => {
     const forged = { ...alpha, startTicks: (alpha.startTicks as number) + 1 };
     // A runtime that did not start alpha (as after a restart) can tell only from /proc, which
     // shows the editor's command line once it has exec'd: it answers by then.
-    expect(await runtime.waitReady(endpoint, Date.now() + 30_000, () => false)).toBe(true);
+    expect(await httpHealth.waitReady(endpoint, Date.now() + 30_000, () => false)).toBe(true);
     const fresh = makeRuntime();
     expect(fresh.adopt('beta', alpha)).toBeUndefined();
     expect(fresh.adopt('alpha', forged)).toBeUndefined();

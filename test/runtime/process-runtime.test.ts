@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupExists, identityOf, isAlive } from '../../src/core/procfs.ts';
 import { CodeServerExtensionInstaller } from '../../src/extensions/installer.ts';
 import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
-import { discoverEditors, processOf, processRef, ProcessRuntime } from '../../src/runtime/processes.ts';
+import { httpHealth } from '../../src/runtime/health.ts';
+import { discoverEditors, processOf, processRef, processRuntime } from '../../src/runtime/processes.ts';
 import type { RuntimeRef } from '../../src/runtime/interface.ts';
 import { DataLayout } from '../../src/workspace/layout.ts';
 import { stalledGitServer } from '../workspace/git-fixtures.ts';
@@ -33,7 +34,7 @@ const EXITS_AT_START_PORT = 20_999;
 async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harness> {
   const root = await fs.mkdtemp(join(tmpdir(), 'devbox-conformance-'));
   const layout = new DataLayout(join(root, 'data'));
-  const make = () => new ProcessRuntime({
+  const make = () => processRuntime({
     bin,
     layout,
     env: { ...process.env, STUB_EXIT_ON_PORT: String(EXITS_AT_START_PORT) },
@@ -58,7 +59,7 @@ async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harn
   const harness: Harness = {
     runtime: runtimes[0],
     async restart() {
-      harness.runtime.dispose();
+      harness.runtime.workload.dispose();
       runtimes.push(make());
       harness.runtime = runtimes.at(-1)!;
       return harness.runtime;
@@ -101,7 +102,7 @@ async function processHarness(bin: string, readyTimeoutMs: number): Promise<Harn
     extension: { id: 'acme.tool', key: 'acme.tool' },
     readyTimeoutMs,
     async cleanup() {
-      for (const runtime of runtimes) runtime.dispose();
+      for (const runtime of runtimes) runtime.workload.dispose();
       await killEditors(layout.dataDir);
       for (const child of strangers) child.kill('SIGKILL');
       await stalled.close();
@@ -117,11 +118,11 @@ describe('the process runtime', () => {
   it('removes a clone folder that a service killed mid-clone left beside the workspace', async () => {
     const h = await processHarness(STUB_EDITOR, 10_000);
     try {
-      const workspace = await h.runtime.prepare('alpha');
+      const workspace = await h.runtime.storage.prepare('alpha');
       const leftover = join(dirname(workspace), `.${basename(workspace)}.clone-0badf00d`);
       await fs.mkdir(join(leftover, '.git'), { recursive: true });
       expect(await h.leftovers('alpha')).toContain(basename(leftover));
-      await h.runtime.remove('alpha');
+      await h.runtime.storage.remove('alpha');
       expect(await h.leftovers('alpha')).toEqual([]);
     } finally {
       await h.cleanup();
@@ -141,18 +142,18 @@ describe.skipIf(!realEditor)('the process runtime with the real code-server', ()
   it('starts it, sees it answer and log, and stops it leaving nothing running', async () => {
     const h = await processHarness(realEditor!, 60_000);
     try {
-      const started = await h.runtime.start({ name: 'real', port: await h.port() });
-      expect(await h.runtime.waitReady(started.endpoint, Date.now() + h.readyTimeoutMs, () => false)).toBe(true);
+      const started = await h.runtime.workload.start({ name: 'real', port: await h.port() });
+      expect(await httpHealth.waitReady(started.endpoint, Date.now() + h.readyTimeoutMs, () => false)).toBe(true);
       expect(await answers(started.endpoint)).toBe(true);
-      expect(h.runtime.state('real', started.ref)).toEqual({ state: 'running', endpoint: started.endpoint });
+      expect(h.runtime.workload.state('real', started.ref)).toEqual({ state: 'running', endpoint: started.endpoint });
       expect(await logLine(h.runtime, 'real', 'start', /HTTP server listening on/)).toMatch(String(started.endpoint.port));
-      const usage = await eventually(async () => (await h.runtime.usage([started.ref])).get(started.ref));
+      const usage = await eventually(async () => (await h.runtime.workload.usage([started.ref])).get(started.ref));
       expect(usage.memoryMb).toBeGreaterThan(0);
 
-      expect(await h.runtime.stop('real', started.ref, 5000)).toBe(true);
+      expect(await h.runtime.workload.stop('real', started.ref, 5000)).toBe(true);
       await eventually(async () => !(await h.running(started.ref)));
       expect(await answers(started.endpoint)).toBe(false);
-      expect(await h.runtime.list()).toEqual([]);
+      expect(await h.runtime.workload.list()).toEqual([]);
     } finally {
       await h.cleanup();
     }

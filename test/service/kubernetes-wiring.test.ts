@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/settings.ts';
 import type { KubernetesRuntimeOptions } from '../../src/runtime/kubernetes/options.ts';
 import { DEFAULT_EDITOR_IMAGE } from '../../src/runtime/kubernetes/options.ts';
-import { KubernetesRuntime } from '../../src/runtime/kubernetes/runtime.ts';
+import { KubernetesWorkload } from '../../src/runtime/kubernetes/runtime.ts';
 import type { EditorRuntime } from '../../src/runtime/interface.ts';
 import { StartupError } from '../../src/service.ts';
 import { runtimeSynced } from '../../src/service-runtime.ts';
@@ -21,7 +21,7 @@ const cluster = vi.hoisted(() => ({ built: [] as Array<{ options: unknown; runti
 vi.mock('../../src/runtime/kubernetes/runtime.ts', async () => {
   const { FakeRuntime: Fake } = await import('../helpers/fakes.ts');
   const { DataLayout } = await import('../../src/workspace/layout.ts');
-  class KubernetesRuntime extends Fake {
+  class KubernetesWorkload extends Fake {
     readonly options: KubernetesRuntimeOptions;
     constructor(options: KubernetesRuntimeOptions) {
       super(new DataLayout(cluster.storage));
@@ -35,7 +35,9 @@ vi.mock('../../src/runtime/kubernetes/runtime.ts', async () => {
       cluster.synced++;
     }
   }
-  return { KubernetesRuntime };
+  // Both halves and the health checks are the one stand-in; its output is a stream, as a cluster's.
+  const createKubernetesRuntime = (options: KubernetesRuntimeOptions) => new KubernetesWorkload(options).asRuntime();
+  return { KubernetesWorkload, createKubernetesRuntime };
 });
 
 let service: TestService;
@@ -58,7 +60,7 @@ afterAll(async () => {
 describe('the service on the Kubernetes runtime', () => {
   it('builds the runtime from the settings, with the pinned image by default, and waits for its first view', () => {
     expect(cluster.built).toHaveLength(1);
-    expect(runtime).toBeInstanceOf(KubernetesRuntime);
+    expect(runtime).toBeInstanceOf(KubernetesWorkload);
     expect(cluster.built[0].options).toMatchObject({
       namespace: 'editors',
       image: DEFAULT_EDITOR_IMAGE,
@@ -124,7 +126,7 @@ describe('the service on the Kubernetes runtime', () => {
 });
 
 describe('waiting for a cluster runtime\'s first view', () => {
-  const runtimeWhose = (synced: () => Promise<void>) => ({ kind: 'kubernetes', synced } as unknown as EditorRuntime);
+  const runtimeWhose = (synced: () => Promise<void>) => ({ kind: 'kubernetes', workload: { synced } } as unknown as EditorRuntime);
 
   it('refuses the start, saying what to check, when the cluster does not answer in time or the runtime cannot see it', async () => {
     const lines: string[] = [];

@@ -13,10 +13,9 @@
 // ClusterApi (cluster-api.ts): KubeClient in the service, an in-memory cluster in tests.
 import { EventEmitter } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
-import { checkHealth, waitHealthy, type HealthResult } from '../health.ts';
+import type { EditorWorkload } from '../editor-workload.ts';
 import {
   EditorNotPlaced, type EditorEndpoint, type EditorOutput, type EditorRuntime, type EditorState, type EditorUsage,
-  type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../interface.ts';
 import { KubeClient, messageOf } from './client.ts';
@@ -37,17 +36,27 @@ import { Workload } from './workload.ts';
 const PLACE_TIMEOUT_MS = 60_000;
 
 /**
- * The runtime over a cluster `C`: by default KubeClient, made from the options' kubeconfig (the
- * service's); tests give an in-memory cluster.
+ * The Kubernetes runtime's two halves over a cluster `C`: by default KubeClient, made from the
+ * options' kubeconfig (the service's); tests give an in-memory cluster. The storage reaches a
+ * volume through the Pods the workload watches, so the workload makes it.
  */
-export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements EditorRuntime {
+export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(
+  options: KubernetesRuntimeOptions, client?: C,
+): EditorRuntime & { workload: KubernetesWorkload<C>; storage: KubernetesStorage } {
+  const workload = new KubernetesWorkload(options, client);
+  return { kind: 'kubernetes', output: 'stream', workload, storage: workload.storage };
+}
+
+/** The Kubernetes runtime's workload half: each editor the one Pod of a StatefulSet, watched through the project's list-then-watch loop. */
+export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements EditorWorkload {
   readonly kind = 'kubernetes';
   readonly #options: KubernetesRuntimeOptions;
   /** Its conversations with the API server, shared with what else the service asks of that cluster and namespace. */
   readonly client: C;
   readonly #names: Names;
   readonly #objects: ServerObjects;
-  readonly #storage: KubernetesStorage;
+  /** The servers' volumes, reached through the Pods this workload watches. */
+  readonly storage: KubernetesStorage;
   readonly #workload: Workload;
   /** Every Pod of this service in the namespace (editors and storage helpers), by name. */
   readonly #pods = new Map<string, V1Pod>();
@@ -69,15 +78,17 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     this.client = client ?? (new KubeClient(options.namespace, options.kubeconfig) as ClusterApi as C);
     this.#names = new Names(options.namePrefix, options.namespace);
     this.#objects = new ServerObjects(this.#names, options);
-    this.#storage = new KubernetesStorage({
+    this.storage = new KubernetesStorage({
       client: this.client, names: this.#names, objects: this.#objects, editorCommand: options.command,
       runningEditor: (name) => this.#servingPod(name),
       helperPod: (name) => this.#pods.get(this.#names.storagePod(name)),
+      known: (name) => this.#know(name),
+      removed: (name) => this.#forget(name),
       vsixDir: process.env.DEVBOX_VSIX_DIR || undefined,
     });
     this.#workload = new Workload({
       client: this.client, names: this.#names, objects: this.#objects,
-      owner: (name) => this.#storage.owner(name),
+      owner: (name) => this.storage.owner(name),
       lastEditorPod: (name) => this.#lastEditorPod(name),
       log: (level, message) => this.#log(level, message),
     });
@@ -146,7 +157,7 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     const name = this.#names.serverOf(pod.metadata);
     const uid = pod.metadata?.uid ?? '';
     this.#seen.delete(uid);
-    this.#storage.forgetPod(uid);
+    this.storage.forgetPod(uid);
     const ended = this.#ended.get(uid);
     if (ended) ended.gone = true;
     if (name && pod.metadata?.labels?.[ROLE_LABEL] === 'editor') this.#notify(name);
@@ -217,34 +228,15 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     });
   }
 
-  // --- Storage ---
-
-  /** Nothing on the cluster yet: the claim comes with the first start (a server never started costs nothing there). */
-  async prepare(name: string): Promise<string> {
-    this.#know(name);
-    return WORKSPACE;
-  }
-  /** While no editor runs, its volume is mounted nowhere: the controller's storage work waits for the editor. */
-  storageDeferred(name: string): boolean { return this.#servingPod(name) === undefined; }
-  workspaceEmpty(name: string): Promise<boolean> { return this.#storage.workspaceEmpty(name); }
-  populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome> { return this.#storage.populate(name, source, signal); }
-  readSettings(name: string): Promise<string | undefined> { return this.#storage.readSettings(name); }
-  writeSettings(name: string, text: string): Promise<void> { return this.#storage.writeSettings(name, text); }
-  readAppliedSettings(name: string): Promise<string | undefined> { return this.#storage.readAppliedSettings(name); }
-  writeAppliedSettings(name: string, text: string): Promise<void> { return this.#storage.writeAppliedSettings(name, text); }
-  installedExtensions(name: string): Promise<InstalledExtensions> { return this.#storage.installedExtensions(name); }
-  installExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> { return this.#storage.installExtension(name, id, signal); }
-  uninstallExtension(name: string, id: string, signal: AbortSignal): Promise<ExtensionOutcome> { return this.#storage.uninstallExtension(name, id, signal); }
-  async remove(name: string): Promise<void> {
-    await this.#storage.remove(name);
+  /** A server whose storage was removed: what was kept of its editors goes too. */
+  #forget(name: string): void {
     this.#ended.forget(name);
     for (const [objectName, server] of this.#serverOfObject) if (server === name) this.#serverOfObject.delete(objectName);
   }
 
   // --- The editor ---
 
-  /** Route numbers are only numbers here: the editor serves on its own Pod's address. */
-  async portIsFree(): Promise<boolean> { return true; }
+  // No portIsFree: route numbers are only numbers here, the editor serves on its own Pod's address.
 
   async start(spec: StartSpec): Promise<StartedEditor> {
     const { name } = spec;
@@ -252,10 +244,10 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     // An editor that ended is cleaned up first: its scale to zero must not undo this start's.
     await this.#ended.cleanedUp(name);
     const earlier = this.#ended.uidsOf(name);
-    const owner = await this.#storage.owner(name);
-    await this.#storage.ensureClaim(name);
+    const owner = await this.storage.owner(name);
+    await this.storage.ensureClaim(name);
     // One Pod on the volume at a time: a storage helper (if a call made one) goes before the editor comes.
-    await this.#storage.releaseHelper(name);
+    await this.storage.releaseHelper(name);
     await this.client.apply(this.#objects.service(name, owner, spec.port));
     await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid });
     await this.#workload.replaceUnstarted(name, this.#editorPod(name));
@@ -343,9 +335,6 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
     return found;
   }
 
-  health(endpoint: EditorEndpoint, timeoutMs?: number): Promise<HealthResult> { return checkHealth(endpoint, timeoutMs); }
-  waitReady(endpoint: EditorEndpoint, deadline: number, cancelled: () => boolean): Promise<boolean> { return waitHealthy(endpoint, deadline, cancelled); }
-
   /** The cluster's scheduler decides where editors fit: no memory of ours to share out. */
   memory(): undefined { return undefined; }
 
@@ -385,7 +374,7 @@ export class KubernetesRuntime<C extends ClusterApi = KubeClient> implements Edi
 
   dispose(): void {
     this.#disposed = true;
-    this.#storage.dispose();
+    this.storage.dispose();
     this.#listeners.length = 0;
     this.#eventListeners.length = 0;
     void this.#podWatch.close();

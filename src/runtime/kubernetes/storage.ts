@@ -21,7 +21,7 @@ import { extensionFolder, extensionName, findVsix, isVsixPath, parseExtensionsLi
 import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
 import { extractInto } from '../../workspace/archive-source.ts';
 import { cloneInto } from '../../workspace/git-source.ts';
-import type { FilesOptions, RestoreFiles, ServerFiles } from '../editor-storage.ts';
+import type { EditorStorage, FilesOptions, RestoreFiles, ServerFiles } from '../editor-storage.ts';
 import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
 import { messageOf } from './client.ts';
 import type { ClusterApi } from './cluster-api.ts';
@@ -47,6 +47,10 @@ export interface StorageDeps {
   helperPod(name: string): V1Pod | undefined;
   /** The command that runs code-server in the image (its extension CLI). */
   editorCommand: string[];
+  /** A server the storage was asked about: its objects' events are its events from now on. */
+  known(name: string): void;
+  /** The server's storage was removed: whatever else is kept of it may go. */
+  removed(name: string): void;
   /** DEVBOX_VSIX_DIR: .vsix files looked at before the marketplace. */
   vsixDir?: string;
   /** How long a helper Pod may take to run (image pull, scheduling). */
@@ -59,7 +63,7 @@ const HELPER_IDLE_MS = 60_000;
 /** How long a helper Pod may stay Unschedulable before a storage call says so (StorageUnavailable). */
 const HELPER_PLACE_MS = 10_000;
 
-export class KubernetesStorage {
+export class KubernetesStorage implements EditorStorage {
   readonly #deps: StorageDeps;
   /** Anchors made in this run, by server: the owner of the server's other objects. */
   readonly #owners = new Map<string, Owner>();
@@ -70,6 +74,17 @@ export class KubernetesStorage {
 
   constructor(deps: StorageDeps) {
     this.#deps = deps;
+  }
+
+  /** Nothing on the cluster yet: the claim comes with the first start (a server never started costs nothing there). */
+  async prepare(name: string): Promise<string> {
+    this.#deps.known(name);
+    return WORKSPACE;
+  }
+
+  /** While no editor runs, its volume is mounted nowhere: the controller's storage work waits for the editor. */
+  storageDeferred(name: string): boolean {
+    return this.#deps.runningEditor(name) === undefined;
   }
 
   /** The server's anchor (made when missing): every object of the server is its dependent. */
@@ -266,6 +281,7 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
+    this.#deps.removed(name);
   }
 
   /**

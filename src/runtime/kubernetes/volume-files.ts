@@ -47,16 +47,17 @@ export async function copyOut(run: RunInVolume | undefined, name: string, option
       const unpack = execa('tar', ['-x', '-p', '-f', '-', '-C', dir, '--no-same-owner'], { cancelSignal: signal, stdin: 'pipe', stdout: 'ignore', stderr: 'pipe', buffer: { stderr: true } });
       // A local tar that ends early (a disk full) must not leave the exec writing into a closed pipe.
       unpack.stdin!.on('error', () => undefined);
-      let result: ExecResult;
-      try {
-        result = await run(['sh', '-c', script], { stdout: unpack.stdin!, signal });
-      } finally {
-        unpack.stdin!.end();
-      }
-      const unpacked = await unpack.catch((error) => error as { exitCode?: number; stderr?: string; message: string });
+      // The local tar ends with its input, whatever became of the exec, and is always waited for.
+      const copying = run(['sh', '-c', script], { stdout: unpack.stdin!, signal }).finally(() => unpack.stdin!.end());
+      const [copied, unpacked] = await Promise.allSettled([copying, unpack]);
+      if (copied.status === 'rejected') throw copied.reason;
+      const { code, stderr } = copied.value;
       // GNU tar says 1 when a file changed while it was read (an editor at work): the copy is still whole.
-      if (result.code !== 0 && result.code !== 1) throw new Error(`copying the files of ${name} out of its volume failed (exit ${result.code}): ${result.stderr.trim()}`);
-      if ('exitCode' in unpacked && unpacked.exitCode !== 0) throw new Error(`unpacking the files of ${name} copied out of its volume failed: ${String(unpacked.stderr ?? unpacked.message).trim()}`);
+      if (code !== 0 && code !== 1) throw new Error(`copying the files of ${name} out of its volume failed (exit ${code}): ${stderr.trim()}`);
+      if (unpacked.status === 'rejected') {
+        const reason = unpacked.reason as { stderr?: string; message: string };
+        throw new Error(`unpacking the files of ${name} copied out of its volume failed: ${String(reason.stderr || reason.message).trim()}`);
+      }
     }
     await fs.mkdir(files.workspace, { recursive: true });
     await fs.mkdir(files.user, { recursive: true });

@@ -4,25 +4,25 @@
 // the runtime kept once the Pod is gone; never the later runs' words, never a line twice.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EditorOutput } from '../../../src/runtime/interface.ts';
-import type { KubernetesRuntime } from '../../../src/runtime/kubernetes/runtime.ts';
+import type { KubernetesWorkload } from '../../../src/runtime/kubernetes/runtime.ts';
 import { FakeCluster, runtimeOn } from '../../helpers/fake-cluster.ts';
 import { eventually } from '../../helpers/wait.ts';
 
-const runtimes: Array<KubernetesRuntime<FakeCluster>> = [];
+const runtimes: Array<KubernetesWorkload<FakeCluster>> = [];
 const streams: AbortController[] = [];
 afterEach(() => {
   for (const stream of streams.splice(0)) stream.abort();
   for (const runtime of runtimes.splice(0)) runtime.dispose();
 });
 
-async function newRuntime(cluster: FakeCluster): Promise<KubernetesRuntime<FakeCluster>> {
+async function newRuntime(cluster: FakeCluster): Promise<KubernetesWorkload<FakeCluster>> {
   const runtime = await runtimeOn(cluster);
   runtimes.push(runtime);
   return runtime;
 }
 
 /** Reads the server's log stream into `lines` until the test ends. */
-function follow(runtime: KubernetesRuntime<FakeCluster>, name: string, since: 'now' | 'start'): string[] {
+function follow(runtime: KubernetesWorkload<FakeCluster>, name: string, since: 'now' | 'start'): string[] {
   const lines: string[] = [];
   const stop = new AbortController();
   streams.push(stop);
@@ -33,7 +33,7 @@ function follow(runtime: KubernetesRuntime<FakeCluster>, name: string, since: 'n
 }
 
 /** A server whose editor Pod's first container runs (not started through the runtime: as any Pod the watch sees). */
-async function editorPod(cluster: FakeCluster, runtime: KubernetesRuntime<FakeCluster>, name: string): Promise<string> {
+async function editorPod(cluster: FakeCluster, runtime: KubernetesWorkload<FakeCluster>, name: string): Promise<string> {
   const starting = runtime.start({ name, port: 8400 });
   const pod = await eventually(() => cluster.pod(`devbox-${name}-0`));
   cluster.runEditor(pod.metadata!.name!);

@@ -4,11 +4,11 @@
 // test/kubernetes/kubernetes-runtime.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
 import { EditorNotPlaced } from '../../../src/runtime/interface.ts';
-import type { KubernetesRuntime } from '../../../src/runtime/kubernetes/runtime.ts';
+import type { KubernetesWorkload } from '../../../src/runtime/kubernetes/runtime.ts';
 import { FakeCluster, runtimeOn } from '../../helpers/fake-cluster.ts';
 import { eventually } from '../../helpers/wait.ts';
 
-let runtime: KubernetesRuntime<FakeCluster> | undefined;
+let runtime: KubernetesWorkload<FakeCluster> | undefined;
 afterEach(() => runtime?.dispose());
 
 /** The server's editor Pod once its StatefulSet has made it. */
@@ -18,10 +18,10 @@ describe('a start on the cluster', () => {
   it('makes nothing for a server that was only declared, however often its storage is looked at', async () => {
     const cluster = new FakeCluster();
     runtime = await runtimeOn(cluster);
-    expect(await runtime.prepare('alpha')).toBe('/data/workspace');
-    expect(runtime.storageDeferred('alpha')).toBe(true);
-    expect(await runtime.workspaceEmpty('alpha')).toBe(true);
-    expect(await runtime.installedExtensions('alpha')).toEqual(new Map());
+    expect(await runtime.storage.prepare('alpha')).toBe('/data/workspace');
+    expect(runtime.storage.storageDeferred('alpha')).toBe(true);
+    expect(await runtime.storage.workspaceEmpty('alpha')).toBe(true);
+    expect(await runtime.storage.installedExtensions('alpha')).toEqual(new Map());
     expect(cluster.callsOf('apply')).toEqual([]);
     expect(cluster.callsOf('exec')).toEqual([]);
   });
@@ -82,7 +82,7 @@ describe('a start on the cluster', () => {
     await runtime.stop('alpha', first.ref, 1000);
     await eventually(() => cluster.pod('devbox-alpha-0') === undefined);
 
-    const reading = runtime.readSettings('alpha');
+    const reading = runtime.storage.readSettings('alpha');
     const helper = await eventually(() => cluster.pod('devbox-alpha-storage'));
     expect(helper.metadata!.labels).toMatchObject({ 'devbox.dev/server': 'alpha', 'devbox.dev/role': 'storage' });
     expect(helper.spec!.volumes![0]).toEqual({ name: 'data', persistentVolumeClaim: { claimName: 'devbox-alpha' } });
@@ -93,28 +93,28 @@ describe('a start on the cluster', () => {
     await run();
     expect(cluster.pod('devbox-alpha-storage')).toBeUndefined();
     expect(cluster.callsOf('delete', 'Pod')).toEqual(['Pod/devbox-alpha-0', 'Pod/devbox-alpha-storage']);
-    expect(await runtime.readSettings('alpha')).toMatch(/^devbox-alpha-0\/editor: /);
+    expect(await runtime.storage.readSettings('alpha')).toMatch(/^devbox-alpha-0\/editor: /);
   });
 
   it('defers storage while no editor runs: before the start, while the Pod is pending, and once its editor ended', async () => {
     const cluster = new FakeCluster();
     runtime = await runtimeOn(cluster);
-    expect(runtime.storageDeferred('alpha')).toBe(true);
+    expect(runtime.storage.storageDeferred('alpha')).toBe(true);
     const starting = runtime.start({ name: 'alpha', port: 8125 });
     const pod = (await madePod(cluster, 'alpha')).metadata!.name!;
     cluster.schedule(pod);
-    expect(runtime.storageDeferred('alpha'), 'placed, its volume being prepared').toBe(true);
+    expect(runtime.storage.storageDeferred('alpha'), 'placed, its volume being prepared').toBe(true);
     cluster.runEditor(pod);
     await starting;
-    expect(runtime.storageDeferred('alpha')).toBe(false);
+    expect(runtime.storage.storageDeferred('alpha')).toBe(false);
 
     // Reached through the running editor: an exec into its container, never a helper Pod.
     cluster.execHandler = (_pod, _container, command) => ({ code: 0, stdout: Buffer.from(command.join(' ').includes('settings.json') ? '{"a":1}' : ''), stderr: '' });
-    expect(await runtime.readSettings('alpha')).toBe('{"a":1}');
+    expect(await runtime.storage.readSettings('alpha')).toBe('{"a":1}');
     expect(cluster.callsOf('exec')).toEqual(['Pod/devbox-alpha-0']);
     expect(cluster.names('Pod')).toEqual(['devbox-alpha-0']);
 
     cluster.endEditor(pod, 1);
-    await eventually(() => runtime!.storageDeferred('alpha'));
+    await eventually(() => runtime!.storage.storageDeferred('alpha'));
   });
 });

@@ -4,23 +4,23 @@
 // runtime reports one), references that are not the server's, and a restarted runtime's view.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RuntimeRef, StartedEditor } from '../../../src/runtime/interface.ts';
-import type { KubernetesRuntime } from '../../../src/runtime/kubernetes/runtime.ts';
+import type { KubernetesWorkload } from '../../../src/runtime/kubernetes/runtime.ts';
 import { FakeCluster, runtimeOn } from '../../helpers/fake-cluster.ts';
 import { eventually, nextCall } from '../../helpers/wait.ts';
 
-const runtimes: Array<KubernetesRuntime<FakeCluster>> = [];
+const runtimes: Array<KubernetesWorkload<FakeCluster>> = [];
 afterEach(() => {
   for (const runtime of runtimes.splice(0)) runtime.dispose();
 });
 
-async function newRuntime(cluster: FakeCluster, log?: string[]): Promise<KubernetesRuntime<FakeCluster>> {
+async function newRuntime(cluster: FakeCluster, log?: string[]): Promise<KubernetesWorkload<FakeCluster>> {
   const runtime = await runtimeOn(cluster, log);
   runtimes.push(runtime);
   return runtime;
 }
 
 /** Starts server `name`'s editor and lets the cluster run it; resolves with what start() answered. */
-async function running(cluster: FakeCluster, runtime: KubernetesRuntime<FakeCluster>, name: string, port = 8200): Promise<StartedEditor> {
+async function running(cluster: FakeCluster, runtime: KubernetesWorkload<FakeCluster>, name: string, port = 8200): Promise<StartedEditor> {
   const starting = runtime.start({ name, port });
   const pod = await eventually(() => cluster.pod(`devbox-${name}-0`));
   cluster.runEditor(pod.metadata!.name!);
@@ -28,14 +28,14 @@ async function running(cluster: FakeCluster, runtime: KubernetesRuntime<FakeClus
 }
 
 /** Resolves at the runtime's next word that server `name` changed. */
-const changeOf = (runtime: KubernetesRuntime<FakeCluster>, name: string) => nextCall<[string]>((listener) => {
+const changeOf = (runtime: KubernetesWorkload<FakeCluster>, name: string) => nextCall<[string]>((listener) => {
   let on = true;
   runtime.onChange((changed) => on && listener(changed));
   return () => (on = false);
 }, (changed) => changed === name);
 
 /** The state once its exit is known. */
-const exitedState = (runtime: KubernetesRuntime<FakeCluster>, name: string, ref: RuntimeRef) => eventually(() => {
+const exitedState = (runtime: KubernetesWorkload<FakeCluster>, name: string, ref: RuntimeRef) => eventually(() => {
   const state = runtime.state(name, ref);
   return state.state === 'exited' && state.exit !== undefined && state;
 });
