@@ -137,7 +137,6 @@ describe.skipIf(!cluster)('persistence on the cluster', () => {
       await startComponent('kube-apiserver');
     }
     // Failed (the exec's connection went with the API server), or done before the kill took: never half-kept.
-    console.log('DEBUG snapshot during kill:', answered.status, JSON.stringify(answered.body).slice(0, 400));
     expect([200, 500, 502, 503]).toContain(answered.status);
     const afterKill = (await service.request('GET', `/servers/${id}/snapshots`)).body.data.snapshots.length;
     expect(afterKill - before).toBe(answered.status === 200 ? 1 : 0);
