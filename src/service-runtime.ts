@@ -24,19 +24,12 @@ type KubernetesSettings = Extract<RuntimeSettings, { kind: 'kubernetes' }>;
 
 /** The Kubernetes runtime's options from the settings: the config's section, its namespace resolved, the pinned image by default. */
 export function kubernetesRuntimeOptions(settings: KubernetesSettings, log: (message: string) => void): KubernetesRuntimeOptions {
-  const k = structuredClone(settings.kubernetes);
+  // Only the service reads where the manifests come from and whether replicas elect a leader.
+  const { source: _source, leaderElection: _leaderElection, namespace, image, ...rest } = structuredClone(settings.kubernetes);
   return {
-    ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}),
-    namespace: k.namespace,
-    image: k.image ?? DEFAULT_EDITOR_IMAGE,
-    imagePullPolicy: k.imagePullPolicy,
-    command: k.command,
-    storage: k.storage,
-    resources: k.resources,
-    runAsUser: k.runAsUser,
-    extraMounts: k.extraMounts,
-    env: k.env,
-    namePrefix: k.namePrefix,
+    ...rest,
+    namespace: namespace!,
+    image: image ?? DEFAULT_EDITOR_IMAGE,
     log: (level, message) => log(`kubernetes${level === 'info' ? '' : ` (${level})`}: ${message}`),
   };
 }

@@ -109,9 +109,13 @@ export class LocalStorage implements EditorStorage {
 
 
 /** Writes the file atomically, making its folder first. */
+/**
+ * The editor's settings and the controller's record of what it applied: whole or not at all, and
+ * flushed (durable), since a settings file lost to a power cut would be the person's own edits.
+ */
 async function writeInFolder(file: string, text: string): Promise<void> {
   await fs.mkdir(dirname(file), { recursive: true });
-  await writeFileAtomic(file, text);
+  await writeFileAtomic(file, text, { durable: true });
 }
 
 async function readIfThere(file: string): Promise<string | undefined> {

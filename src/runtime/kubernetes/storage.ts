@@ -311,7 +311,7 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
     const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     const dir = path.slice(0, path.lastIndexOf('/'));
     const temp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
-    const script = `${options.ifMissing ? `[ -e '${path}' ] && exit 0; ` : ''}mkdir -p '${dir}' && head -c ${bytes.length} > '${temp}' && mv '${temp}' '${path}'`;
+    const script = `${options.ifMissing ? `[ -e '${path}' ] && exit 0; ` : ''}mkdir -p '${dir}' && { head -c ${bytes.length} > '${temp}' && mv '${temp}' '${path}' || { rm -f '${temp}'; exit 1; }; }`;
     const result = await this.#run(name, ['sh', '-c', script], { stdin: Readable.from([bytes]) });
     if (result.code !== 0) throw new Error(`writing ${path} failed: ${result.stderr.trim()}`);
   }
