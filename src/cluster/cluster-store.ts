@@ -253,9 +253,10 @@ export class ClusterManifestStore extends ManifestStore {
     throw new ConflictError(`${this.api.describe(name)} kept changing while it was being written (${MAX_ATTEMPTS} attempts): try again`);
   }
 
-  /** Snapshots restore manifests into a folder; in a cluster the objects are the manifests, and work lives in volumes. */
-  override async createText(name: string, _text: string): Promise<boolean> {
-    throw new Error(`${this.api.describe(name)}: manifests are not restored from snapshots when the EditorServer objects are the manifests`);
+  /** A manifest put back from the persistence target: its object is made unless one has that name (never replaced). */
+  override async createText(name: string, text: string): Promise<boolean> {
+    const read = parseManifest(name, text, this.api.describe(name));
+    return read.kind === 'ok' ? this.create(read.server) : Promise.reject(new Error(`${this.api.describe(name)} cannot be made from the kept manifest: ${read.kind === 'invalid' ? read.errors.join('; ') : 'it is empty'}`));
   }
 
   /** Records the status, then writes it to the object through /status. */

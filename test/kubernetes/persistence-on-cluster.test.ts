@@ -11,6 +11,7 @@ import { SnapshotEngine } from '../../src/persistence/engine.ts';
 import { FolderStore } from '../../src/persistence/folder-store.ts';
 import { USER_FILES } from '../../src/persistence/service-records.ts';
 import { killComponent, NO_CLUSTER, startComponent, testCluster } from '../helpers/cluster.ts';
+import { editorServer, installCrd, releaseEditorServers } from '../helpers/crd.ts';
 import { closeClusterService, execInEditor, objectsOf, readyPod, startClusterService, workspaceFile } from '../helpers/cluster-service.ts';
 import { stubEditor, testNamespace } from '../helpers/kube-runtime.ts';
 import { createAndStart } from '../helpers/kube-service.ts';
@@ -26,6 +27,8 @@ const NOTE = 'kept on the cluster\nsecond line\n';
 let keep: string;
 const namespaces: Array<{ name: string; remove(): Promise<void> }> = [];
 const services: TestService[] = [];
+/** Namespaces whose EditorServer objects hold the finalizer until released. */
+const crdNamespaces: string[] = [];
 
 beforeAll(async () => {
   if (!cluster) return;
@@ -33,14 +36,17 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const service of services) await closeClusterService(service).catch(() => undefined);
+  for (const namespace of crdNamespaces) await releaseEditorServers(cluster!, namespace).catch(() => undefined);
   for (const namespace of namespaces) await namespace.remove();
   if (keep) await fs.rm(keep, { recursive: true, force: true });
 });
 
-async function serviceIn(prefix: string): Promise<{ service: TestService; ns: string }> {
+async function serviceIn(prefix: string, options: { crd?: boolean; target?: string } = {}): Promise<{ service: TestService; ns: string }> {
   const namespace = await testNamespace(cluster!, prefix);
   namespaces.push(namespace);
-  const service = await startClusterService(cluster!, namespace.name, stubEditor(), { persistTo: keep });
+  const service = await startClusterService(cluster!, namespace.name, stubEditor(), {
+    persistTo: options.target ?? keep, ...(options.crd ? { kubernetes: { source: 'crd' as const } } : {}),
+  });
   services.push(service);
   return { service, ns: namespace.name };
 }
@@ -52,9 +58,9 @@ async function idOf(service: TestService, name: string): Promise<string | undefi
 }
 
 /** The engine's own restore of the server's latest snapshot into a new folder: every file checked against its hash. */
-async function restoredFromTarget(name: string): Promise<{ dir: string; corrupted: string[]; files: number }> {
+async function restoredFromTarget(name: string, target = keep): Promise<{ dir: string; corrupted: string[]; files: number }> {
   const dir = await fs.mkdtemp(join(tmpdir(), 'devbox-restored-'));
-  const engine = new SnapshotEngine({ store: new FolderStore(keep), cacheDir: join(dir, 'cache'), log: () => undefined });
+  const engine = new SnapshotEngine({ store: new FolderStore(target), cacheDir: join(dir, 'cache'), log: () => undefined });
   try {
     const result = await engine.restore(name, { roots: [{ id: 'workspace', dir: join(dir, 'workspace') }, { id: 'user', dir: join(dir, 'user'), only: USER_FILES }] });
     return { dir, corrupted: result.corrupted, files: result.files };
@@ -158,5 +164,31 @@ describe.skipIf(!cluster)('persistence on the cluster', () => {
     }
     // No copy is left behind in the data folder.
     expect(await fs.readdir(join(service.root, 'data', 'persistence-staging')).catch(() => [])).toEqual([]);
+  }, 600_000);
+
+  it("in CRD mode, puts the EditorServer object back in a fresh namespace with its id, and refills its volume from the target", async () => {
+    await installCrd(cluster!);
+    const target = await fs.mkdtemp(join(tmpdir(), 'devbox-keep-crd-'));
+    try {
+      const { service: old, ns: oldNs } = await serviceIn('devbox-keep-crd-a', { crd: true, target });
+      crdNamespaces.push(oldNs);
+      const { id, started } = await createAndStart(old, 'delta');
+      expect(started.status).toBe(200);
+      await eventually(() => readyPod(cluster!, oldNs, 'delta'), POD_WAIT_MS, 250);
+      await execInEditor(cluster!, oldNs, 'delta', "printf 'in a CRD namespace\\n' > /data/workspace/crd.txt");
+      expect((await old.request('POST', `/servers/${id}/snapshot`)).status).toBe(200);
+      await closeClusterService(old);
+      services.splice(services.indexOf(old), 1);
+
+      const { service, ns } = await serviceIn('devbox-keep-crd-b', { crd: true, target });
+      crdNamespaces.push(ns);
+      const object = await eventually(() => editorServer(cluster!, ns, 'delta'), 60_000, 250);
+      expect(object.spec.running).toBe(true);
+      await eventually(() => readyPod(cluster!, ns, 'delta'), POD_WAIT_MS, 250);
+      expect(await workspaceFile(cluster!, ns, 'delta', 'crd.txt')).toBe('in a CRD namespace\n');
+      expect(await eventually(() => idOf(service, 'delta'), 30_000, 250)).toBe(id);
+    } finally {
+      await fs.rm(target, { recursive: true, force: true });
+    }
   }, 600_000);
 });
