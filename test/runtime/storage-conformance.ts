@@ -1,6 +1,10 @@
 // The behaviour every storage (the half of a runtime that keeps a server's workspace, settings and
 // extensions: folders on this machine, a volume in a cluster) must show: one suite, run unchanged
 // against each runtime's storage through its Harness (an editor runs on it where a case needs one).
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpHealth } from '../../src/runtime/health.ts';
 import type { EditorRuntime, StartedEditor } from '../../src/runtime/interface.ts';
@@ -103,6 +107,45 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       const removed = await h.runtime.storage.uninstallExtension('alpha', key, new AbortController().signal);
       expect(removed.ok, removed.message).toBe(true);
       expect((await h.runtime.storage.installedExtensions('alpha')).has(key)).toBe(false);
+    });
+
+    it('gives its files as folders for a snapshot while the editor runs, and takes a restore back while it is stopped', async () => {
+      const { zip } = h.sources;
+      await h.runtime.storage.prepare('alpha');
+      await h.runtime.storage.populate('alpha', zip.source, new AbortController().signal);
+      await h.runtime.storage.writeSettings('alpha', '{"kept": 1}\n');
+      const staging = await mkdtemp(join(tmpdir(), 'devbox-staging-'));
+      const options = () => ({ signal: AbortSignal.timeout(120_000), stagingDir: staging, userFiles: ['settings.json', 'keybindings.json'] });
+      try {
+        const started = await startReady('alpha');
+        const snapshot = await h.runtime.storage.openForSnapshot('alpha', options());
+        try {
+          expect(await readFile(join(snapshot.workspace, zip.file), 'utf8')).toBe(zip.content);
+          expect(await readFile(join(snapshot.user, 'settings.json'), 'utf8')).toBe('{"kept": 1}\n');
+        } finally {
+          await snapshot.release();
+        }
+        if (!snapshot.live) expect(existsSync(snapshot.workspace), 'a copy is removed once released').toBe(false);
+        await h.runtime.workload.stop('alpha', started.ref, 2000);
+        await eventually(async () => !(await h.running(started.ref)));
+
+        const restore = await h.runtime.storage.openForRestore('alpha', options());
+        try {
+          expect(await readFile(join(restore.workspace, zip.file), 'utf8'), 'a restore starts from the files as they are').toBe(zip.content);
+          await writeFile(join(restore.workspace, 'restored.txt'), 'back again');
+          await writeFile(join(restore.user, 'keybindings.json'), '[]\n');
+          await restore.commit(AbortSignal.timeout(120_000));
+        } finally {
+          await restore.release();
+        }
+        const files = await h.workspaceFiles('alpha');
+        expect(files.get('restored.txt')).toBe('back again');
+        expect(files.get(zip.file), 'what the restore left alone is kept').toBe(zip.content);
+        expect(await h.runtime.storage.readSettings('alpha')).toBe('{"kept": 1}\n');
+        expect((await h.workspaceFiles('beta')).size, "another server's storage is not touched").toBe(0);
+      } finally {
+        await rm(staging, { recursive: true, force: true });
+      }
     });
 
     it("removes everything a server has, and nothing of another server's", async () => {

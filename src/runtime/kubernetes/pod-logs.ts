@@ -9,6 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { EditorOutput } from '../interface.ts';
 import type { ClusterApi } from './cluster-api.ts';
 import { EDITOR_CONTAINER } from './names.ts';
+import { ALREADY_RAN } from './objects.ts';
 import { editorRun } from './pod-state.ts';
 
 export interface LogSource {
@@ -48,15 +49,34 @@ class Lines {
   }
 }
 
-/** The editor's last output in its Pod (its run's last lines, read within `timeoutMs`), for the runtime to keep once the Pod goes. */
+/**
+ * The editor's last output in its Pod (its run's last lines, read within `timeoutMs`), for the
+ * runtime to keep once the Pod goes. Both the current and the previous container runs are read
+ * and only the lines up to the run's end kept: the Pod's status may still show the editor's run
+ * as the current one while the kubelet has already started the next.
+ */
 export async function lastOutput(client: Pick<ClusterApi, 'containerLog'>, pod: V1Pod, timeoutMs = 5000): Promise<string | undefined> {
   const run = editorRun(pod);
   if (!run) return undefined;
-  const lines = new Lines();
-  const options = { follow: false, previous: run.previous, tailLines: KEPT_LINES };
-  await client.containerLog(pod.metadata!.name!, EDITOR_CONTAINER, options, (text) => lines.add(text), AbortSignal.timeout(timeoutMs));
-  lines.end();
-  return lines.lines.length > 0 ? `${lines.lines.join('\n')}\n` : undefined;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const read = async (previous: boolean) => {
+    const lines = new Lines();
+    await client.containerLog(pod.metadata!.name!, EDITOR_CONTAINER, { follow: false, previous, tailLines: KEPT_LINES }, (text) => lines.add(text), signal);
+    lines.end();
+    return lines.lines;
+  };
+  const raws = run.over && !run.previous ? [...await read(true), ...await read(false)] : await read(run.previous);
+  const byKey = new Map<string, string>();
+  for (const raw of raws) {
+    const { at, key } = parseLine(raw);
+    if (run.until !== undefined && at > run.until) continue;
+    byKey.set(key ?? `~${byKey.size}`, raw);
+  }
+  const ordered = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, raw]) => raw);
+  // The next run's first words, and what follows them, are not the editor's.
+  const next = ordered.findIndex((raw) => parseLine(raw).line.startsWith(ALREADY_RAN));
+  const kept = (next < 0 ? ordered : ordered.slice(0, next)).slice(-KEPT_LINES);
+  return kept.length > 0 ? `${kept.join('\n')}\n` : undefined;
 }
 
 export async function* podLogs(source: LogSource, name: string, options: { signal: AbortSignal; since?: 'now' | 'start' }): AsyncIterable<EditorOutput> {
@@ -69,9 +89,13 @@ export async function* podLogs(source: LogSource, name: string, options: { signa
   const told = new Map<string, string>();
 
   /** The lines of one reading not yet told, in order. */
-  function* fresh(uid: string, raws: string[], after: string | undefined): Iterable<EditorOutput> {
+  function* fresh(uid: string, raws: string[], after: string | undefined, until?: number): Iterable<EditorOutput> {
     for (const raw of raws) {
       const { at, key, line } = parseLine(raw);
+      // A line of the run the kubelet started after the editor's (the Pod's status lags it): that
+      // run's first words, or a time past the editor's end.
+      if (line.startsWith(ALREADY_RAN)) return;
+      if (until !== undefined && at > until) continue;
       if (key !== undefined && after !== undefined && key <= after) continue;
       if (key !== undefined) told.set(uid, key);
       if (notBefore !== undefined && !(at >= notBefore)) continue;
@@ -83,6 +107,15 @@ export async function* podLogs(source: LogSource, name: string, options: { signa
     const pod = source.editorPod(name);
     const uid = pod?.metadata?.uid;
     const run = pod && editorRun(pod);
+    // What the runtime kept of an editor that ended (read as it ended) goes first: once the kubelet
+    // has run the container again and that run ended too, it may have removed this run's log (it
+    // keeps one dead container), so the Pod's log may no longer hold it.
+    const kept = source.keptOutput(name);
+    if (kept && !done.has(kept.uid) && (!pod || uid === kept.uid)) {
+      done.add(kept.uid);
+      yield* fresh(kept.uid, kept.text.split('\n').filter(Boolean), told.get(kept.uid));
+      continue;
+    }
     if (pod && uid && run && !done.has(uid)) {
       const after = told.get(uid);
       const lines = new Lines();
@@ -104,7 +137,7 @@ export async function* podLogs(source: LogSource, name: string, options: { signa
           if (lines.lines.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
           wake = undefined;
           if (ended) lines.end();
-          yield* fresh(uid, lines.lines.splice(0), after);
+          yield* fresh(uid, lines.lines.splice(0), after, run.until);
           if (ended) break;
         }
       } finally {
@@ -112,17 +145,11 @@ export async function* podLogs(source: LogSource, name: string, options: { signa
         signal.removeEventListener('abort', onAbort);
         await reading;
       }
-      // A run read after it ended is read whole; one that was running is read again (what is new
-      // only) once the runtime's view changes: it ended, or the connection broke.
-      if (run.over) done.add(uid);
+      // A run read after it ended is read whole (unless its log was gone: then what the runtime
+      // keeps of it is waited for); one that was running is read again (what is new only) once
+      // the runtime's view changes: it ended, or the connection broke.
+      if (run.over && told.has(uid)) done.add(uid);
       else await source.nextChange(name, signal);
-      continue;
-    }
-    const kept = source.keptOutput(name);
-    // What was kept of an editor whose Pod went before its output was read (not of one before the current Pod).
-    if (kept && !done.has(kept.uid) && (!pod || uid === kept.uid)) {
-      done.add(kept.uid);
-      yield* fresh(kept.uid, kept.text.split('\n').filter(Boolean), told.get(kept.uid));
       continue;
     }
     await source.nextChange(name, signal);

@@ -113,14 +113,22 @@ export function editorEnded(pod: V1Pod): ContainerEnd | undefined {
 /**
  * Where the log of the editor's own run is: the Pod's first container run, the current one until
  * the kubelet starts another (then `previous`), and out of reach after that (the kubelet keeps
- * two). `over` once that run has ended. Undefined before it started, or once out of reach.
+ * two). `over` once that run has ended, with `until`: the latest time one of its lines can carry
+ * (its end, whose second is all the status gives, plus that second). The Pod's status may lag the
+ * kubelet: a run it still shows as the current one may already have been followed by the next, so
+ * a reader of an ended run keeps only the lines up to `until`. Undefined before it started, or
+ * once out of reach.
  */
-export function editorRun(pod: V1Pod): { previous: boolean; over: boolean } | undefined {
+export function editorRun(pod: V1Pod): { previous: boolean; over: boolean; until?: number } | undefined {
   const status = editorStatus(pod);
   if (!status) return undefined;
-  if (status.restartCount === 1) return { previous: true, over: true };
+  const endOf = (finishedAt: Date | string | undefined) => {
+    const at = finishedAt === undefined ? Number.NaN : new Date(finishedAt).getTime();
+    return Number.isFinite(at) ? { until: Math.floor(at / 1000) * 1000 + 1000 } : {};
+  };
+  if (status.restartCount === 1) return { previous: true, over: true, ...endOf(status.lastState?.terminated?.finishedAt) };
   if (status.restartCount > 1) return undefined;
-  if (status.state?.terminated) return { previous: false, over: true };
+  if (status.state?.terminated) return { previous: false, over: true, ...endOf(status.state.terminated.finishedAt) };
   return status.state?.running ? { previous: false, over: false } : undefined;
 }
 

@@ -176,16 +176,23 @@ export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements Ed
     // Only once it has started (or after a few seconds, should it not) do the StatefulSet and the
     // Pod go: the kubelet of Kubernetes 1.20 may keep a Pod deleted mid-restart for a minute.
     const uid = pod.metadata!.uid!;
+    // What the editor said, read at once, while its run is the container's current one: the
+    // kubelet runs the container again within seconds, and once that run has ended too it may
+    // remove this one's log (it keeps one dead container per container of a Pod).
+    ended.output = await lastOutput(this.client, pod).catch(() => undefined);
+    if (ended.output !== undefined) this.#changes.emit(name, pod);
     const deadline = Date.now() + 3000;
     while (!this.#disposed && Date.now() < deadline) {
       const now = this.#pods.get(pod.metadata!.name!);
       if (now?.metadata?.uid !== uid || restarted(now, ended.containerId)) break;
       await this.#nextChange(name, deadline - Date.now());
     }
-    // What the editor said last, kept for the log stream once the Pod is gone.
+    // Not read at once (the API server away, say): read now, from the previous run if it restarted.
     const now = this.#pods.get(pod.metadata!.name!);
-    ended.output = now?.metadata?.uid === uid ? await lastOutput(this.client, now) : undefined;
-    if (ended.output !== undefined) this.#changes.emit(name, pod);
+    if (ended.output === undefined && now?.metadata?.uid === uid) {
+      ended.output = await lastOutput(this.client, now).catch(() => undefined);
+      if (ended.output !== undefined) this.#changes.emit(name, pod);
+    }
     if (ended.stopped || this.#disposed) return;
     try {
       await this.#workload.scale(name, 0);
