@@ -220,6 +220,11 @@ export const ERRORS = {
     status: 503,
     message: ({ failure, hint }: { failure: string; hint: string }) => `the persistence target failed (${failure}): ${hint}`,
   },
+  SERVER_FILES_UNAVAILABLE: {
+    status: 503,
+    message: ({ failure }: { failure: string }) =>
+      `${failure}; nothing at the persistence target changed: try again once the server's storage answers (on Kubernetes: the API server and the node of its Pod)`,
+  },
   SHUTTING_DOWN: { status: 503, message: 'the service is shutting down: connect again once it is back' },
   STANDBY: {
     status: 503,

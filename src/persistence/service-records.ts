@@ -13,7 +13,7 @@ import type { EditorServerStatus } from '../manifests/types.ts';
 import type { FilesOptions, ServerFiles } from '../runtime/editor-storage.ts';
 import type { DataLayout } from '../workspace/layout.ts';
 import type { PersistedStorage, PersistenceDeps } from './service-types.ts';
-import { DEFAULT_EXCLUDES, type SnapshotRoot, type SnapshotSources } from './types.ts';
+import { DEFAULT_EXCLUDES, FilesUnavailable, type SnapshotRoot, type SnapshotSources } from './types.ts';
 
 /** What a snapshot keeps of the controller's record besides the manifest (SnapshotSources.status). */
 export interface KeptRecord {
@@ -54,7 +54,9 @@ export async function withSources<T>(deps: PersistenceDeps, name: string, signal
   const manifestText = await store.textOf(name);
   if (manifestText === undefined) return undefined;
   opening();
-  const files = await storage.openForSnapshot(name, filesOptions(deps, signal));
+  const files = await storage.openForSnapshot(name, filesOptions(deps, signal)).catch((error: unknown) => {
+    throw signal.aborted ? error : new FilesUnavailable(name, 'read', error);
+  });
   try {
     const config = deps.config().persistence;
     // Ids only: extensions are installed again after a restore, not stored.

@@ -13,7 +13,7 @@ import type { KeptServer } from './engine.ts';
 import { forEachLimited } from './limit.ts';
 import type { DeclaredKeeper } from './service-declared.ts';
 import type { TargetStanding } from './target-standing.ts';
-import { StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
+import { FilesUnavailable, StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
 
 /** Servers looked at, and put back, at once when the service starts. */
 const DISCOVERY_CONCURRENCY = 8;
@@ -140,7 +140,9 @@ export class Restorer {
       const began = performance.now();
       try {
         // The server's folders (on a cluster, a copy of its volume, put back by the commit).
-        const files = await storage.openForRestore(name, filesOptions(this.#deps, signal));
+        const files = await storage.openForRestore(name, filesOptions(this.#deps, signal)).catch((error: unknown) => {
+          throw signal.aborted ? error : new FilesUnavailable(name, 'read', error);
+        });
         let result: RestoreResult;
         try {
           // A snapshot chosen on purpose is put back whole; otherwise newer local files are kept.
@@ -148,7 +150,9 @@ export class Restorer {
             ...(snapshotId === undefined ? {} : { snapshotId }), roots: rootsOf(files), signal, overwriteNewer: options.reason === 'chosen',
           });
           this.#deps.standing.works();
-          await files.commit(signal);
+          await files.commit(signal).catch((error: unknown) => {
+            throw signal.aborted ? error : new FilesUnavailable(name, 'write', error);
+          });
         } finally {
           await files.release();
         }

@@ -47,6 +47,21 @@ export type StoreFailure =
   /** A 5xx, 429 or timeout. Retried with backoff. */
   | 'transient';
 
+/**
+ * A server's files could not be reached in its storage (on a cluster: its volume, through the Pod
+ * that mounts it, with the API server or the node away): nothing was taken from them or put into
+ * them, and nothing at the target changed. Retrying once the storage answers is safe.
+ */
+export class FilesUnavailable extends Error {
+  readonly server: string;
+
+  constructor(server: string, direction: 'read' | 'write', cause: unknown) {
+    super(`the files of server "${server}" could not be ${direction === 'read' ? 'read from' : 'written to'} its storage: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'FilesUnavailable';
+    this.server = server;
+  }
+}
+
 /** A store operation that failed; `hint` says what a person should do ("add the volume to the app as a resource with Can read and write"). */
 export class StoreError extends Error {
   readonly failure: StoreFailure;

@@ -102,6 +102,25 @@ describe('the snapshot routes', () => {
 });
 
 describe('without a persistence target', () => {
+  it("say so, naming the server, when its files cannot be reached in its storage, and keep nothing half-taken", async () => {
+    const { id } = await created('Unreachable');
+    const before = (await service.request('GET', `/servers/${id}/snapshots`)).body.data.snapshots.length;
+    // The storage as a cluster's is when the API server is away: the copy out of the volume fails.
+    const storage = service.controller.parts.deps.storage;
+    const open = storage.openForSnapshot;
+    storage.openForSnapshot = () => Promise.reject(new Error('exec into devbox-unreachable-0: connection refused'));
+    try {
+      const taken = await service.request('POST', `/servers/${id}/snapshot`);
+      expect(taken.status, JSON.stringify(taken.body)).toBe(503);
+      expect(taken.body.error.code).toBe('SERVER_FILES_UNAVAILABLE');
+      expect(taken.body.error.message).toMatch(/the files of server "unreachable" could not be read from its storage: exec into devbox-unreachable-0: connection refused; nothing at the persistence target changed/);
+    } finally {
+      storage.openForSnapshot = open;
+    }
+    expect((await service.request('GET', `/servers/${id}/snapshots`)).body.data.snapshots).toHaveLength(before);
+    expect((await service.request('POST', `/servers/${id}/snapshot`)).status).toBe(200);
+  });
+
   it('each route says how to keep snapshots', async () => {
     const plain = await startTestService();
     try {

@@ -19,7 +19,7 @@ const FOLDER_MISSING = error('The manifests folder is missing (`MANIFESTS_FOLDER
 const CREATE_CONFLICT = error('The port asked for is taken (`PORT_TAKEN`), or no port is free in the range (`NO_FREE_PORT`).');
 const CREATED = json(ref('CreatedServer'), 'Created, stopped: the manifest is written and the port and workspace assigned.');
 const NO_PERSISTENCE = error('The service keeps no snapshots (`PERSISTENCE_DISABLED`): set DEVBOX_PERSIST_TO.');
-const STORE_FAILED = error('The persistence target failed (`PERSISTENCE_UNAVAILABLE`); the message says what to do.');
+const STORE_FAILED = error('The persistence target failed (`PERSISTENCE_UNAVAILABLE`), or the server\'s files could not be reached in its storage (`SERVER_FILES_UNAVAILABLE`); the message says what to do.');
 
 /** The form of the multipart routes: a git repository or a ZIP archive. */
 const SOURCE_FIELDS: Record<string, Json> = {

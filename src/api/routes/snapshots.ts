@@ -4,7 +4,7 @@
 import type { Router } from 'express';
 import { apiError } from '../../core/error-catalogue.ts';
 import type { RestoreResult, SnapshotInfo } from '../../persistence/types.ts';
-import { StoreError } from '../../persistence/types.ts';
+import { FilesUnavailable, StoreError } from '../../persistence/types.ts';
 import { displayNameOf } from '../../manifests/types.ts';
 import { createdView } from '../views.ts';
 import { findServer, phaseIs, type ServersDeps } from './context.ts';
@@ -106,6 +106,7 @@ async function storeCall<T>(call: () => Promise<T>): Promise<T> {
     return await call();
   } catch (error) {
     if (error instanceof StoreError) throw apiError('PERSISTENCE_UNAVAILABLE', { failure: error.message, hint: error.hint });
+    if (error instanceof FilesUnavailable) throw apiError('SERVER_FILES_UNAVAILABLE', { failure: error.message });
     throw error;
   }
 }
