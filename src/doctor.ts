@@ -19,7 +19,7 @@ import { writeEditorConfig } from './core/editor-config.ts';
 import { ProcessWorkload } from './runtime/processes.ts';
 import { pidOf, type RuntimeRef } from './runtime/interface.ts';
 import { groupExists } from './core/procfs.ts';
-import { DataLayout, ensureWorkspace } from './workspace/layout.ts';
+import { DataLayout } from './workspace/layout.ts';
 
 type Level = 'ok' | 'warn' | 'FAIL';
 

@@ -68,7 +68,7 @@ export class Lifecycle {
 export function serviceComponents(
   parts: Parts, http: ServiceHttp, releaseLocks: () => Promise<void>, listen: (server: Server, settings: Settings) => Promise<void>, log: (message: string) => void,
 ): Component[] {
-  const { settings, address, live, layout, logs, runtime, ports, controller, stats, heartbeats, gitops, templates, persistence, router, assistant, feed, metrics, access, capacity } = parts;
+  const { settings, address, live, logs, runtime, ports, controller, stats, heartbeats, gitops, templates, persistence, router, assistant, feed, metrics, access, capacity } = parts;
   return [
     { name: 'folder locks', stop: releaseLocks },
     { name: 'logs', stop: () => logs.close() },

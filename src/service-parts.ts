@@ -50,7 +50,7 @@ import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
 import { allowedGitSchemes } from './workspace/git-source.ts';
 import { DataLayout } from './workspace/layout.ts';
-import { buildRuntime, editorDescription, followEditorOutput, manifestStoreFor, refusePersistence } from './service-runtime.ts';
+import { buildRuntime, editorDescription, followEditorOutput, manifestStoreFor } from './service-runtime.ts';
 
 /** What the health page says without a persistence target. */
 const NOT_PERSISTED = 'not persisted: set DEVBOX_PERSIST_TO to a folder or dbfs:/Volumes/… to keep work across restarts';

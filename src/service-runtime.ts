@@ -103,11 +103,6 @@ export function editorDescription(settings: Settings, editor: EditorBinary | und
   return `${image} (Kubernetes)`;
 }
 
-/** Persistence keeps local folders: with Pods, each server's work is in its volume in the cluster. */
-export function refusePersistence(): never {
-  throw new StartupError('a persistence target (DEVBOX_PERSIST_TO, persistence.target) keeps the folders of local editors; with the Kubernetes runtime each server\'s work lives in its PersistentVolumeClaim: unset the target');
-}
-
 /**
  * The log hub reads each server's editor output while its status names a running editor, and a
  * few seconds after, for its last lines (its files, or for a runtime that writes none here its log

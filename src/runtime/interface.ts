@@ -10,9 +10,7 @@ import type { ExitInfo } from '../core/supervisor.ts';
 import type { RuntimeRef } from '../manifests/types.ts';
 import type { EditorStorage } from './editor-storage.ts';
 import type { EditorWorkload } from './editor-workload.ts';
-import type { EditorHealth, HealthResult } from './health.ts';
-import type { MachineMemory } from './machine-memory.ts';
-import type { EditorUsage } from './usage.ts';
+import type { EditorHealth } from './health.ts';
 
 export type { RuntimeRef } from '../manifests/types.ts';
 export type { ExitInfo } from '../core/supervisor.ts';

@@ -1,6 +1,5 @@
 // Fakes for the controller's side effects (clock, editors, logs, extension installs), so the
 // store, queue and reconciler can be unit-tested without sleeping, spawning or binding a port.
-import { join } from 'node:path';
 import type { Clock } from '../../src/core/clock.ts';
 import type { ServerLogs } from '../../src/controller/context.ts';
 import type { LogLevel } from '../../src/logs/entry.ts';

@@ -1,8 +1,8 @@
 // What the runtime conformance suites are given by a runtime's test file (a Harness: the runtime,
 // what a test needs to look at it from outside, and the inputs it can reach), and the helpers the
 // suites share.
-import { sameRef, type EditorEndpoint, type EditorRuntime, type PopulateSource, type RuntimeRef, type StartedEditor } from '../../src/runtime/interface.ts';
-import { eventually, nextCall } from '../helpers/wait.ts';
+import type { EditorEndpoint, EditorRuntime, PopulateSource, RuntimeRef } from '../../src/runtime/interface.ts';
+import { nextCall } from '../helpers/wait.ts';
 
 type GitSource = Extract<PopulateSource, { git: unknown }>;
 type ArchiveSource = Extract<PopulateSource, { archive: unknown }>;

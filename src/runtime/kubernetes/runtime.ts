@@ -23,7 +23,7 @@ import type { ClusterApi } from './cluster-api.ts';
 import { watchEvents } from './cluster-events.ts';
 import { Endings, type Ending } from './endings.ts';
 import { ListWatch } from './list-watch.ts';
-import { Names, ROLE_LABEL, selector, WORKSPACE } from './names.ts';
+import { Names, ROLE_LABEL, selector } from './names.ts';
 import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restarted, type ContainerEnd } from './pod-state.ts';
