@@ -28,7 +28,7 @@ export function kubernetesRuntimeOptions(settings: KubernetesSettings, log: (mes
   const { source: _source, leaderElection: _leaderElection, namespace, image, ...rest } = structuredClone(settings.kubernetes);
   return {
     ...rest,
-    namespace: namespace!,
+    namespace,
     image: image ?? DEFAULT_EDITOR_IMAGE,
     log: (level, message) => log(`kubernetes${level === 'info' ? '' : ` (${level})`}: ${message}`),
   };

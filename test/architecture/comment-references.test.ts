@@ -6,23 +6,16 @@
 // word ending in .ts, .tsx or .mjs (`walk.ts`, `controller/decide.ts`, `scripts/install-editor.mjs`)
 // is a file name, URLs aside. It must name a file relative to the commenting file's folder, to its
 // source root (src/ or web/src/), or to the repository's root.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
+import { sourceFiles } from './source-files.ts';
 
 const SOURCE_ROOTS = ['src', 'web/src'];
 /** A file name: optional folders, then a name ending in a source extension; not inside a longer word or path. */
 const FILE_NAME = /(?<![\w./@-])((?:\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+(?:\.[\w-]+)*\.(?:ts|tsx|mjs))(?![\w/])/g;
 const URL = /\b[a-z][a-z0-9+.-]*:\/\/\S+/gi;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(ts|tsx)$/.test(entry.name) ? [path] : [];
-  });
-}
 
 /**
  * The comments of a TypeScript file with the line each starts on. Strings, template literals and

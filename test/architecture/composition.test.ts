@@ -6,23 +6,16 @@
 // - The composition root builds every part from parts already built: no closure in buildParts
 //   names a part declared further down (a reference set later, which the order of construction
 //   hides), and no deferred-reference holder (a `Late`, a `.set()` after the fact) exists.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
+import { sourceFiles } from './source-files.ts';
 
 const SRC = projectFile('src');
 const KIND_ALLOWED = ['service-runtime.ts', 'runtime/', 'config/'];
 /** A comparison with a runtime's kind, or a test of one runtime's class. */
 const KIND_BRANCH = /\bkind\s*[!=]==?\s*['"](process|kubernetes)['"]|['"](process|kubernetes)['"]\s*[!=]==?\s*[\w.?]*\bkind\b|instanceof\s+(ProcessWorkload|LocalStorage|KubernetesWorkload|KubernetesStorage)\b/;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
 
 /** The file's lines with comments blanked (line numbers kept). */
 function codeLines(text: string): string[] {

@@ -2,20 +2,13 @@
 // along its seams (see docs/development.md). Counted as `wc -l` counts, over src/ and web/src/.
 // A generated file (its first line says `// Generated from`, and names the command that writes
 // it) is left out: nobody edits it, and its generator is the file kept small.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
+import { sourceFiles } from './source-files.ts';
 
 const MAX_LINES = 400;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(ts|tsx)$/.test(entry.name) ? [path] : [];
-  });
-}
 
 const lineCount = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
 const generated = (text: string) => text.startsWith('// Generated from');

@@ -3,10 +3,11 @@
 // and `<!-- layers:end -->`, read here, so the page and the check cannot drift apart). Siblings
 // (names on one line) may not import each other; type-only and dynamic imports count too. A folder
 // the order does not name fails the check until it is given its place.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectFile } from '../../src/core/project.ts';
+import { sourceFiles } from './source-files.ts';
 
 const SRC = projectFile('src');
 const DOC = 'docs/architecture.md';
@@ -53,14 +54,6 @@ function relativeImports(text: string): Import[] {
     }
   }
   return found.sort((a, b) => a.line - b.line);
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
 }
 
 /** `root` for a file directly in src/, its top-level folder otherwise; undefined outside src/. */

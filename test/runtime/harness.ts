@@ -1,7 +1,9 @@
 // What the runtime conformance suites are given by a runtime's test file (a Harness: the runtime,
 // what a test needs to look at it from outside, and the inputs it can reach), and the helpers the
 // suites share.
-import type { EditorEndpoint, EditorRuntime, PopulateSource, RuntimeRef } from '../../src/runtime/interface.ts';
+import { expect } from 'vitest';
+import { httpHealth } from '../../src/runtime/health.ts';
+import type { EditorEndpoint, EditorRuntime, PopulateSource, RuntimeRef, StartedEditor } from '../../src/runtime/interface.ts';
 import { nextCall } from '../helpers/wait.ts';
 
 type GitSource = Extract<PopulateSource, { git: unknown }>;
@@ -97,3 +99,15 @@ export async function logLine(runtime: EditorRuntime, name: string, since: 'now'
   }
 }
 
+/** Starts server `name`'s editor on the harness's runtime and waits until it answers /healthz. */
+export async function startReady(h: Harness, name: string): Promise<StartedEditor> {
+  const started = await h.runtime.workload.start({ name, port: await h.port() });
+  const ready = await httpHealth.waitReady(started.endpoint, Date.now() + h.readyTimeoutMs, () => false);
+  expect(ready, `${name} answers /healthz within ${h.readyTimeoutMs} ms`).toBe(true);
+  return started;
+}
+
+/** The editors the runtime's workload lists for server `name`. */
+export async function editorsOf(runtime: EditorRuntime, name: string) {
+  return (await runtime.workload.list()).filter((e) => e.name === name);
+}

@@ -6,10 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { httpHealth } from '../../src/runtime/health.ts';
-import type { EditorRuntime, StartedEditor } from '../../src/runtime/interface.ts';
 import { eventually } from '../helpers/wait.ts';
-import type { Harness } from './harness.ts';
+import { editorsOf, startReady, type Harness } from './harness.ts';
 
 export function storageConformance(label: string, setup: () => Promise<Harness>): void {
   describe(`${label}: storage conformance`, () => {
@@ -22,15 +20,6 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       await h?.cleanup();
     });
 
-    async function startReady(name: string): Promise<StartedEditor> {
-      const started = await h.runtime.workload.start({ name, port: await h.port() });
-      const ready = await httpHealth.waitReady(started.endpoint, Date.now() + h.readyTimeoutMs, () => false);
-      expect(ready, `${name} answers /healthz within ${h.readyTimeoutMs} ms`).toBe(true);
-      return started;
-    }
-
-    const editorsOf = async (runtime: EditorRuntime, name: string) => (await runtime.workload.list()).filter((e) => e.name === name);
-
     it('clones a git source into the workspace the editor opens, only while it is empty', async () => {
       const { git } = h.sources;
       await h.runtime.storage.prepare('alpha');
@@ -41,7 +30,7 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
 
       await expect(h.runtime.storage.populate('alpha', h.sources.zip.source, new AbortController().signal)).rejects.toThrow();
       expect((await h.workspaceFiles('alpha')).has(h.sources.zip.file)).toBe(false);
-      await startReady('alpha');
+      await startReady(h, 'alpha');
       expect((await h.workspaceFiles('alpha')).get(git.file), 'starting the editor keeps the files').toBe(git.content);
     });
 
@@ -51,7 +40,7 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       const outcome = await h.runtime.storage.populate('alpha', zip.source, new AbortController().signal);
       expect(outcome.entries).toBeGreaterThan(0);
       expect((await h.workspaceFiles('alpha')).get(zip.file)).toBe(zip.content);
-      await startReady('alpha');
+      await startReady(h, 'alpha');
       expect((await h.workspaceFiles('alpha')).get(zip.file)).toBe(zip.content);
     });
 
@@ -82,7 +71,7 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       expect(await h.runtime.storage.readAppliedSettings('alpha')).toBe(applied);
       expect(await h.runtime.storage.readSettings('beta'), "one server's settings are not another's").toBeUndefined();
 
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       await h.runtime.workload.stop('alpha', started.ref, 2000);
       const runtime = await h.restart();
       expect(await runtime.storage.readSettings('alpha')).toBe(settings);
@@ -117,7 +106,7 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       const staging = await mkdtemp(join(tmpdir(), 'devbox-staging-'));
       const options = () => ({ signal: AbortSignal.timeout(120_000), stagingDir: staging, userFiles: ['settings.json', 'keybindings.json'] });
       try {
-        const started = await startReady('alpha');
+        const started = await startReady(h, 'alpha');
         const snapshot = await h.runtime.storage.openForSnapshot('alpha', options());
         try {
           expect(await readFile(join(snapshot.workspace, zip.file), 'utf8')).toBe(zip.content);
@@ -156,7 +145,7 @@ export function storageConformance(label: string, setup: () => Promise<Harness>)
       await h.runtime.storage.writeSettings('alpha', '{"a":1}\n');
       await h.runtime.storage.writeAppliedSettings('alpha', '{"a":1}');
       expect((await h.runtime.storage.installExtension('alpha', h.extension.id, new AbortController().signal)).ok).toBe(true);
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       await h.runtime.workload.stop('alpha', started.ref, 2000);
       await eventually(async () => !(await h.running(started.ref)));
       expect(await h.leftovers('alpha')).not.toEqual([]);

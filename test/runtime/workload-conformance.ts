@@ -2,9 +2,9 @@
 // Pods) must show: one suite, run unchanged against each runtime's workload through its Harness.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpHealth } from '../../src/runtime/health.ts';
-import { sameRef, type EditorRuntime, type StartedEditor } from '../../src/runtime/interface.ts';
+import { sameRef, type StartedEditor } from '../../src/runtime/interface.ts';
 import { eventually } from '../helpers/wait.ts';
-import { answers, logLine, nextChange, type Harness } from './harness.ts';
+import { answers, editorsOf, logLine, nextChange, startReady, type Harness } from './harness.ts';
 
 export function workloadConformance(label: string, setup: () => Promise<Harness>): void {
   describe(`${label}: workload conformance`, () => {
@@ -16,15 +16,6 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     afterEach(async () => {
       await h?.cleanup();
     });
-
-    async function startReady(name: string): Promise<StartedEditor> {
-      const started = await h.runtime.workload.start({ name, port: await h.port() });
-      const ready = await httpHealth.waitReady(started.endpoint, Date.now() + h.readyTimeoutMs, () => false);
-      expect(ready, `${name} answers /healthz within ${h.readyTimeoutMs} ms`).toBe(true);
-      return started;
-    }
-
-    const editorsOf = async (runtime: EditorRuntime, name: string) => (await runtime.workload.list()).filter((e) => e.name === name);
 
     it('starts an editor that answers at its endpoint, and stops it leaving nothing running', async () => {
       const started = await h.runtime.workload.start({ name: 'alpha', port: await h.port() });
@@ -45,7 +36,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it('adopts a running editor after a controller restart, without a second one', async () => {
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       const runtime = await h.restart();
       expect(await h.running(started.ref), 'the editor outlives the runtime that started it').toBe(true);
 
@@ -64,7 +55,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it("never stops a stranger, or another server's editor, in a server's name", async () => {
-      const alpha = await startReady('alpha');
+      const alpha = await startReady(h, 'alpha');
       const stranger = await h.stranger();
       const forged = { kind: 'no-such-runtime', id: 'x' };
       for (const when of ['in the run that started it', 'after a restart']) {
@@ -83,7 +74,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it('sees an editor killed from outside and reports its name and the signal', async () => {
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       const changed = nextChange(h.runtime, 'alpha');
       await h.kill(started.ref);
       expect(await changed).toEqual(['alpha']);
@@ -110,7 +101,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it('sees an adopted editor killed from outside', async () => {
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       const runtime = await h.restart();
       expect(runtime.workload.adopt('alpha', started.ref)).toBeDefined();
       const changed = nextChange(runtime, 'alpha');
@@ -120,7 +111,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it("reports a running editor's CPU and memory, and none once it is stopped", async () => {
-      const started = await startReady('alpha');
+      const started = await startReady(h, 'alpha');
       const usage = await eventually(async () => (await h.runtime.workload.usage([started.ref])).get(started.ref));
       expect(usage.memoryMb).toBeGreaterThan(0);
       expect(Number.isFinite(usage.cpuPercent)).toBe(true);
@@ -129,7 +120,7 @@ export function workloadConformance(label: string, setup: () => Promise<Harness>
     });
 
     it("streams the editor's output: what it printed since start, and what it prints next", async () => {
-      const first = await startReady('alpha');
+      const first = await startReady(h, 'alpha');
       expect(await logLine(h.runtime, 'alpha', 'start', /HTTP server listening on/)).toMatch(String(first.endpoint.port));
       await h.runtime.workload.stop('alpha', first.ref, 2000);
 

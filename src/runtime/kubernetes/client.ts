@@ -5,7 +5,7 @@
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { fetch, type Dispatcher } from 'undici';
 import {
-  AppsV1Api, CoreV1Api, Exec, HttpMethod, RequestContext, setHeaderOptions, KubeConfig, KubernetesObjectApi, Log, PatchStrategy, Watch,
+  AppsV1Api, CoreV1Api, Exec, HttpMethod, RequestContext, setHeaderOptions, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch,
   type KubernetesObject, type V1Status,
 } from '@kubernetes/client-node';
 import type { ClusterApi, ClusterObject, ExecResult, KubeletSummary, LogOptions } from './cluster-api.ts';

@@ -15,10 +15,13 @@ export const KIND = 'kubernetes';
 /** The editor's container in its Pod. */
 export const EDITOR_CONTAINER = 'editor';
 /**
- * The code with which the editor's container ends when it finds that the editor already ran in
- * its Pod (objects.ts): never the editor's own exit, which is the run before it.
+ * The code with which the editor's container ended, in Pods made by earlier versions, when it
+ * found that the editor already ran in its Pod (it now waits instead: objects.ts): never the
+ * editor's own exit, which is the run before it.
  */
 export const ALREADY_RAN_EXIT = 123;
+/** The first words of a container run after the editor's own in a Pod: a log reader stops at them (pod-logs.ts). */
+export const ALREADY_RAN = 'devbox: the editor already ran in this Pod';
 /** The editor Pod's init container: makes the volume's folders and reports what is in it (objects.ts). */
 export const PREPARE_CONTAINER = 'prepare';
 /** The storage helper Pod's one container. */

@@ -15,7 +15,7 @@
 // volume), and a stable Pod name the runtime can check references against.
 import type { ResourceRequirements } from '../interface.ts';
 import {
-  CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, PREPARE_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
+  ALREADY_RAN, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, PREPARE_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
 import { PREPARE_SCRIPT } from './prepare.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
@@ -218,8 +218,6 @@ const RUN_DIR = '/run/devbox';
  * processes. It waits rather than ends: a second ended run would let the kubelet remove the
  * editor's own run, and its log with it (it keeps one ended run per container).
  */
-/** The first words of a container run after the editor's own in a Pod: a log reader stops at them (pod-logs.ts). */
-export const ALREADY_RAN = 'devbox: the editor already ran in this Pod';
 const RUN_ONCE = `if [ -e ${RUN_DIR}/started ]; then echo "${ALREADY_RAN}: the controller decides whether it starts again" >&2; trap 'exit 0' TERM INT; sleep 2147483647 & wait $!; exit 0; fi; : > ${RUN_DIR}/started; exec "$@"`;
 
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };

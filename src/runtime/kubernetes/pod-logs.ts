@@ -8,8 +8,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EditorOutput } from '../interface.ts';
 import type { ClusterApi } from './cluster-api.ts';
-import { EDITOR_CONTAINER } from './names.ts';
-import { ALREADY_RAN } from './objects.ts';
+import { ALREADY_RAN, EDITOR_CONTAINER } from './names.ts';
 import { editorRun } from './pod-state.ts';
 
 export interface LogSource {
