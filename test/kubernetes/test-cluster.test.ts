@@ -211,8 +211,9 @@ describe.skipIf(!cluster)(cluster ? 'the Kubernetes test cluster' : NO_CLUSTER, 
       expect(await healthz()).toBe('ok');
       expect(performance.now() - started).toBeLessThan(30_000);
 
-      const node = await getObject(c, ['node']);
-      expect(node.items[0].status.conditions.find((x: any) => x.type === 'Ready').status).toBe('True');
+      // The kubelet answers /healthz before it has posted the node's status again: Ready comes within seconds.
+      const ready = async () => (await getObject(c, ['node'])).items[0].status.conditions.find((x: any) => x.type === 'Ready').status;
+      expect(await eventually(async () => (await ready()) === 'True' && 'True', 30_000, 200)).toBe('True');
       const after = await getObject(c, ['pod', ref.name, '-n', namespace]);
       expect(after.status.containerStatuses[0]).toMatchObject({
         containerID: before.status.containerStatuses[0].containerID,
