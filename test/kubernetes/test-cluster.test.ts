@@ -32,11 +32,20 @@ describe.skipIf(!cluster)(cluster ? 'the Kubernetes test cluster' : NO_CLUSTER, 
   // backoff (tens of seconds). Pods whose containers lived through a kubelet restart were seen
   // to go only about a minute after the new kubelet started (at its first container clean-up).
   afterAll(async () => {
-    await kubectl(c, ['delete', 'pods', '--all', '-n', namespace, '--wait=true', '--timeout=120s']);
+    // kubectl's own wait would outlast the helper's 60 s limit, so the wait is ours.
+    await kubectl(c, ['delete', 'pods', '--all', '-n', namespace, '--wait=false']);
+    const podsGone = async () => !((await getObject(c, ['pods', '-n', namespace]))?.items ?? []).length;
+    try {
+      await eventually(podsGone, 150_000, 500);
+    } catch {
+      // A kubelet that has not yet cleaned up after its restart: the objects go now, their
+      // containers at its next clean-up.
+      await kubectl(c, ['delete', 'pods', '--all', '-n', namespace, '--force', '--grace-period=0']);
+    }
     await kubectl(c, ['delete', 'namespace', namespace, '--wait=true', '--timeout=60s']);
     // The namespace's claims went with it; their volumes go after them.
     await eventually(async () => !(await volumesOf(namespace)).length, 30_000, 200);
-  }, 240_000);
+  }, 300_000);
 
   /** A claim that names no StorageClass, as the runtime's may when no class is configured. */
   async function createClaim(name: string, size = '16Mi'): Promise<void> {
