@@ -10,8 +10,8 @@ import { stopProcess } from './supervision.ts';
 /**
  * 'admitted' when the editor may start now (its slot is held until it runs or the start gives
  * up: release it after the launch). Otherwise status says why (Pending, CapacityExceeded,
- * QuotaExceeded or MakingRoom) and the server waits, without polling, for room: an editor stopping, memory given
- * back, or the config's limits changing queue it again.
+ * QuotaExceeded or MakingRoom) and the server waits, without polling, for room: an editor
+ * stopping, memory given back, or the config's limits changing queue it again.
  */
 export async function ensureCapacity(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,

@@ -5,7 +5,7 @@ type Schema = Record<string, unknown>;
 
 const object = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), more: Schema = {}): Schema =>
   ({ type: 'object', required, properties, ...more });
-const limit = (what: string): Schema => ({ type: ['integer', 'null'], description: `${what}; null: no limit.` });
+const limit = (what: string, type = 'integer'): Schema => ({ type: [type, 'null'], description: `${what}; null: no limit.` });
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 
 export const QUOTA_SCHEMAS: Record<string, Schema> = {
@@ -13,9 +13,9 @@ export const QUOTA_SCHEMAS: Record<string, Schema> = {
     running: { type: 'integer', description: 'Editors running now.' },
     starting: { type: 'integer', description: 'Starts admitted whose editor does not run yet.' },
     max_running: limit('capacity.maxRunning'),
-    memory_used_mb: { type: 'integer' },
-    memory_limit_mb: limit('capacity.maxMemoryMb, as it applies here'),
-    memory_free_mb: { type: ['integer', 'null'] },
+    memory_used_mb: { type: 'number' },
+    memory_limit_mb: limit('capacity.maxMemoryMb, as it applies here', 'number'),
+    memory_free_mb: { type: ['number', 'null'] },
     memory_limit_source: { type: 'string', description: 'Where the memory limit comes from, or why none applies.' },
     editor_estimate_mb: { type: 'integer', description: 'What one more editor is counted at.' },
     when_full: { enum: ['refuse', 'stopIdlest'] },
