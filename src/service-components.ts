@@ -129,7 +129,7 @@ export function serviceComponents(
           if (before.access !== after.access) warnAccess();
           if (before.ports.min !== after.ports.min || before.ports.max !== after.ports.max) ports.setRange(after.ports);
           // New limits may make room for the servers waiting for it.
-          if (!sameData(before.capacity, after.capacity)) capacity.wake();
+          if (!sameData(before.capacity, after.capacity) || !sameData(before.admins, after.admins)) capacity.wake();
           if (!sameData(before.extensionGroups, after.extensionGroups)) {
             controller.resync().catch((error) => log(`looking at every server after a config edit failed: ${(error as Error).message}`));
           }

@@ -6,7 +6,7 @@
 // parts start and stop.
 import { homedir } from 'node:os';
 import type { Application } from 'express';
-import { ServerAccess } from './api/access.ts';
+import { ownerOf, ServerAccess } from './api/access.ts';
 import { createApp } from './api/app.ts';
 import { ApiCors } from './api/cors.ts';
 import { dashboardRouter } from './api/dashboard.ts';
@@ -29,6 +29,7 @@ import { Controller, reconcileQueue } from './controller/controller.ts';
 import { idleTimeoutSeconds } from './controller/ensure-idle.ts';
 import { HeartbeatReader, heartbeatIntervalMs } from './controller/heartbeats.ts';
 import { ServerIdentities } from './controller/identity.ts';
+import { PersonQuotas } from './controller/person-quotas.ts';
 import { PortAllocator } from './controller/ports.ts';
 import type { HealthSection } from './core/health-section.ts';
 import { CodeServerExtensionInstaller } from './extensions/installer.ts';
@@ -111,8 +112,13 @@ export async function buildParts(
   const stats = new StatsSampler(() => index.editorsToSample(), (refs) => workload.usage(refs), config.controller.statsIntervalSeconds * 1000);
 
   // --- What the controller consults ---
+  // Who may see and drive which server: the config's `access` policy, read at every check.
+  const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
+  // Limits per person (capacity.perPerson): the owner of each server, kept from the index's events.
+  const quotas = new PersonQuotas({ limits: () => live.current.capacity.perPerson, isAdmin: (person) => access.isAdmin(person), ownerOf, index });
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
+    quotas,
     config: () => live.current.capacity,
     running: () => index.running(),
     memoryOf: (name) => stats.get(name)?.memoryMb,
@@ -127,6 +133,7 @@ export async function buildParts(
     index, stats, activity, logs,
     queueDepth: () => queue.length,
     portOwner: (port) => ports.owner(port),
+    people: () => capacity.people().people,
   });
   // Work kept across restarts: opened only when a target is set.
   const persistence = await openPersistence?.({
@@ -196,9 +203,7 @@ export async function buildParts(
   index.on('deleted', heartbeatsChanged);
   live.onChange(heartbeatsChanged);
 
-  // --- What serves people: access, the proxy, the streams ---
-  // Who may see and drive which server: the config's `access` policy, read at every check.
-  const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
+  // --- What serves people: access (built above, for the quotas), the proxy, the streams ---
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : index.serverNamed(name));
   const touchPort = (port: number) => {
     const name = ports.owner(port);
@@ -311,6 +316,7 @@ export async function buildParts(
         ownerOf: (name) => gitops.ownerOf(name),
         access,
         capacity,
+        quotas,
         watch,
         feed,
         persistence,
@@ -328,7 +334,7 @@ export async function buildParts(
   });
 
   return {
-    settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, controller, index, commands, stats, heartbeats,
+    settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, quotas, controller, index, commands, stats, heartbeats,
     metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
   };
 }

@@ -106,6 +106,11 @@ export class ServerAccess {
     return { [OWNER_ANNOTATION]: who.user };
   }
 
+  /** Is this user (as ownerOf gives it: normalised) one of the config's admins now? */
+  isAdmin(user: string): boolean {
+    return this.#isAdmin(user, this.#config().admins);
+  }
+
   /** A warning for the log when `access: owner` is set where no one signs in; undefined otherwise. */
   localWarning(): string | undefined {
     if (this.#deployed || this.#config().access !== 'owner') return undefined;

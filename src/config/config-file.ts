@@ -33,6 +33,8 @@ export interface Config {
     whenFull: 'refuse' | 'stopIdlest';
     /** An editor with no activity this long counts as idle, so whenFull `stopIdlest` may stop it. */
     idleAfterSeconds: number;
+    /** Limits per person, the owner of a server (src/controller/person-quotas.ts); admins are exempt; 0: no limit. */
+    perPerson: PerPersonLimits;
   };
   controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
   extensionGroups: Record<string, ExtensionGroup>;
@@ -52,6 +54,16 @@ export interface Config {
   persistence: PersistenceConfig;
   /** Where editors run: local processes, or Pods in a Kubernetes cluster (src/config/runtime-config.ts). */
   runtime: RuntimeConfig;
+}
+
+/** The config's `capacity.perPerson`: what one person's servers may take; 0: no limit. */
+export interface PerPersonLimits {
+  /** Editors of one person's servers that may run (or be starting) at once. */
+  runningEditors: number;
+  /** Servers one person may have declared (created through the API). */
+  servers: number;
+  /** Resident memory (MB) one person's running editors may use together, measured as capacity.maxMemoryMb is. */
+  memoryMb: number;
 }
 
 /** The config's `persistence` block; without a target (here or DEVBOX_PERSIST_TO) nothing is kept. */
@@ -86,7 +98,7 @@ export const KUBERNETES_ROUTE_NUMBERS = { min: 10000, max: 59999 } as const;
 export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5, idleTimeoutSeconds: 3600 },
-  capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse', idleAfterSeconds: 60 },
+  capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse', idleAfterSeconds: 60, perPerson: { runningEditors: 0, servers: 0, memoryMb: 0 } },
   controller: { workers: 8, resyncSeconds: 3600, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
   extensionGroups: {
     python: {
@@ -158,7 +170,7 @@ export function parseConfig(file: string, text: string): { config: Config; probl
     ...structuredClone(DEFAULT_CONFIG),
     ...given,
     editor: { ...DEFAULT_CONFIG.editor, ...given.editor },
-    capacity: { ...DEFAULT_CONFIG.capacity, ...given.capacity },
+    capacity: { ...DEFAULT_CONFIG.capacity, ...given.capacity, perPerson: { ...DEFAULT_CONFIG.capacity.perPerson, ...given.capacity?.perPerson } },
     controller: { ...DEFAULT_CONFIG.controller, ...given.controller },
     workspace: { ...DEFAULT_CONFIG.workspace, ...given.workspace },
     ui: { ...structuredClone(DEFAULT_CONFIG.ui), ...given.ui },

@@ -8,6 +8,7 @@ import type { MachineMemory } from '../runtime/interface.ts';
 
 export type { MachineMemory };
 import type { Admission, CapacityGate, CapacityLimit } from '../index/commands.ts';
+import type { PersonQuotas, PersonUse } from './person-quotas.ts';
 
 // The decision's answer is what the API reads through the index's CapacityGate, so it is defined there.
 export type { Admission, CapacityLimit };
@@ -31,6 +32,8 @@ export interface CapacityDeps {
   now?: () => number;
   /** The memory the editors share, by the runtime's word (undefined: none to offer, `auto` sets no limit); read once, at the first decision that needs it. */
   machine?: () => MachineMemory | undefined;
+  /** The per-person limits (capacity.perPerson), asked before the fleet's; without it, none. */
+  quotas?: PersonQuotas;
 }
 
 
@@ -77,6 +80,9 @@ export class Capacity implements CapacityGate {
       this.#reserved.delete(name);
     }
     if (this.#reserved.has(name) || this.#runningSet().has(name)) return this.#hold(name);
+    // A person over their own quota waits for their own editors: no one else's is stopped for it.
+    const quota = this.#quotaFor(name);
+    if (quota) return { kind: 'refused', limit: quota.limit, message: quota.message, quota };
     const full = this.#fullFor(name);
     if (!full) return this.#hold(name);
     const config = this.#deps.config();
@@ -136,7 +142,7 @@ export class Capacity implements CapacityGate {
   noticeSample(): void {
     if (this.#waiting.size === 0) return;
     for (const name of this.#waiting) {
-      if (!this.#fullFor(name)) return this.wake();
+      if (!this.#quotaFor(name) && !this.#fullFor(name)) return this.wake();
     }
   }
 
@@ -167,7 +173,33 @@ export class Capacity implements CapacityGate {
       when_full: config.whenFull,
       idle_after_seconds: config.idleAfterSeconds,
       waiting: [...this.#waiting].sort(),
+      ...(this.#deps.quotas ? { per_person: this.#perPerson() } : {}),
     };
+  }
+
+  /** What each person with a server uses now (running editors and starts holding a slot, their memory, their servers). */
+  people(): { people: PersonUse[]; total: number } {
+    const estimate = this.#estimate();
+    return this.#deps.quotas?.use(this.#occupants(undefined), (n) => this.#deps.memoryOf(n) ?? estimate) ?? { people: [], total: 0 };
+  }
+
+  /** GET /health's capacity.per_person: the limits (null: none) and each person's use. */
+  #perPerson(): Record<string, unknown> {
+    const limits = this.#deps.config().perPerson;
+    const { people, total } = this.people();
+    return {
+      limits: { running_editors: limits.runningEditors || null, servers: limits.servers || null, memory_mb: limits.memoryMb || null },
+      people,
+      people_total: total,
+    };
+  }
+
+  /** The per-person limit one more editor for `name` would pass, if any. */
+  #quotaFor(name: string) {
+    const quotas = this.#deps.quotas;
+    if (!quotas) return undefined;
+    const estimate = this.#estimate();
+    return quotas.refusal(name, this.#occupants(name), (n) => this.#deps.memoryOf(n) ?? estimate, estimate);
   }
 
   #hold(name: string): Admission {

@@ -9,9 +9,9 @@ import { stopProcess } from './supervision.ts';
 
 /**
  * 'admitted' when the editor may start now (its slot is held until it runs or the start gives
- * up: release it after the launch). Otherwise status says why (Pending, CapacityExceeded or
- * MakingRoom) and the server waits, without polling, for room: an editor stopping, memory given
- * back, or the config's limits changing queue it again.
+ * up: release it after the launch). Otherwise status says why (Pending, CapacityExceeded,
+ * QuotaExceeded or MakingRoom) and the server waits, without polling, for room: an editor
+ * stopping, memory given back, or the config's limits changing queue it again.
  */
 export async function ensureCapacity(
   ctx: ReconcileContext, record: ServerRecord, uid: string, status: EditorServerStatus,
@@ -21,8 +21,11 @@ export async function ensureCapacity(
   const name = record.name;
   const admission = capacity.admit(name);
   if (admission.kind === 'admitted') return 'admitted';
-  const reason = admission.kind === 'refused' ? 'CapacityExceeded' : 'MakingRoom';
-  const message = admission.kind === 'refused' ? `${admission.message}; it starts by itself when room frees` : admission.message;
+  // A per-person limit (capacity.perPerson) is its own reason: the person, not the fleet, is full.
+  const quota = admission.kind === 'refused' ? admission.quota : undefined;
+  const reason = quota ? 'QuotaExceeded' : admission.kind === 'refused' ? 'CapacityExceeded' : 'MakingRoom';
+  const message = admission.kind !== 'refused' ? admission.message
+    : `${admission.message}; it starts by itself when ${quota ? `${quota.person}'s use drops below the limit` : 'room frees'}`;
   if (admission.kind === 'refused') capacity.wait(name);
   // Said once per new situation, not at every look.
   if (record.server?.status?.message !== message) ctx.deps.logs.event(name, admission.kind === 'refused' ? 'WARN' : 'INFO', `not started: ${message}`);

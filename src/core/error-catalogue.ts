@@ -134,6 +134,8 @@ export const ERRORS = {
   },
   MANIFEST_UNREADABLE: { status: 409, message: ({ file, problem }: { file: string; problem: string }) => `${file} ${problem}` },
   NAME_TAKEN: { status: 409, message: 'a server of that name exists: delete or rename it first' },
+  /** A per-person limit (capacity.perPerson): the site's message names the person, the limit, its value, their use and the servers using it. */
+  QUOTA_EXCEEDED: { status: 409, message: 'the request would pass a limit per person (capacity.perPerson): stop or delete one of your servers first' },
   NO_FREE_PORT: {
     status: 409,
     message: ({ min, max }: { min: number; max: number }) =>

@@ -1,6 +1,7 @@
 // What the API, the proxy and the other readers of the index may ask of the controller: a narrow
 // set of commands, implemented by the controller (src/controller/commands.ts). Desired state goes
 // into manifests (the store); these only queue, wait, wake and mark.
+import type { QuotaLimit, QuotaRefusal } from './quota-gate.ts';
 import type { ServerRecord } from './records.ts';
 
 export interface ServerCommands {
@@ -18,15 +19,15 @@ export interface ServerCommands {
   recordHealth(name: string, answered: boolean): boolean;
 }
 
-export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb';
+export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb' | QuotaLimit;
 
 export type Admission =
   /** Room: the slot is held for the name until its editor runs or release(name). */
   | { kind: 'admitted' }
   /** No room, but an idle editor is being stopped for this start; the slot is held meanwhile. */
   | { kind: 'makingRoom'; victim: string; limit: CapacityLimit; message: string }
-  /** No room: nothing was reserved. */
-  | { kind: 'refused'; limit: CapacityLimit; message: string };
+  /** No room: nothing was reserved. `quota` when a per-person limit refused it (capacity.perPerson). */
+  | { kind: 'refused'; limit: CapacityLimit; message: string; quota?: QuotaRefusal };
 
 /** The capacity decision a start passes before anything is written (the controller's Capacity). */
 export interface CapacityGate {

@@ -13,7 +13,9 @@ import type { LogHub } from '../logs/index.ts';
 import type { Phase } from '../manifests/types.ts';
 import type { ProxyObserver } from '../proxy/editor-proxy.ts';
 import type { StatsSampler } from '../runtime/stats.ts';
+import type { PersonUse } from '../index/quota-gate.ts';
 import { timeApiRequests } from './api-timing.ts';
+import { registerPersonGauges } from './person-metrics.ts';
 import { PlainHistogram } from './plain-histogram.ts';
 import { processRegistry } from './process.ts';
 import { ProxyTraffic, STATUS_CLASSES } from './traffic.ts';
@@ -33,6 +35,8 @@ export interface MetricsSources {
   queueDepth: () => number;
   /** The server a port belongs to (the port allocator's owner). */
   portOwner: (port: number) => string | undefined;
+  /** What each person with a server uses (capacity.perPerson); without it, no per-person series. */
+  people?: () => PersonUse[];
 }
 
 /** The log streams (/ws/logs) and the watch streams (GET /servers?watch=1): open now, and dropped since the start. */
@@ -217,6 +221,9 @@ export class ServiceMetrics {
         for (const { labels } of servers()) this.inc(labels, logs.dropped(labels.name));
       },
     });
+
+    // Per person (the owner of servers), read from the capacity's figures at scrape time.
+    if (sources.people) registerPersonGauges(Gauge, registers, sources.people);
 
     // The service.
     registry.registerMetric(this.#reconcileSeconds as never);

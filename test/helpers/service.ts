@@ -34,10 +34,11 @@ export interface TestService extends Service {
   stop(): Promise<void>;
 }
 
-/** Config overrides: `editor` and `controller` are laid over the test defaults key by key, the rest replace them. */
-export type ConfigOverrides = Omit<Partial<Config>, 'editor' | 'controller'> & {
+/** Config overrides: `editor`, `controller` and `capacity` are laid over the test defaults key by key, the rest replace them. */
+export type ConfigOverrides = Omit<Partial<Config>, 'editor' | 'controller' | 'capacity'> & {
   editor?: Partial<Config['editor']>;
   controller?: Partial<Config['controller']>;
+  capacity?: Partial<Config['capacity']>;
 };
 
 export interface SettingsOverrides {
@@ -87,6 +88,7 @@ export async function makeSettings(overrides: SettingsOverrides = {}): Promise<S
       // One level deep, as loadConfig lays a config file over the defaults.
       editor: { ...DEFAULT_CONFIG.editor, stopGraceSeconds: 2, startTimeoutSeconds: 15, ...given.editor },
       controller: { ...DEFAULT_CONFIG.controller, statsIntervalSeconds: 0.5, ...given.controller },
+      capacity: { ...structuredClone(DEFAULT_CONFIG.capacity), ...given.capacity },
     },
   };
 }

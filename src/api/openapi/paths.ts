@@ -16,7 +16,7 @@ const BAD_BODY = error('The body is not valid (`INVALID_BODY`, `INVALID_JSON`, `
 const TOO_LARGE = error('The body or its `settings` are too large (`BODY_TOO_LARGE`, `SETTINGS_TOO_LARGE`).');
 const NOT_CHANGEABLE = error('The manifest cannot be changed now: invalid on disk (`MANIFEST_INVALID`), declared by a GitOps repository (`MANAGED_BY_GIT`), or changed by someone else again and again (`CONFLICT`).');
 const FOLDER_MISSING = error('The manifests folder is missing (`MANIFESTS_FOLDER_MISSING`): the service waits for it to come back.');
-const CREATE_CONFLICT = error('The port asked for is taken (`PORT_TAKEN`), or no port is free in the range (`NO_FREE_PORT`).');
+const CREATE_CONFLICT = error('The port asked for is taken (`PORT_TAKEN`), no port is free in the range (`NO_FREE_PORT`), or the requester has as many servers as capacity.perPerson.servers allows (`QUOTA_EXCEEDED`, its `details` a QuotaRefusal).');
 const CREATED = json(ref('CreatedServer'), 'Created, stopped: the manifest is written and the port and workspace assigned.');
 const NO_PERSISTENCE = error('The service keeps no snapshots (`PERSISTENCE_DISABLED`): set DEVBOX_PERSIST_TO.');
 const STORE_FAILED = error('The persistence target failed (`PERSISTENCE_UNAVAILABLE`), or the server\'s files could not be reached in its storage (`SERVER_FILES_UNAVAILABLE`); the message says what to do.');
@@ -177,7 +177,7 @@ export const PATHS: Record<string, Json> = {
   },
   '/servers/{id}/start': {
     post: lifecycle('started', 'startServer', 'Start a server', {
-      409: error('No room (`CAPACITY_EXCEEDED`, with `details.limit`), or the manifest cannot be changed (`MANIFEST_INVALID`, `MANAGED_BY_GIT`).'),
+      409: error('No room (`CAPACITY_EXCEEDED`, with `details.limit`), the owner runs as many editors or uses as much memory as capacity.perPerson allows (`QUOTA_EXCEEDED`, its `details` a QuotaRefusal), or the manifest cannot be changed (`MANIFEST_INVALID`, `MANAGED_BY_GIT`).'),
       500: error('The editor failed to start (`EDITOR_FAILED`, with the record in `details`).'),
     }, 'Sets spec.running and answers once the editor answers /healthz.'),
   },
@@ -186,7 +186,7 @@ export const PATHS: Record<string, Json> = {
   },
   '/servers/{id}/restart': {
     post: lifecycle('restarted', 'restartServer', 'Restart a server', {
-      409: error('No room (`CAPACITY_EXCEEDED`), or the manifest cannot be changed.'),
+      409: error('No room (`CAPACITY_EXCEEDED`), a limit per person (`QUOTA_EXCEEDED`), or the manifest cannot be changed.'),
       500: error('The editor failed to start again (`EDITOR_FAILED`).'),
     }, 'Stops the editor and starts a new one (a new pid).'),
   },

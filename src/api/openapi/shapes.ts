@@ -2,6 +2,8 @@
 // field for field as src/api/views.ts and the route handlers send them. The request bodies are not
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
+import { QUOTA_SCHEMAS } from './shapes-quota.ts';
+
 type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -334,6 +336,7 @@ export const SCHEMAS: Record<string, Schema> = {
     editor: { type: 'string', description: 'The code-server binary in use.' },
     memory_mb: object({ rss: { type: 'number' }, heap_used: { type: 'number' }, heap_total: { type: 'number' }, external: { type: 'number' } }),
     problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
+    capacity: ref('CapacityHealth'),
   }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
     description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed.',
     additionalProperties: { type: 'object' },
@@ -353,4 +356,6 @@ export const SCHEMAS: Record<string, Schema> = {
     message: { type: 'string' },
     timestamp: TIME,
   }, undefined, { description: 'One text frame of the log streams.' }),
+
+  ...QUOTA_SCHEMAS,
 };

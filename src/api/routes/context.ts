@@ -5,6 +5,7 @@ import type { Config, ExtensionGroup } from '../../config/settings.ts';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
 import type { HttpError } from '../../core/errors.ts';
 import type { CapacityGate, PortClaims, ServerCommands } from '../../index/commands.ts';
+import type { QuotaGate } from '../../index/quota-gate.ts';
 import type { ServerRecord } from '../../index/records.ts';
 import type { ServerIndex } from '../../index/server-index.ts';
 import type { LogHub } from '../../logs/index.ts';
@@ -46,6 +47,8 @@ export interface ServersDeps {
   access: ServerAccess;
   /** The capacity limits a start passes (409 CAPACITY_EXCEEDED before anything is written); without it, none. */
   capacity?: CapacityGate;
+  /** The per-person limit on servers a create passes (409 QUOTA_EXCEEDED before anything is written); without it, none. */
+  quotas?: QuotaGate;
   /** The watch streams of GET /servers?watch=1; without them the route answers only the list. */
   watch?: WatchStreams;
   /** The records serialised once per change: GET /servers and GET /servers/{id} answer from it; without it, each is built per request. */

@@ -6,6 +6,7 @@ import type { Admission } from '../../index/commands.ts';
 import type { ServerRecord } from '../../index/records.ts';
 import { displayNameOf, heldForCapacity, RESTARTED_AT } from '../../manifests/types.ts';
 import { restartStamp } from '../naming.ts';
+import { quotaExceeded } from '../quota-errors.ts';
 import { lifecycleView } from '../views.ts';
 import { envelope, findServer, folderMissing, ownedByRepository, phaseIs, updateSpec, type ServersDeps } from './context.ts';
 
@@ -76,13 +77,14 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
 
   /**
    * Holds a slot for the server's start before anything is written, or refuses it with 409
-   * CAPACITY_EXCEEDED (the same decision the controller makes before it spawns); a write that
+   * CAPACITY_EXCEEDED or QUOTA_EXCEEDED (the same decision the controller makes before it spawns); a write that
    * fails frees the slot again.
    */
   async function withRoom(record: ServerRecord, write: () => Promise<void>): Promise<Admission | undefined> {
     const admission = deps.capacity?.admit(record.name);
     if (admission?.kind === 'refused') {
       const display = displayNameOf(record.server!);
+      if (admission.quota) throw quotaExceeded(`server "${display}" was not started`, admission.quota);
       throw apiError('CAPACITY_EXCEEDED', `server "${display}" was not started: ${admission.message}`, { details: { limit: admission.limit } });
     }
     try {

@@ -6,7 +6,9 @@ import { unknownExtensionGroups } from '../../config/settings.ts';
 import type { ServerRecord } from '../../index/records.ts';
 import { apiError } from '../../core/error-catalogue.ts';
 import { API_VERSION, displayNameOf, KIND, type EditorServer, type EditorServerSpec, type RestartPolicy } from '../../manifests/types.ts';
+import { OWNER_ANNOTATION } from '../access.ts';
 import { slugify } from '../naming.ts';
+import { quotaExceeded } from '../quota-errors.ts';
 import { ServerFeed } from '../server-feed.ts';
 import { parsePageQuery, ServerPages } from '../server-pages.ts';
 import { checkBody, checkSettings, compileBodySchema } from '../validation.ts';
@@ -152,7 +154,11 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
     const { min, max } = ports.range;
     throw apiError('NO_FREE_PORT', { min, max });
   }
+  // Room for one more of the person's servers (capacity.perPerson.servers), held until the index has it.
+  const quota = deps.quotas?.claimServer(owned[OWNER_ANNOTATION]);
+  const held = quota && !('refused' in quota) ? quota : undefined;
   try {
+    if (quota && 'refused' in quota) throw quotaExceeded(`server "${displayName}" was not created`, quota.refused);
     // Claim a free name: data-pipeline, data-pipeline-2, … Folders (or a port) still held for
     // a name whose manifest went are never handed to a new server.
     for (let n = 1; ; n++) {
@@ -161,7 +167,9 @@ export async function createServer(deps: ServersDeps, req: Request, body: Create
         && (await store.create(server, () => ports.transfer(claim, name)))) break;
       if (n > 1000) throw new Error(`could not find a free manifest name for "${displayName}"`);
     }
+    held?.bind(name);
   } catch (error) {
+    held?.release();
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw folderMissing(store);
     }

@@ -413,6 +413,7 @@ export type ServiceHealth = {
   memory_mb: { rss: number; heap_used: number; heap_total: number; external: number; };
   /** Present when degraded: each names the file or setting and what to change. */
   problems?: string[];
+  capacity?: CapacityHealth;
   [key: string]: unknown;
 };
 
@@ -433,4 +434,70 @@ export type LogMessage = {
   source: "server" | "controller";
   message: string;
   timestamp: string;
+};
+
+/** GET /health `capacity`: the fleet's limits and use, and each person's. */
+export type CapacityHealth = {
+  /** Editors running now. */
+  running: number;
+  /** Starts admitted whose editor does not run yet. */
+  starting: number;
+  /** capacity.maxRunning; null: no limit. */
+  max_running: number | null;
+  memory_used_mb: number;
+  /** capacity.maxMemoryMb, as it applies here; null: no limit. */
+  memory_limit_mb: number | null;
+  memory_free_mb: number | null;
+  /** Where the memory limit comes from, or why none applies. */
+  memory_limit_source: string;
+  /** What one more editor is counted at. */
+  editor_estimate_mb: number;
+  when_full: "refuse" | "stopIdlest";
+  idle_after_seconds: number;
+  /** Manifest names of the servers waiting for room (or for their owner's use to drop below a limit per person). */
+  waiting: string[];
+  per_person?: PerPersonUse;
+};
+
+/** The limits per person (the owner of a server) and each person's use. The config's admins are listed, marked exempt. */
+export type PerPersonUse = {
+  limits: {
+    /** capacity.perPerson.runningEditors; null: no limit. */
+    running_editors: number | null;
+    /** capacity.perPerson.servers; null: no limit. */
+    servers: number | null;
+    /** capacity.perPerson.memoryMb; null: no limit. */
+    memory_mb: number | null;
+  };
+  /** People with at least one server, those running the most first (then memory, servers, name); at most 100. */
+  people: PersonUse[];
+  /** How many people have servers (the list may be cut). */
+  people_total: number;
+};
+
+export type PersonUse = {
+  /** The owner (devbox.dev/owner), in lower case. */
+  person: string;
+  /** Their editors running or starting. */
+  running: number;
+  /** Their servers. */
+  servers: number;
+  /** Resident memory of their running editors at the last sample (an unsampled one at the estimate). */
+  memory_mb: number;
+  /** An admin: no limit per person applies. */
+  exempt: boolean;
+};
+
+/** The `details` of a 409 QUOTA_EXCEEDED. */
+export type QuotaRefusal = {
+  limit: "capacity.perPerson.runningEditors" | "capacity.perPerson.servers" | "capacity.perPerson.memoryMb";
+  person: string;
+  /** The limit's value (MB for memoryMb). */
+  allowed: number;
+  /** What the person uses now (MB for memoryMb). */
+  used: number;
+  /** The person's servers that use the limit (at most 20). */
+  servers: Array<{ id?: string; manifest: string; name: string; }>;
+  /** How many servers use it in all. */
+  total: number;
 };

@@ -1,6 +1,7 @@
 // Used and free capacity (GET /health's `capacity`): the limits come from the service, the
 // running editors and their memory from the watch stream, so the figures move with each sample.
 import { useEffect, useState } from 'preact/hooks';
+import type { PerPersonUse } from '../api/openapi-types.ts';
 import { getHealth } from '../api/servers.ts';
 import type { ServerRecord } from '../api/types.ts';
 import { formatMb } from './format.ts';
@@ -18,6 +19,8 @@ export interface CapacityFigures {
   when_full: 'refuse' | 'stopIdlest';
   idle_after_seconds: number;
   waiting: string[];
+  /** Each person's use against capacity.perPerson. */
+  per_person?: PerPersonUse;
 }
 
 /** The service's capacity figures, asked again whenever the number of running editors changes. */

@@ -6,6 +6,7 @@ import { getConfig, type ServiceConfig } from '../api/config.ts';
 import { getHealth, type ServiceHealth } from '../api/servers.ts';
 import type { CapacityFigures } from '../components/capacity.tsx';
 import { formatDuration, formatMb } from '../components/format.ts';
+import { PersonUse } from '../components/person-use.tsx';
 import { RelativeTime } from '../components/time.tsx';
 import { useServers } from '../store.ts';
 
@@ -137,6 +138,7 @@ function CapacityCard({ figures }: { figures: CapacityFigures }) {
         <Fact term="Waiting for room">{figures.waiting.length ? figures.waiting.join(', ') : <span class="muted">none</span>}</Fact>
         <Fact term="Memory limit" wide><span class="wrap">{figures.memory_limit_source}</span></Fact>
       </dl>
+      {figures.per_person && <PersonUse figures={figures.per_person} />}
     </section>
   );
 }
