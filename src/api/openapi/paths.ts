@@ -3,6 +3,7 @@
 // editor proxy (src/proxy/) and the dashboard (src/api/dashboard.ts). JSON request bodies are
 // attached by document.ts from schemas/api/; test/api/openapi.test.ts holds this list to the
 // routes the running service answers.
+import { SHARING_PATHS } from './paths-sharing.ts';
 import { ref } from './shapes.ts';
 
 type Json = Record<string, unknown>;
@@ -207,6 +208,7 @@ export const PATHS: Record<string, Json> = {
       404: NO_SERVER,
     }, { parameters: [param('ServerId'), { name: 'lines', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 }, description: 'How many lines.' }] }),
   },
+  ...SHARING_PATHS,
   '/servers/{id}/events': {
     get: op('servers', 'getServerEvents', 'What recently happened to a server', {
       200: json(ref('ServerEvents'), 'The events, oldest first.'), 404: NO_SERVER,
