@@ -21,6 +21,11 @@ const op = (operationId: string, summary: string, responses: Record<string, Json
   ({ tags: ['servers'], operationId, summary, ...more, responses });
 
 export const SHARING_PATHS: Record<string, Json> = {
+  '/me': {
+    get: op('getMe', 'Who the requester is, as the access checks see them', {
+      200: json(ref('Me'), 'The signed-in user (null where no one signs in), whether they are an admin, and the policy in force.'),
+    }, { tags: ['service'] }),
+  },
   '/servers/{id}/access': {
     get: op('getServerAccess', 'Who may open and use a server besides its owner', {
       200: ANSWER, 404: NO_SERVER,
@@ -42,6 +47,23 @@ export const SHARING_PATHS: Record<string, Json> = {
 };
 
 export const SHARING_SCHEMAS: Record<string, Json> = {
+  Me: {
+    type: 'object',
+    required: ['status', 'data'],
+    properties: {
+      status: { const: 'success' },
+      data: {
+        type: 'object',
+        required: ['user', 'admin', 'policy', 'sign_on'],
+        properties: {
+          user: { type: ['string', 'null'], description: 'The signed-in user, lower case, as owner and shared_with name people; null where no one signs in.' },
+          admin: { type: 'boolean', description: 'One of the config\'s admins.' },
+          policy: { enum: ['shared', 'owner'], description: 'The config\'s access policy in force.' },
+          sign_on: { type: 'boolean', description: 'Requests name who sends them here (deployed, or DEVBOX_REQUIRE_IDENTITY=1); without it sharing has no effect.' },
+        },
+      },
+    },
+  },
   AccessEnvelope: {
     type: 'object',
     required: ['status', 'data'],

@@ -1,5 +1,5 @@
 // Who besides its owner may open and use a server: GET, POST and PUT /servers/{id}/access and
-// DELETE /servers/{id}/access/{person}, over spec.access.sharedWith. A change is written to the
+// DELETE /servers/{id}/access/{person}, over spec.access.sharedWith; GET /me says who asks. A change is written to the
 // manifest like every other edit, and answered once the service reads it back, so a revoke holds
 // from its answer on. Only the owner and the admins change the list; where no one signs in there
 // is nobody to share with, and the change is refused saying so.
@@ -20,6 +20,15 @@ const READ_BACK_MS = 10_000;
 
 export function sharingRoutes(deps: ServersDeps, router: Router): void {
   const { access } = deps;
+
+  // Who the requester is, as the access checks see them: the dashboard marks the servers shared with them.
+  router.get('/me', (req, res) => {
+    const who = access.requester(req.headers);
+    res.json({
+      status: 'success',
+      data: { user: who.local ? null : who.user ?? null, admin: access.isAdmin(who), policy: access.policy, sign_on: access.signOn },
+    });
+  });
 
   router.get('/servers/:id/access', (req, res) => {
     const record = findServer(deps, req);

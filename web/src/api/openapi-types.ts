@@ -309,6 +309,20 @@ export type ServerLogs = {
   };
 };
 
+export type Me = {
+  status: "success";
+  data: {
+    /** The signed-in user, lower case, as owner and shared_with name people; null where no one signs in. */
+    user: string | null;
+    /** One of the config's admins. */
+    admin: boolean;
+    /** The config's access policy in force. */
+    policy: "shared" | "owner";
+    /** Requests name who sends them here (deployed, or DEVBOX_REQUIRE_IDENTITY=1); without it sharing has no effect. */
+    sign_on: boolean;
+  };
+};
+
 export type AccessEnvelope = {
   status: "success";
   message?: string;
