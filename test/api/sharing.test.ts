@@ -263,6 +263,33 @@ describe('a hand-written spec.access.sharedWith', () => {
   });
 });
 
+describe('a deleted server kept at the persistence target', () => {
+  it('is brought back by its owner only, not by someone it was shared with or anyone else', async () => {
+    const keep = await fs.mkdtemp(join(tmpdir(), 'devbox-sharing-keep-'));
+    const kept = await startTestService({ requireIdentity: true, persistTo: keep, config: { access: 'owner', admins: [] } });
+    try {
+      const box = (await kept.request('POST', '/servers', { name: 'Kept box' }, ALICE)).body;
+      await kept.request('POST', `/servers/${box.id}/access`, { person: 'bob@example.com' }, ALICE);
+      expect((await kept.request('DELETE', `/servers/${box.id}`, undefined, BOB)).status).toBe(403);
+      expect((await kept.request('DELETE', `/servers/${box.id}`, undefined, ALICE)).status).toBe(200);
+      await eventually(async () => ((await kept.request('GET', '/snapshots/deleted', undefined, ALICE)).body.data?.servers ?? [])
+        .some((s: { name: string }) => s.name === 'kept-box'));
+      for (const who of [BOB, CAROL]) {
+        const refused = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, who);
+        expect(refused.status).toBe(403);
+        expect(refused.body.error).toMatchObject({ code: 'OWNER_ONLY', message: expect.stringMatching(/^only the owner of server "kept-box" or an admin may undelete it/) });
+      }
+      expect((await kept.request('GET', '/servers', undefined, ALICE)).body).toEqual([]);
+      const back = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, ALICE);
+      expect(back.status, JSON.stringify(back.body)).toBe(201);
+      expect((await kept.request('GET', `/servers/${box.id}`, undefined, BOB)).body.shared_with).toEqual(['bob@example.com']);
+    } finally {
+      await kept.stop();
+      await fs.rm(keep, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('locally, where no one signs in', () => {
   it('refuses to share, saying why and how to turn sign-on on; a hand-written list is kept and said to have no effect', async () => {
     const local = await startTestService({ config: { access: 'owner', admins: [] } });

@@ -171,6 +171,7 @@ export const PATHS: Record<string, Json> = {
     delete: op('servers', 'deleteServer', 'Delete a server, its editor and its files', {
       200: json(ref('Deleted'), 'Deleted: the editor stopped, the workspace and the manifest removed.'),
       202: json(ref('Deleted'), 'Still being deleted when the bounded wait ended.'),
+      403: error('Under `access: owner`, the server is shared with the requester, who may use it but not delete it (`OWNER_ONLY`).'),
       404: NO_SERVER,
       409: error('A GitOps repository declares the server (`MANAGED_BY_GIT`): delete it there.'),
       503: FOLDER_MISSING,
@@ -249,6 +250,7 @@ export const PATHS: Record<string, Json> = {
     post: op('snapshots', 'undeleteServer', 'Undo a delete: the server comes back from its last snapshot, with its id, manifest and files', {
       201: CREATED,
       400: error('The name is not a manifest name (`INVALID_NAME`).'),
+      403: error('Under `access: owner`, the requester is neither the owner of the server kept nor an admin (`OWNER_ONLY`).'),
       404: error('No deleted server of that name is kept (`NOT_DELETED`).'),
       409: error('A server of that name exists (`NAME_TAKEN`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
       503: STORE_FAILED,
