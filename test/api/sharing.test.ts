@@ -13,6 +13,7 @@ import { parse, stringify } from 'yaml';
 import { freePort } from '../helpers/net.ts';
 import { eventually, portRange, startTestService, type TestService } from '../helpers/service.ts';
 import { openWatch, type WatchStream } from '../helpers/watch-stream.ts';
+import { writeWhole } from '../templates/fixtures.ts';
 
 const ALICE = { 'X-Forwarded-Email': 'alice@example.com', 'X-Forwarded-User': '1001@42' };
 const BOB = { 'X-Forwarded-Email': 'Bob@Example.com', 'X-Forwarded-User': '1002@42' };
@@ -53,16 +54,24 @@ async function echoes(ws: WebSocket, text: string): Promise<boolean> {
   return (await reply) === text;
 }
 
-beforeAll(async () => {
-  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-sharing-'));
-  const configFile = join(root, 'devbox.config.yaml');
-  await fs.writeFile(configFile, stringify({
-    ports: portRange(),
+let configFile: string;
+const ports = portRange();
+
+/** Writes the config file whole (renamed into place, as editors save) with this policy. */
+async function writeConfig(access: 'owner' | 'shared'): Promise<void> {
+  await writeWhole(configFile, stringify({
+    ports,
     editor: { stopGraceSeconds: 2, startTimeoutSeconds: 15 },
     controller: { resyncSeconds: 5, statsIntervalSeconds: 0.5 },
-    access: 'owner',
+    access,
     admins: ['root@example.com'],
   }));
+}
+
+beforeAll(async () => {
+  const root = await fs.mkdtemp(join(tmpdir(), 'devbox-sharing-'));
+  configFile = join(root, 'devbox.config.yaml');
+  await writeConfig('owner');
   service = await startTestService({ root, configFile, requireIdentity: true });
   const created = await as(ALICE)('POST', '/servers', { name: 'Alice box' });
   expect((await as(ALICE)('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
@@ -229,6 +238,25 @@ function withSharedWith(text: string, people: string[]): string {
   manifest.spec.access = { sharedWith: people };
   return stringify(manifest);
 }
+
+describe('an editor opened while the policy let everyone in', () => {
+  it('is closed when the config file says access: owner again, unless it is shared with its person', async () => {
+    expect((await as(ALICE)('PUT', `/servers/${alices.id}/access`, { shared_with: ['bob@example.com'] })).status).toBe(200);
+    const said = () => service.lines.filter((line) => line.includes('access: "shared" -> "owner"')).length;
+    const before = said();
+    await writeConfig('shared');
+    await eventually(async () => (await as(CAROL)('GET', `/servers/${alices.id}`)).status === 200);
+    const { ws: carols } = await handshake(`/vscode/${alices.port}/echo`, CAROL);
+    const { ws: bobs } = await handshake(`/vscode/${alices.port}/echo`, BOB);
+    expect(await echoes(carols!, 'carol, while shared')).toBe(true);
+    await writeConfig('owner');
+    await eventually(() => said() > before);
+    await eventually(() => carols!.readyState === WebSocket.CLOSED, 10_000);
+    // Bob's stays: the server is shared with him.
+    expect(await echoes(bobs!, 'bob, still in')).toBe(true);
+    bobs!.close();
+  });
+});
 
 describe('a hand-written spec.access.sharedWith', () => {
   it('takes effect once the file says so, in any case, and stops once it no longer does', async () => {
