@@ -11,7 +11,6 @@ export class EditorSessions {
   readonly #access: Pick<ServerAccess, 'requester' | 'allows'>;
   readonly #serverNamed: (name: string) => EditorServer | undefined;
   readonly #byName = new Map<string, Map<Duplex, Requester>>();
-  #closed = 0;
 
   constructor(access: Pick<ServerAccess, 'requester' | 'allows'>, serverNamed: (name: string) => EditorServer | undefined) {
     this.#access = access;
@@ -35,22 +34,11 @@ export class EditorSessions {
     const sockets = this.#byName.get(name);
     if (!sockets) return;
     const server = this.#serverNamed(name);
-    for (const [socket, who] of sockets) {
-      if (this.#access.allows(who, server)) continue;
-      this.#closed++;
-      socket.destroy();
-    }
+    for (const [socket, who] of sockets) if (!this.#access.allows(who, server)) socket.destroy();
   }
 
   /** The policy changed (the config file): every open editor is checked again. */
   recheckAll(): void {
     for (const name of [...this.#byName.keys()]) this.recheck(name);
-  }
-
-  /** Editor WebSockets open now, and those closed because their person lost access. */
-  get state(): { open: number; closed_for_access: number } {
-    let open = 0;
-    for (const sockets of this.#byName.values()) open += sockets.size;
-    return { open, closed_for_access: this.#closed };
   }
 }
