@@ -107,6 +107,15 @@ export class ServerAccess {
     return this.#isAdmin(who.user, config.admins) || ownerOf(server) === who.user;
   }
 
+  /**
+   * May `who` change who has access to `server`? Its owner and the admins, whatever the policy:
+   * the list is the owner's word, kept for when `access: owner` applies it.
+   */
+  changesAccess(who: Requester, server: EditorServer | undefined): boolean {
+    if (who.local || who.user === undefined) return false;
+    return this.#isAdmin(who.user, this.#config().admins) || ownerOf(server) === who.user;
+  }
+
   /** Whether `who` is one of the config's admins now. */
   isAdmin(who: Requester): boolean {
     return !who.local && who.user !== undefined && this.#isAdmin(who.user, this.#config().admins);

@@ -249,6 +249,12 @@ describe('an editor opened while the policy let everyone in', () => {
     const { ws: carols } = await handshake(`/vscode/${alices.port}/echo`, CAROL);
     const { ws: bobs } = await handshake(`/vscode/${alices.port}/echo`, BOB);
     expect(await echoes(carols!, 'carol, while shared')).toBe(true);
+    // Everyone drives it now, but who has access stays its owner's word.
+    const refused = await as(CAROL)('POST', `/servers/${alices.id}/access`, { person: 'carol@example.com' });
+    expect(refused.status).toBe(403);
+    expect((await as(CAROL)('GET', `/servers/${alices.id}/access`)).body.data).toMatchObject({
+      can_change: false, effective: false, warning: expect.stringContaining('access: shared'),
+    });
     await writeConfig('owner');
     await eventually(() => said() > before);
     await eventually(() => carols!.readyState === WebSocket.CLOSED, 10_000);

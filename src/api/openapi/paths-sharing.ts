@@ -77,7 +77,7 @@ export const SHARING_SCHEMAS: Record<string, Json> = {
           owner: { type: ['string', 'null'], description: 'Who created it (devbox.dev/owner); null when nobody signed in did.' },
           shared_with: { type: 'array', items: { type: 'string' }, description: 'spec.access.sharedWith, lower case.' },
           shared: { type: 'boolean', description: 'The requester reaches it because it is shared with them (not their own, and not as an admin).' },
-          can_change: { type: 'boolean', description: 'The requester may change the list and delete the server (its owner, or an admin).' },
+          can_change: { type: 'boolean', description: 'The requester may change the list (its owner, or an admin, whatever the policy).' },
           effective: { type: 'boolean', description: 'The list takes effect here: people sign in and the config says access: owner.' },
           warning: { type: ['string', 'null'], description: 'Why the list has no effect here, and what would give it one; null when it does.' },
         },

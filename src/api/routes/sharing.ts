@@ -84,18 +84,18 @@ export function accessView(access: ServerAccess, who: Requester, server: EditorS
     shared_with: sharedWith,
     // Reached because it was shared with the requester, not because they own it or are an admin.
     shared: user !== null && user !== owner && sharedWith.includes(user) && !access.isAdmin(who),
-    can_change: !who.local && access.manages(who, server),
+    can_change: access.changesAccess(who, server),
     effective: warning === null,
     warning,
   };
 }
 
-/** The server and who asks, when they may change its access: 409 where no one signs in, 403 for anyone but its owner and the admins. */
+/** The server and who asks, when they may change its access: 409 where no one signs in, 403 for anyone but its owner and the admins (under any policy). */
 function mayChange(deps: ServersDeps, req: Request): { record: ServerRecord; who: Requester } {
   const record = findServer(deps, req);
   const who = deps.access.requester(req.headers);
   if (who.local) throw apiError('SHARING_NEEDS_SIGN_ON');
-  if (!deps.access.manages(who, record.server)) {
+  if (!deps.access.changesAccess(who, record.server)) {
     throw apiError('OWNER_ONLY', { server: displayNameOf(record.server!), act: 'change who has access to it' });
   }
   return { record, who };

@@ -333,7 +333,7 @@ export type AccessEnvelope = {
     shared_with: string[];
     /** The requester reaches it because it is shared with them (not their own, and not as an admin). */
     shared: boolean;
-    /** The requester may change the list and delete the server (its owner, or an admin). */
+    /** The requester may change the list (its owner, or an admin, whatever the policy). */
     can_change: boolean;
     /** The list takes effect here: people sign in and the config says access: owner. */
     effective: boolean;
