@@ -97,8 +97,8 @@ export class ServerAccess {
   }
 
   /**
-   * May `who` delete or undelete `server`, or change who has access to it? Under `access: owner`
-   * only its owner and the admins; otherwise whoever may drive it.
+   * May `who` delete or undelete `server`? Under `access: owner` only its owner and the admins,
+   * not those it is shared with; otherwise whoever may drive it.
    */
   manages(who: Requester, server: EditorServer | undefined): boolean {
     const config = this.#config();

@@ -1,8 +1,8 @@
 // Who besides its owner may open and use a server: GET, POST and PUT /servers/{id}/access and
-// DELETE /servers/{id}/access/{person}, over spec.access.sharedWith; GET /me says who asks. A change is written to the
-// manifest like every other edit, and answered once the service reads it back, so a revoke holds
-// from its answer on. Only the owner and the admins change the list; where no one signs in there
-// is nobody to share with, and the change is refused saying so.
+// DELETE /servers/{id}/access/{person}, over spec.access.sharedWith; GET /me says who asks. A
+// change is written to the manifest like every other edit, and answered once the service reads it
+// back, so a revoke holds from its answer on. Only the owner and the admins change the list; where
+// no one signs in there is nobody to share with, and the change is refused saying so.
 import type { Request, Router } from 'express';
 import { USER_SHAPE } from '../../config/settings.ts';
 import { apiError, notFound } from '../../core/error-catalogue.ts';
@@ -90,7 +90,10 @@ export function accessView(access: ServerAccess, who: Requester, server: EditorS
   };
 }
 
-/** The server and who asks, when they may change its access: 409 where no one signs in, 403 for anyone but its owner and the admins (under any policy). */
+/**
+ * The server and who asks, when they may change its access: 409 where no one signs in, 403 for
+ * anyone but its owner and the admins (under any policy).
+ */
 function mayChange(deps: ServersDeps, req: Request): { record: ServerRecord; who: Requester } {
   const record = findServer(deps, req);
   const who = deps.access.requester(req.headers);
