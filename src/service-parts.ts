@@ -7,6 +7,7 @@
 import { homedir } from 'node:os';
 import type { Application } from 'express';
 import { ownerOf, ServerAccess } from './api/access.ts';
+import { EditorSessions } from './api/editor-sessions.ts';
 import { createApp } from './api/app.ts';
 import { ApiCors } from './api/cors.ts';
 import { dashboardRouter } from './api/dashboard.ts';
@@ -115,7 +116,7 @@ export async function buildParts(
   // Who may see and drive which server: the config's `access` policy, read at every check.
   const access = new ServerAccess({ config: () => live.current, deployed: settings.requireIdentity });
   // Limits per person (capacity.perPerson): the owner of each server, kept from the index's events.
-  const quotas = new PersonQuotas({ limits: () => live.current.capacity.perPerson, isAdmin: (person) => access.isAdmin(person), ownerOf, index });
+  const quotas = new PersonQuotas({ limits: () => live.current.capacity.perPerson, isAdmin: (person) => access.isAdminUser(person), ownerOf, index });
   // The capacity limits every start passes, the API's and the controller's alike (read from the live config).
   const capacity = new Capacity({
     quotas,
@@ -205,6 +206,10 @@ export async function buildParts(
 
   // --- What serves people: access (built above, for the quotas), the proxy, the streams ---
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : index.serverNamed(name));
+  const sessions = new EditorSessions(access, (name) => index.serverNamed(name));
+  index.on('changed', (name) => sessions.recheck(name));
+  index.on('deleted', (name) => sessions.recheck(name));
+  live.onChange(() => sessions.recheckAll());
   const touchPort = (port: number) => {
     const name = ports.owner(port);
     if (name !== undefined) activity.touch(name);
@@ -215,7 +220,11 @@ export async function buildParts(
     // Only a running editor this service manages, and the requester may reach; never the service itself.
     route: (port, req) => {
       const endpoint = port === address.port ? undefined : routableEndpoint(index, ports, port);
-      return endpoint && access.sees(req, serverNamed(ports.owner(port))) ? endpoint : undefined;
+      const name = ports.owner(port);
+      if (!endpoint || !access.sees(req, serverNamed(name))) return undefined;
+      // An editor WebSocket is closed again when its person loses access (src/api/editor-sessions.ts).
+      if (name !== undefined && req.headers.upgrade !== undefined) sessions.opened(name, req);
+      return endpoint;
     },
     // A server stopped for idleness starts when its editor is opened, by whoever may reach it.
     unroutable: wakeOnOpen({

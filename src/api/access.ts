@@ -29,7 +29,29 @@ export function ownerOf(server: EditorServer | undefined): string | undefined {
   return owner === '' ? undefined : owner;
 }
 
-const normaliseUser = (value: string): string => value.trim().toLowerCase();
+export const normaliseUser = (value: string): string => value.trim().toLowerCase();
+
+/** The largest spec.access.sharedWith (the manifest schema says the same). */
+export const MAX_SHARED_WITH = 100;
+
+/**
+ * Each manifest version's sharedWith as a set, built once: a parsed manifest is a new object per
+ * version, so its array is the key and an access check costs one lookup.
+ */
+const sharedSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+const NOBODY: ReadonlySet<string> = new Set();
+
+/** The people a server is shared with (spec.access.sharedWith), normalised and without repeats; empty for none. */
+export function sharedWithOf(server: EditorServer | undefined): ReadonlySet<string> {
+  const list = server?.spec.access?.sharedWith;
+  if (!Array.isArray(list) || list.length === 0) return NOBODY;
+  let set = sharedSets.get(list);
+  if (!set) {
+    set = new Set(list.filter((p) => typeof p === 'string').map(normaliseUser).filter((p) => p !== ''));
+    sharedSets.set(list, set);
+  }
+  return set;
+}
 
 export interface ServerAccessOptions {
   /** The config in force now (read at every check: the file can change while the service runs). */
@@ -70,8 +92,43 @@ export class ServerAccess {
     if (config.access !== 'owner' || who.local) return true;
     if (who.user === undefined) return false;
     if (this.#isAdmin(who.user, config.admins)) return true;
-    // A server nobody owns (made locally or by hand) is the admins' alone.
-    return ownerOf(server) === who.user;
+    // A server nobody owns (made locally or by hand) is the admins' alone, and those it is shared with.
+    return ownerOf(server) === who.user || sharedWithOf(server).has(who.user);
+  }
+
+  /**
+   * May `who` delete or undelete `server`? Under `access: owner` only its owner and the admins,
+   * not those it is shared with; otherwise whoever may drive it.
+   */
+  manages(who: Requester, server: EditorServer | undefined): boolean {
+    const config = this.#config();
+    if (config.access !== 'owner' || who.local) return true;
+    if (who.user === undefined) return false;
+    return this.#isAdmin(who.user, config.admins) || ownerOf(server) === who.user;
+  }
+
+  /**
+   * May `who` change who has access to `server`? Its owner and the admins, whatever the policy:
+   * the list is the owner's word, kept for when `access: owner` applies it.
+   */
+  changesAccess(who: Requester, server: EditorServer | undefined): boolean {
+    if (who.local || who.user === undefined) return false;
+    return this.#isAdmin(who.user, this.#config().admins) || ownerOf(server) === who.user;
+  }
+
+  /** Whether `who` is one of the config's admins now. */
+  isAdmin(who: Requester): boolean {
+    return !who.local && who.user !== undefined && this.#isAdmin(who.user, this.#config().admins);
+  }
+
+  /** The policy in force now. */
+  get policy(): Config['access'] {
+    return this.#config().access;
+  }
+
+  /** Whether requests name who sends them here (deployed, or DEVBOX_REQUIRE_IDENTITY=1): without it, sharing means nothing. */
+  get signOn(): boolean {
+    return this.#deployed;
   }
 
   /** `allows` for one request; in `shared` mode true at once, the headers unread. */
@@ -107,7 +164,7 @@ export class ServerAccess {
   }
 
   /** Is this user (as ownerOf gives it: normalised) one of the config's admins now? */
-  isAdmin(user: string): boolean {
+  isAdminUser(user: string): boolean {
     return this.#isAdmin(user, this.#config().admins);
   }
 

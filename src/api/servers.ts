@@ -11,6 +11,7 @@ import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { logRoutes } from './routes/logs.ts';
 import { manifestRoutes } from './routes/manifests.ts';
 import { serversCrudRoutes } from './routes/servers-crud.ts';
+import { sharingRoutes } from './routes/sharing.ts';
 import { snapshotRoutes } from './routes/snapshots.ts';
 import { templateRoutes } from './routes/templates.ts';
 import { watchRoutes } from './routes/watch.ts';
@@ -32,5 +33,6 @@ export function serversRouter(deps: ServersDeps, templates?: TemplateCatalog): R
   logRoutes(deps, router);
   eventRoutes(deps, router);
   snapshotRoutes(deps, router);
+  sharingRoutes(deps, router);
   return router;
 }

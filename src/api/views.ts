@@ -3,7 +3,7 @@ import { pidOf as pidOfRef } from '../runtime/interface.ts';
 import type { ServerRecord } from '../index/records.ts';
 import { displayNameOf, type EditorServer, type Phase } from '../manifests/types.ts';
 import type { ProcessStats } from '../runtime/stats.ts';
-import { ownerOf } from './access.ts';
+import { ownerOf, sharedWithOf } from './access.ts';
 
 /**
  * The interface's status word for each phase: `running` and `stopped` once settled. A server
@@ -61,6 +61,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     manifest: server.metadata.name,
     // Who created it (the annotation devbox.dev/owner), null when nobody signed in did.
     owner: ownerOf(server) ?? null,
+    // Who else may open and use it under `access: owner` (spec.access.sharedWith, normalised).
+    shared_with: [...sharedWithOf(server)],
     phase: status?.phase ?? 'Pending',
     reason: status?.reason ?? null,
     message: status?.message ?? null,

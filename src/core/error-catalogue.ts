@@ -89,6 +89,11 @@ export const ERRORS = {
       'or add that name to DEVBOX_ALLOWED_HOSTS',
   },
   ORIGIN_NOT_ALLOWED: { status: 403, message: 'requests are not accepted from pages of this origin' },
+  OWNER_ONLY: {
+    status: 403,
+    message: ({ server, act }: { server: string; act: string }) =>
+      `only the owner of server "${server}" or an admin may ${act}: ask its owner (GET /servers/{id}/access names them)`,
+  },
 
   // --- 404 Not Found ---
   EDITOR_NOT_FOUND: {
@@ -159,6 +164,11 @@ export const ERRORS = {
   SERVER_RUNNING: {
     status: 409,
     message: 'a snapshot is restored into a stopped server only: stop it first (POST /servers/{id}/stop), then restore',
+  },
+  SHARING_NEEDS_SIGN_ON: {
+    status: 409,
+    message: 'sharing needs people to sign in, and on this run no one does (no identity headers, and identity is not required): '
+      + 'deploy the service as a Databricks app, or set DEVBOX_REQUIRE_IDENTITY=1 behind a proxy that signs users in and forwards X-Forwarded-Email',
   },
   TEMPLATE_INVALID: { status: 409, message: 'the template cannot be used until its file is fixed' },
   UNKNOWN_EXTENSION_GROUP: {

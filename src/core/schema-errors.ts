@@ -15,6 +15,10 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): string
     if (e.keyword === 'pattern' && where === 'name') return 'name: must not be blank';
     // A Kubernetes quantity (resources, a volume's size): its grammar in words, not its pattern.
     if (e.schemaPath.includes('/quantity/')) return `${where}: ${QUANTITY_HINT}`;
+    // A person (spec.access.sharedWith): who it must name, not the pattern.
+    if (e.schemaPath.includes('/identity/') && e.keyword === 'pattern') {
+      return `${where}: must be an email address or user id as the sign-on forwards it (letters, digits and . _ % + - ' @, no spaces), such as ada@example.com`;
+    }
     return `${where}: ${e.message}`;
   });
 }

@@ -42,6 +42,8 @@ export interface EditorServerSpec {
   settings?: Record<string, unknown>;
   /** CPU and memory in Kubernetes' own shape, over the config's runtime.kubernetes.resources; local processes ignore them. */
   resources?: Resources;
+  /** Who besides its owner (and the admins) may open and use it under `access: owner`: identities as the sign-on gives them. */
+  access?: { sharedWith?: string[] };
 }
 
 export interface Condition {

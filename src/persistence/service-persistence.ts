@@ -141,13 +141,13 @@ export class PersistenceService implements PersistenceHooks {
   }
 
   /** Brings a deleted server back: its manifest as it was (without the deletion mark), then its files; the delete is forgotten. */
-  async undelete(name: string): Promise<void> {
+  async undelete(name: string, admit?: (manifestText: string) => void): Promise<void> {
     const entry = (await this.deleted()).find((s) => s.name === name);
     if (!entry) throw apiError('NOT_DELETED', { name, days: this.#deps.config().persistence.retainDeletedDays });
     if (this.#deps.records.has(name) || (await this.#deps.store.textOf(name)) !== undefined) {
       throw apiError('NAME_TAKEN', `a server named ${name} exists: delete it, or rename its manifest, before bringing the deleted one back`);
     }
-    await answer(this.#restorer.undelete(entry));
+    await answer(this.#restorer.undelete(entry, admit));
   }
 
   /** The server's record field `persistence`; the same object until it changes. */

@@ -192,7 +192,8 @@ export class Restorer {
   }
 
   /** Brings a deleted server back: manifest and records first (the delete unmarked), then its files. */
-  async undelete(entry: KeptServer & { latest: SnapshotInfo }): Promise<void> {
+  /** `admit` sees the manifest that would come back first, and throws to refuse it (the API's access check). */
+  async undelete(entry: KeptServer & { latest: SnapshotInfo }, admit?: (manifestText: string) => void): Promise<void> {
     const { name, latest } = entry;
     const { gate, engine, store } = this.#deps;
     const message = `bringing back ${latest.files} files from snapshot ${latest.id}`;
@@ -201,6 +202,7 @@ export class Restorer {
     try {
       chosen = await this.#choose(entry);
       if (!chosen) throw new Error(`nothing of ${name} could be read at the target`);
+      admit?.(chosen.manifestText);
       await engine.unmarkDeleted(name);
       const created = await putBack(store, this.#deps.layout, this.#deps.storage, {
         ...chosen,

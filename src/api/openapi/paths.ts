@@ -3,6 +3,7 @@
 // editor proxy (src/proxy/) and the dashboard (src/api/dashboard.ts). JSON request bodies are
 // attached by document.ts from schemas/api/; test/api/openapi.test.ts holds this list to the
 // routes the running service answers.
+import { SHARING_PATHS } from './paths-sharing.ts';
 import { ref } from './shapes.ts';
 
 type Json = Record<string, unknown>;
@@ -170,6 +171,7 @@ export const PATHS: Record<string, Json> = {
     delete: op('servers', 'deleteServer', 'Delete a server, its editor and its files', {
       200: json(ref('Deleted'), 'Deleted: the editor stopped, the workspace and the manifest removed.'),
       202: json(ref('Deleted'), 'Still being deleted when the bounded wait ended.'),
+      403: error('Under `access: owner`, the server is shared with the requester, who may use it but not delete it (`OWNER_ONLY`).'),
       404: NO_SERVER,
       409: error('A GitOps repository declares the server (`MANAGED_BY_GIT`): delete it there.'),
       503: FOLDER_MISSING,
@@ -207,6 +209,7 @@ export const PATHS: Record<string, Json> = {
       404: NO_SERVER,
     }, { parameters: [param('ServerId'), { name: 'lines', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 }, description: 'How many lines.' }] }),
   },
+  ...SHARING_PATHS,
   '/servers/{id}/events': {
     get: op('servers', 'getServerEvents', 'What recently happened to a server', {
       200: json(ref('ServerEvents'), 'The events, oldest first.'), 404: NO_SERVER,
@@ -247,6 +250,7 @@ export const PATHS: Record<string, Json> = {
     post: op('snapshots', 'undeleteServer', 'Undo a delete: the server comes back from its last snapshot, with its id, manifest and files', {
       201: CREATED,
       400: error('The name is not a manifest name (`INVALID_NAME`).'),
+      403: error('Under `access: owner`, the requester is neither the owner of the server kept nor an admin (`OWNER_ONLY`).'),
       404: error('No deleted server of that name is kept (`NOT_DELETED`).'),
       409: error('A server of that name exists (`NAME_TAKEN`), or the service keeps no snapshots (`PERSISTENCE_DISABLED`).'),
       503: STORE_FAILED,

@@ -3,6 +3,7 @@
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
 import { QUOTA_SCHEMAS } from './shapes-quota.ts';
+import { SHARING_SCHEMAS } from './paths-sharing.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -65,6 +66,7 @@ export const SCHEMAS: Record<string, Schema> = {
     memory_mb: { type: 'number' },
     manifest: { type: 'string', description: 'The manifest name (metadata.name), unique like the id.' },
     owner: nullable('string', { description: 'Who created it (the devbox.dev/owner annotation); null when nobody signed in did.' }),
+    shared_with: { ...strings, description: 'Who else may open and use it under `access: owner` (spec.access.sharedWith), lower case; empty when nobody. GET /servers/{id}/access says whether it takes effect.' },
     phase: PHASE,
     reason: nullable('string'),
     message: nullable('string'),
@@ -88,6 +90,7 @@ export const SCHEMAS: Record<string, Schema> = {
     'id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb',
     'manifest', 'owner', 'phase', 'reason', 'message', 'restart_policy', 'idle_timeout_seconds', 'idle_stopped_at', 'resources',
     'extension_status', 'conditions', 'generation', 'observed_generation', 'persistence',
+    'shared_with',
   ]),
 
   Resources: object({
@@ -232,6 +235,7 @@ export const SCHEMAS: Record<string, Schema> = {
     logs: { ...strings, description: 'Lines `2026-11-22T06:00:01.123Z [INFO] [server] text`, oldest first.' },
   })),
 
+  ...SHARING_SCHEMAS,
   ServerEvents: envelope(object({
     events: {
       type: 'array',

@@ -54,6 +54,8 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
 
   router.delete('/servers/:id', async (req, res) => {
     const record = findServer(deps, req);
+    // Those it is shared with use it; only its owner and the admins delete it.
+    if (!deps.access.manages(deps.access.requester(req.headers), record.server)) throw apiError('OWNER_ONLY', { server: displayNameOf(record.server!), act: 'delete it' });
     const owned = ownedByRepository(deps, record, (file) => `delete ${file}`);
     if (owned) throw owned;
     const id = record.server!.metadata.uid!;

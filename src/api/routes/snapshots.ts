@@ -5,6 +5,7 @@ import type { Router } from 'express';
 import { apiError } from '../../core/error-catalogue.ts';
 import type { RestoreResult, SnapshotInfo } from '../../persistence/types.ts';
 import { FilesUnavailable, StoreError } from '../../persistence/types.ts';
+import { parseManifest } from '../../manifests/parse.ts';
 import { displayNameOf } from '../../manifests/types.ts';
 import { createdView } from '../views.ts';
 import { findServer, phaseIs, type ServersDeps } from './context.ts';
@@ -15,7 +16,8 @@ export interface PersistenceApi {
   list(name: string): Promise<SnapshotInfo[]>;
   restoreInto(name: string, snapshotId?: string): Promise<RestoreResult>;
   deleted(): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>>;
-  undelete(name: string): Promise<void>;
+  /** `admit` sees the manifest that would come back, and throws to refuse it. */
+  undelete(name: string, admit?: (manifestText: string) => void): Promise<void>;
 }
 
 const SNAPSHOT_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -83,7 +85,13 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     if (!MANIFEST_NAME.test(name)) throw apiError('INVALID_NAME', { name });
     if (deps.index.records.has(name)) throw apiError('NAME_TAKEN', `a server named "${name}" exists: delete or rename it first`);
     // A name not deleted (or no longer kept) is the service's 404 NOT_DELETED.
-    await storeCall(() => persistence().undelete(name));
+    // Only its owner and the admins bring it back (under access: owner; read from the manifest kept of it).
+    const who = deps.access.requester(req.headers);
+    await storeCall(() => persistence().undelete(name, (text) => {
+      const kept = parseManifest(name, text);
+      // Named as the request names it: someone it was never shared with learns nothing more.
+      if (!deps.access.manages(who, kept.kind === 'ok' ? kept.server : undefined)) throw apiError('OWNER_ONLY', { server: name, act: 'undelete it' });
+    }));
     deps.commands.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
     const record = await deps.commands.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);

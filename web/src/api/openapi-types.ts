@@ -32,6 +32,16 @@ export type InstallExtension = {
 
 export type InstallExtensions = { extensions: string[]; };
 
+export type ReplaceAccess = {
+  /** Everyone the server is shared with from now on (an empty list: nobody but its owner and the admins), each an email address or user id as the platform's sign-on forwards it, in any case; repeats count once */
+  shared_with: string[];
+};
+
+export type ShareServer = {
+  /** Who to share the server with: an email address or user id as the platform's sign-on forwards it (X-Forwarded-Email, else X-Forwarded-User), in any case */
+  person: string;
+};
+
 /** Every refusal and failure, from every part of the service (API, proxy, WebSocket handshakes). */
 export type Error = {
   status: "error";
@@ -87,6 +97,8 @@ export type ServerRecord = {
   manifest: string;
   /** Who created it (the devbox.dev/owner annotation); null when nobody signed in did. */
   owner: string | null;
+  /** Who else may open and use it under `access: owner` (spec.access.sharedWith), lower case; empty when nobody. GET /servers/{id}/access says whether it takes effect. */
+  shared_with: string[];
   /** The controller's phase (status.phase of the manifest). */
   phase: "Pending" | "Provisioning" | "Stopped" | "Starting" | "Running" | "Stopping" | "Failed" | "Terminating";
   reason: string | null;
@@ -294,6 +306,39 @@ export type ServerLogs = {
   data: {
     /** Lines `2026-11-22T06:00:01.123Z [INFO] [server] text`, oldest first. */
     logs: string[];
+  };
+};
+
+export type Me = {
+  status: "success";
+  data: {
+    /** The signed-in user, lower case, as owner and shared_with name people; null where no one signs in. */
+    user: string | null;
+    /** One of the config's admins. */
+    admin: boolean;
+    /** The config's access policy in force. */
+    policy: "shared" | "owner";
+    /** Requests name who sends them here (deployed, or DEVBOX_REQUIRE_IDENTITY=1); without it sharing has no effect. */
+    sign_on: boolean;
+  };
+};
+
+export type AccessEnvelope = {
+  status: "success";
+  message?: string;
+  data: {
+    /** Who created it (devbox.dev/owner); null when nobody signed in did. */
+    owner: string | null;
+    /** spec.access.sharedWith, lower case. */
+    shared_with: string[];
+    /** The requester reaches it because it is shared with them (not their own, and not as an admin). */
+    shared: boolean;
+    /** The requester may change the list (its owner, or an admin, whatever the policy). */
+    can_change: boolean;
+    /** The list takes effect here: people sign in and the config says access: owner. */
+    effective: boolean;
+    /** Why the list has no effect here, and what would give it one; null when it does. */
+    warning: string | null;
   };
 };
 

@@ -12,6 +12,7 @@ import { RelativeTime } from '../components/time.tsx';
 import { useNow, useServers } from '../store.ts';
 import { notify, notifyError } from '../notify.ts';
 import { uptimeSeconds } from './servers.tsx';
+import { AccessPanel } from './access-panel.tsx';
 
 export function ServerPage({ id }: { id: string }) {
   const { servers, loaded } = useServers();
@@ -141,6 +142,8 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
       <Section title="Extensions">
         <ExtensionsTable server={server} />
       </Section>
+
+      <AccessPanel server={server} label={name.label} />
 
       {server.persistence && (
         <Section title="Snapshots">

@@ -6,6 +6,7 @@ import type { ServerRecord } from '../api/types.ts';
 import { runRefreshAll, usePending } from '../actions.ts';
 import { formatDuration, formatMb, formatPercent } from '../components/format.ts';
 import { nameOf, ServerNameText, type ServerName } from '../components/names.tsx';
+import { SharedMark } from '../components/shared-mark.tsx';
 import { RowActions } from '../components/server-actions.tsx';
 import { ServerStatus } from '../components/status.tsx';
 import { useNow, useServers } from '../store.ts';
@@ -165,6 +166,7 @@ function ServerRow({ server, name, now, index }: { server: ServerRecord; name: S
     <tr data-row aria-rowindex={index + 2}>
       <td class="col-name">
         <a href={`#/servers/${encodeURIComponent(server.id)}`} class="server-name"><ServerNameText name={name} /></a>
+        <SharedMark server={server} />
         {server.manifest_errors?.length ? <span class="warn-mark" title="Its manifest has errors"> ⚠ manifest errors</span> : null}
       </td>
       <td class="col-status"><ServerStatus server={server} /></td>
