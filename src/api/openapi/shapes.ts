@@ -2,6 +2,8 @@
 // field for field as src/api/views.ts and the route handlers send them. The request bodies are not
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
+import { USAGE_SCHEMAS } from './paths-usage.ts';
+
 type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -237,6 +239,8 @@ export const SCHEMAS: Record<string, Schema> = {
       items: object({ time: TIME, type: { enum: ['Normal', 'Warning'] }, reason: { type: 'string' }, message: { type: 'string' } }),
     },
   })),
+
+  ...USAGE_SCHEMAS,
 
   ServerManifest: envelope(object({
     file: { type: 'string', description: 'The manifest file\'s path.' },
