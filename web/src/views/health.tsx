@@ -8,6 +8,7 @@ import type { CapacityFigures } from '../components/capacity.tsx';
 import { formatDuration, formatMb } from '../components/format.ts';
 import { RelativeTime } from '../components/time.tsx';
 import { useServers } from '../store.ts';
+import { FleetUsagePanel } from './usage-panel.tsx';
 
 const FIXED = new Set(['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb', 'problems', 'capacity']);
 const SECTION_NAMES: Record<string, string> = {
@@ -93,6 +94,8 @@ export function HealthView() {
           </section>
 
           {health.capacity ? <CapacityCard figures={health.capacity as CapacityFigures} /> : null}
+
+          <FleetUsagePanel />
 
           <section class="card" aria-labelledby="health-problems">
             <h2 id="health-problems">Problems</h2>
