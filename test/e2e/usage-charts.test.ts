@@ -240,6 +240,26 @@ describe('the usage charts in Chromium at 1280×800', () => {
       expect(text).toContain(new Date(point.time).toISOString().slice(11, 19));
       expect(text).toContain(avg < 10 ? `${avg.toFixed(1)} %` : `${Math.round(avg)} %`);
       await page.screenshot({ path: join(SHOTS, 'server-page-hover.png') });
+
+      // By keyboard: the chart takes focus, and each left arrow steps the readout one point back.
+      await page.mouse.move(0, 0);
+      await svg.focus();
+      for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowLeft');
+      const stepped = await eventually(async () => {
+        const { to, time, text } = await svg.evaluate((el: any) => ({
+          to: Number(el.dataset.to),
+          time: el.closest('figure').querySelector('figcaption time')?.getAttribute('datetime'),
+          text: el.closest('figure').querySelector('figcaption').textContent,
+        }));
+        const data = answers.find((a) => Date.parse(a.to) === to);
+        const at = data?.points.findIndex((p: any) => new Date(p.time).toISOString() === time) ?? -1;
+        return at >= 0 ? { at, points: data.points, text } : undefined;
+      }, UI_WAIT, 100);
+      // Three points back from the latest (four, if a point was added while the keys were pressed).
+      expect(stepped.points.length - 1 - stepped.at).toBeGreaterThanOrEqual(3);
+      expect(stepped.points.length - 1 - stepped.at).toBeLessThanOrEqual(4);
+      const keyedAvg = stepped.points[stepped.at].cpu_percent.avg;
+      expect(stepped.text).toContain(keyedAvg < 10 ? `${keyedAvg.toFixed(1)} %` : `${Math.round(keyedAvg)} %`);
     });
   }, 120_000);
 
