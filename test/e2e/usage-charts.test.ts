@@ -212,6 +212,8 @@ describe('the usage charts in Chromium at 1280×800', () => {
         expect(Number(topLabel?.text.replace(/,/g, '')), `${label}: the top of the y axis is labelled with its maximum`).toBe(shot.max);
         await expectFramed(page, page.getByRole('figure', { name: label, exact: true }), label);
       }
+      // The page asks again while it is open (every bucket, at least every 2 s): each shot above waited for the latest.
+      await eventually(async () => answers.length >= 3, UI_WAIT);
       // Memory: the busy editor holds 64 MB more than a bare one, so its line is well above the axis.
       expect(answers.at(-1).points.at(-1).memory_mb.avg).toBeGreaterThan(64);
 
