@@ -2,6 +2,7 @@
 // with a y axis from 0 (ticks with the unit), a time axis, and a readout of the point under the
 // pointer (or chosen with the arrow keys; the latest otherwise). It takes the width of its box and
 // draws at that many pixels, so text is never stretched. Only renders: the data comes in props.
+import type { RefObject } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import './chart.css';
 
@@ -63,17 +64,18 @@ function timeText(ms: number, seconds: boolean): string {
 }
 
 /** The width of the element, followed as it changes. */
-function useWidth(fallback: number): [(el: HTMLDivElement | null) => void, number] {
+function useWidth(fallback: number): [RefObject<HTMLDivElement | null>, number] {
   const [width, setWidth] = useState(fallback);
-  const observer = useRef<ResizeObserver | undefined>(undefined);
-  const ref = (el: HTMLDivElement | null) => {
-    observer.current?.disconnect();
+  const ref = useRef<HTMLDivElement | null>(null);
+  useEffect(() => {
+    const el = ref.current;
     if (!el) return;
-    setWidth(Math.max(160, Math.floor(el.clientWidth)));
-    observer.current = new ResizeObserver(() => setWidth(Math.max(160, Math.floor(el.clientWidth))));
-    observer.current.observe(el);
-  };
-  useEffect(() => () => observer.current?.disconnect(), []);
+    const measure = () => setWidth(Math.max(160, Math.floor(el.clientWidth)));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
   return [ref, width];
 }
 
