@@ -97,8 +97,9 @@ describe('the usage history over the API', () => {
     expect(mean(data.points.map((p: any) => p.memory_mb.avg)) - mean(quietPoints.map((p: any) => p.memory_mb.avg))).toBeGreaterThan(80);
     const busyCpu = mean(data.points.slice(1).map((p: any) => p.cpu_percent.avg));
     const quietCpu = mean(quietPoints.slice(1).map((p: any) => p.cpu_percent.avg));
-    expect(busyCpu).toBeGreaterThan(15);
-    expect(quietCpu).toBeLessThan(busyCpu / 2);
+    // (How much of its 60 % the spinner gets depends on what else the machine runs: only the difference is certain.)
+    expect(busyCpu).toBeGreaterThan(5);
+    expect(quietCpu).toBeLessThan(busyCpu / 3);
   });
 
   it('reads a window of the last seconds, and refuses one it does not keep, saying which it keeps', async () => {
