@@ -262,6 +262,15 @@ describe('the usage charts in Chromium at 1280×800', () => {
       expect(stepped.points.length - 1 - stepped.at).toBeLessThanOrEqual(4);
       const keyedAvg = stepped.points[stepped.at].cpu_percent.avg;
       expect(stepped.text).toContain(keyedAvg < 10 ? `${keyedAvg.toFixed(1)} %` : `${Math.round(keyedAvg)} %`);
+
+      // In a phone's width the charts stack, each as wide as the page allows, and still nothing overflows.
+      await page.setViewportSize({ width: 420, height: 800 });
+      for (const label of ['CPU', 'Memory']) {
+        const narrow = page.getByRole('figure', { name: label, exact: true });
+        await eventually(async () => ((await narrow.getByRole('img').boundingBox())?.width ?? 999) <= 400, UI_WAIT);
+        await expectFramed(page, narrow, `${label} at 420 px`);
+      }
+      await page.screenshot({ path: join(SHOTS, 'server-page-420.png'), fullPage: true });
     });
   }, 120_000);
 
