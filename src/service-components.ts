@@ -112,6 +112,7 @@ export function serviceComponents(
       stop: ({ stopEditors }) => controller.stop({ stopEditors }),
     },
     { name: 'stats sampler', start: () => stats.start(), stop: () => stats.dispose() },
+    { name: 'usage history', stop: () => parts.usage.dispose() },
     { name: 'heartbeats', start: () => heartbeats.start(), stop: () => heartbeats.dispose() },
     { name: 'git sync', start: () => gitops.start(), stop: () => gitops.dispose() },
     { name: 'templates', start: () => templates.start(), stop: () => templates.dispose() },

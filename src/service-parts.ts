@@ -18,6 +18,7 @@ import { configHealthSection, configRouter } from './api/routes/config.ts';
 import { serviceHealthRouter } from './api/routes/service-health.ts';
 import { syncRouter } from './api/routes/sync.ts';
 import { templatesHealth } from './api/routes/templates.ts';
+import { usageRouter } from './api/routes/usage.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { ServerFeed } from './api/server-feed.ts';
 import { serversRouter } from './api/servers.ts';
@@ -39,6 +40,7 @@ import type { ServerIndex } from './index/server-index.ts';
 import { ServerTable } from './index/server-table.ts';
 import { LogHub, LogStreamServer } from './logs/index.ts';
 import { ServiceMetrics } from './metrics/service-metrics.ts';
+import { UsageHistory } from './metrics/usage-history.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
 import { RouterProcess } from './platform/router-process.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
@@ -136,6 +138,8 @@ export async function buildParts(
     portOwner: (port) => ports.owner(port),
     people: () => capacity.people().people,
   });
+  // Usage over time for the dashboard's charts, in bounded rings fed by the sampler and the index.
+  const usage = new UsageHistory({ historyMinutes: config.controller.usageHistoryMinutes, bucketSeconds: config.controller.usageBucketSeconds }, { index, stats });
   // Work kept across restarts: opened only when a target is set.
   const persistence = await openPersistence?.({
     persist: settings.persist!, platform: settings.platform, dataDir: settings.dataDir,
@@ -311,6 +315,7 @@ export async function buildParts(
       // GET /openapi.json: this API described for machines.
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
+      usageRouter({ index, access, usage }),
       configRouter(live, localMode),
       syncRouter(gitops),
       serversRouter({
@@ -344,7 +349,7 @@ export async function buildParts(
 
   return {
     settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, quotas, controller, index, commands, stats, heartbeats,
-    metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
+    metrics, usage, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
   };
 }
 

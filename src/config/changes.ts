@@ -10,7 +10,7 @@ import type { Config } from './settings.ts';
  * used, so an edit applies at once.
  */
 export const RESTART_ONLY = [
-  'controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds', 'persistence.target',
+  'controller.workers', 'controller.resyncSeconds', 'controller.statsIntervalSeconds', 'controller.usageHistoryMinutes', 'controller.usageBucketSeconds', 'persistence.target',
   'runtime.kind', 'runtime.kubernetes.namespace', 'runtime.kubernetes.image', 'runtime.kubernetes.imagePullPolicy',
   'runtime.kubernetes.command', 'runtime.kubernetes.storage', 'runtime.kubernetes.runAsUser', 'runtime.kubernetes.extraMounts',
   'runtime.kubernetes.env', 'runtime.kubernetes.namePrefix', 'runtime.kubernetes.kubeconfig',

@@ -36,7 +36,11 @@ export interface Config {
     /** Limits per person, the owner of a server (src/controller/person-quotas.ts); admins are exempt; 0: no limit. */
     perPerson: PerPersonLimits;
   };
-  controller: { workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number };
+  controller: {
+    workers: number; resyncSeconds: number; statsIntervalSeconds: number; orphanGraceSeconds: number;
+    /** Usage over time (the dashboard's charts): kept this many minutes, in buckets this many seconds wide. */
+    usageHistoryMinutes: number; usageBucketSeconds: number;
+  };
   extensionGroups: Record<string, ExtensionGroup>;
   /** Workspace sources: git URL schemes (unset: defaultGitSchemes), clone timeout, ZIP upload limit. */
   workspace: { gitSchemes?: string[]; cloneTimeoutSeconds: number; maxUploadMb: number };
@@ -99,7 +103,7 @@ export const DEFAULT_CONFIG: Config = {
   ports: { min: 8010, max: 8100 },
   editor: { startTimeoutSeconds: 30, readyTimeoutSeconds: 120, stopGraceSeconds: 5, maxRestartBackoffSeconds: 60, crashLoopRestarts: 5, idleTimeoutSeconds: 3600 },
   capacity: { maxRunning: 0, maxMemoryMb: 'auto', whenFull: 'refuse', idleAfterSeconds: 60, perPerson: { runningEditors: 0, servers: 0, memoryMb: 0 } },
-  controller: { workers: 8, resyncSeconds: 3600, statsIntervalSeconds: 2, orphanGraceSeconds: 30 },
+  controller: { workers: 8, resyncSeconds: 3600, statsIntervalSeconds: 2, orphanGraceSeconds: 30, usageHistoryMinutes: 360, usageBucketSeconds: 60 },
   extensionGroups: {
     python: {
       name: 'python', description: 'Python: language support, debugging, Ruff for linting and formatting',

@@ -76,6 +76,12 @@ export const ERRORS = {
       `watch=${watch} is not a watch value: use watch=1 for the event stream, or leave watch out for the list`,
   },
   INVALID_TAIL: { status: 400, message: countMessage('tail') },
+  INVALID_WINDOW: {
+    status: 400,
+    message: ({ value, min, max }: { value: unknown; min: string; max: string }) =>
+      `"window" must be a duration from ${min} to ${max}, such as 30m, 2h or 90s (a bare number is seconds), not ${JSON.stringify(value)}: ` +
+      `change ?window= or leave it out for the whole history kept (${max}; controller.usageHistoryMinutes in the config)`,
+  },
 
   // --- 401, 403 ---
   UNAUTHENTICATED: {

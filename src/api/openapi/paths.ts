@@ -4,6 +4,7 @@
 // attached by document.ts from schemas/api/; test/api/openapi.test.ts holds this list to the
 // routes the running service answers.
 import { SHARING_PATHS } from './paths-sharing.ts';
+import { USAGE_PATHS } from './paths-usage.ts';
 import { ref } from './shapes.ts';
 
 type Json = Record<string, unknown>;
@@ -215,6 +216,7 @@ export const PATHS: Record<string, Json> = {
       200: json(ref('ServerEvents'), 'The events, oldest first.'), 404: NO_SERVER,
     }, { parameters: [param('ServerId')] }),
   },
+  ...USAGE_PATHS,
   '/servers/{id}/snapshots': {
     get: op('snapshots', 'listServerSnapshots', 'A server\'s snapshots at the persistence target', {
       200: json(ref('Snapshots'), 'Newest first.'), 404: NO_SERVER, 409: NO_PERSISTENCE, 503: STORE_FAILED,

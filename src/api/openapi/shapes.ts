@@ -4,6 +4,7 @@
 
 import { QUOTA_SCHEMAS } from './shapes-quota.ts';
 import { SHARING_SCHEMAS } from './paths-sharing.ts';
+import { USAGE_SCHEMAS } from './paths-usage.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -243,6 +244,8 @@ export const SCHEMAS: Record<string, Schema> = {
       items: object({ time: TIME, type: { enum: ['Normal', 'Warning'] }, reason: { type: 'string' }, message: { type: 'string' } }),
     },
   })),
+
+  ...USAGE_SCHEMAS,
 
   ServerManifest: envelope(object({
     file: { type: 'string', description: 'The manifest file\'s path.' },

@@ -65,7 +65,7 @@ export function folderMissing(store: ManifestStore): HttpError {
 }
 
 /** The record behind an :id, or 404: also when the requester may not see it, which answers as an unknown id does. */
-export function findServer(deps: ServersDeps, req: Request): ServerRecord {
+export function findServer(deps: Pick<ServersDeps, 'index' | 'access'>, req: Request): ServerRecord {
   const { index } = deps;
   const id = String(req.params.id);
   const name = index.nameOfUid(id);

@@ -350,6 +350,62 @@ export type ServerEvents = {
   };
 };
 
+/** A server's CPU and memory over time (GET /servers/{id}/usage). */
+export type ServerUsage = {
+  status: "success";
+  data: {
+    /** The window read (the one asked for, or the whole history kept). */
+    window_seconds: number;
+    /** The width of one point. */
+    bucket_seconds: number;
+    /** The start of the window. */
+    from: string;
+    /** The end of the window: now. */
+    to: string;
+    /** Oldest first; buckets with nothing in them are left out, so a gap means no sample. */
+    points: Array<{
+      /** The start of the bucket. */
+      time: string;
+      /** How many samples fell in the bucket. */
+      samples: number;
+      /** The least, the average and the most of the samples in the bucket, in percent of one core. */
+      cpu_percent: { min: number; avg: number; max: number; };
+      /** The least, the average and the most of the samples in the bucket, in MB (resident memory of the editor's processes). */
+      memory_mb: { min: number; avg: number; max: number; };
+    }>;
+  };
+};
+
+/** The fleet over time (GET /usage). */
+export type FleetUsage = {
+  status: "success";
+  data: {
+    /** The window read (the one asked for, or the whole history kept). */
+    window_seconds: number;
+    /** The width of one point. */
+    bucket_seconds: number;
+    /** The start of the window. */
+    from: string;
+    /** The end of the window: now. */
+    to: string;
+    /** Editors stopped for idleness within the window. */
+    idle_stops: number;
+    /** Oldest first; buckets with nothing in them are left out, so a gap means no sample. */
+    points: Array<{
+      /** The start of the bucket. */
+      time: string;
+      /** How many samples fell in the bucket. */
+      samples: number;
+      /** null when no sample fell in the bucket (the service was not running). */
+      running: { min: number; avg: number; max: number; } | null;
+      /** null when no sample fell in the bucket (the service was not running). */
+      memory_mb: { min: number; avg: number; max: number; } | null;
+      /** Editors stopped for idleness (reason IdleTimeout) in the bucket. */
+      idle_stops: number;
+    }>;
+  };
+};
+
 export type ServerManifest = {
   status: "success";
   data: {

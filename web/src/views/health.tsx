@@ -9,6 +9,7 @@ import { formatDuration, formatMb } from '../components/format.ts';
 import { PersonUse } from '../components/person-use.tsx';
 import { RelativeTime } from '../components/time.tsx';
 import { useServers } from '../store.ts';
+import { FleetUsagePanel } from './usage-panel.tsx';
 
 const FIXED = new Set(['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb', 'problems', 'capacity']);
 const SECTION_NAMES: Record<string, string> = {
@@ -94,6 +95,8 @@ export function HealthView() {
           </section>
 
           {health.capacity ? <CapacityCard figures={health.capacity as CapacityFigures} /> : null}
+
+          <FleetUsagePanel />
 
           <section class="card" aria-labelledby="health-problems">
             <h2 id="health-problems">Problems</h2>

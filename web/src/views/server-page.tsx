@@ -13,6 +13,7 @@ import { useNow, useServers } from '../store.ts';
 import { notify, notifyError } from '../notify.ts';
 import { uptimeSeconds } from './servers.tsx';
 import { AccessPanel } from './access-panel.tsx';
+import { UsagePanel } from './usage-panel.tsx';
 
 export function ServerPage({ id }: { id: string }) {
   const { servers, loaded } = useServers();
@@ -115,6 +116,8 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
           {progress.detail && <p class="muted">{progress.detail}</p>}
         </div>
       )}
+
+      <UsagePanel server={server} />
 
       <Section title="Conditions">
         {conditions.length === 0 ? (
