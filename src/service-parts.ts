@@ -18,6 +18,7 @@ import { serviceHealthRouter } from './api/routes/service-health.ts';
 import { syncRouter } from './api/routes/sync.ts';
 import { templatesHealth } from './api/routes/templates.ts';
 import { WatchStreams } from './api/routes/watch.ts';
+import { buildAudit } from './audit/service-audit.ts';
 import { ServerFeed } from './api/server-feed.ts';
 import { serversRouter } from './api/servers.ts';
 import { LiveConfig } from './config/live-config.ts';
@@ -246,6 +247,13 @@ export async function buildParts(
     watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
   }));
 
+  // The audit trail: every change by a person or by the controller, through every door, chained by hash.
+  const audit = buildAudit({
+    // A cluster's manifests are its EditorServer objects (their store has an API client); else the folder.
+    dataDir: settings.dataDir, index, access, source: store, door: 'api' in store ? 'cluster' : 'manifest',
+    ...(settings.persist ? { persist: settings.persist.target } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
+  });
+
   // --- Templates, git sync, the assistant, health ---
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
@@ -253,6 +261,7 @@ export async function buildParts(
   healthSections.set('logs', { read: () => logs.state });
   // A full fleet is not a problem: the section has figures only.
   healthSections.set('capacity', { read: () => capacity.read() });
+  healthSections.set('audit', audit.health);
   // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
   const templates = new TemplateCatalog({
     dir: settings.templatesDir,
@@ -291,13 +300,14 @@ export async function buildParts(
   const app: Application = createApp({
     first: apiTimer ? [apiTimer] : [],
     cors: cors.middleware(),
-    before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
+    before: [...(settings.requireIdentity ? [requireForwardedIdentity()] : []), audit.middleware],
     routers: [
       serviceHealthRouter({ startedAt: Date.now(), editor: editorDescription(settings, editor), servers: () => index.records.size, sections: healthSections }),
       // GET /openapi.json: this API described for machines.
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
       configRouter(live, localMode),
+      audit.router,
       syncRouter(gitops),
       serversRouter({
         store, index, commands, ports, stats, logs, layout, gitSchemes,
@@ -329,7 +339,7 @@ export async function buildParts(
 
   return {
     settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, controller, index, commands, stats, heartbeats,
-    metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
+    metrics, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app, audit,
   };
 }
 

@@ -2,6 +2,8 @@
 // field for field as src/api/views.ts and the route handlers send them. The request bodies are not
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
+import { AUDIT_SCHEMAS } from './paths-audit.ts';
+
 type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -25,6 +27,7 @@ const UID = { type: 'string', description: 'The server\'s id: a UUID, or the uid
 const TIME = { type: 'string', format: 'date-time' };
 
 export const SCHEMAS: Record<string, Schema> = {
+  ...AUDIT_SCHEMAS,
   Error: object({
     status: { const: 'error' },
     error: object({
