@@ -1,6 +1,7 @@
 // GET /audit, GET /servers/{id}/audit and GET /audit/verify: the trail read a page at a time,
 // newest first, filtered; and its chain checked. Admins, a local run and `access: shared` see every
-// entry; a signed-in person sees the entries of the servers they may see, and their own acts.
+// entry; a signed-in person sees the entries of the servers they may see, and their own acts on
+// servers since deleted.
 import { Router, type Request } from 'express';
 import type { ServerAccess } from '../api/access.ts';
 import { apiError, notFound } from '../core/error-catalogue.ts';
@@ -30,11 +31,14 @@ export function auditRouter(deps: AuditRoutesDeps): Router {
     const who = access.requester(req.headers);
     const user = who.local ? undefined : who.user;
     return (entry) => {
-      if (user !== undefined && entry.actor === user) return true;
       const name = entry.server_name ?? (entry.server_id ? index.nameOfUid(entry.server_id) : undefined);
-      const server = name === undefined ? undefined : index.serverNamed(name);
-      // A server that is gone, or an entry of none, is for admins (and for whoever did it).
-      return server !== undefined && filter(server);
+      const named = name === undefined ? undefined : index.serverNamed(name);
+      // A later server given the same name is not the one the entry is about.
+      const server = named && (!entry.server_id || named.metadata.uid === entry.server_id) ? named : undefined;
+      if (server !== undefined) return filter(server);
+      // A server that is gone is for admins, and for whoever changed it while they could (a
+      // refusal is not shown: it would name a server the person was never let see).
+      return user !== undefined && entry.actor === user && entry.outcome === 'ok';
     };
   };
 
