@@ -2,6 +2,7 @@
 // each door (the API's middleware, the controller's acts read from the index, the manifests folder
 // or the cluster's objects), its routes, its section of GET /health, and its copies at a folder
 // persistence target. service-parts.ts builds it with one call; everything else is here.
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { copyFile, mkdir, rename } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { RequestHandler, Router } from 'express';
@@ -14,7 +15,7 @@ import { apiRecorder } from './api-recorder.ts';
 import { AuditLog } from './audit-log.ts';
 import { recordControllerActs } from './controller-recorder.ts';
 import type { AuditInput } from './entry.ts';
-import { CURRENT_FILE } from './files.ts';
+import { chainFiles, CURRENT_FILE } from './files.ts';
 import { auditManifestWatch, ManifestRecorder } from './manifest-recorder.ts';
 import { auditRouter } from './routes.ts';
 
@@ -46,7 +47,9 @@ export interface AuditPart {
 /** Builds the trail and starts recording. */
 export function buildAudit(deps: AuditDeps): AuditPart {
   const dir = join(deps.dataDir, 'audit');
-  const archive = deps.persist ? new AuditArchive(deps.persist, dir, deps.log) : undefined;
+  const archive = deps.persist ? new AuditArchive(deps.persist, deps.log) : undefined;
+  // A fresh data folder (a new container) takes the trail back from the target before it goes on.
+  archive?.bringBack(dir);
   const log = AuditLog.open({ dir, log: deps.log, onRotated: (path) => void archive?.copy(path).then(() => archive.copy(join(dir, CURRENT_FILE))) });
   const record = (input: AuditInput) => {
     try {
@@ -100,17 +103,28 @@ export function buildAudit(deps: AuditDeps): AuditPart {
 
 /**
  * The trail's copies at a folder persistence target (<target>/audit/): each rotated file once,
- * the file being written again at each round. A file is copied beside its place, then renamed,
- * so the target never holds half a file. A volume target is not written to yet: said once.
+ * the file being written again at each round, and all of them brought back into a fresh data
+ * folder. A file is copied beside its place, then renamed, so the target never holds half a file.
+ * A volume target is not written to yet: said once.
  */
 class AuditArchive {
   readonly where: string | null;
   readonly #log: (message: string) => void;
 
-  constructor(target: PersistTarget, _dir: string, log: (message: string) => void) {
+  constructor(target: PersistTarget, log: (message: string) => void) {
     this.#log = log;
     this.where = target.kind === 'folder' ? join(target.dir, 'audit') : null;
     if (target.kind !== 'folder') log(`audit trail: kept in the data folder only; copying it to the volume ${target.path} is not supported yet`);
+  }
+
+  /** Copies the target's files into `dir` when `dir` holds no trail yet (the chain then goes on from them). */
+  bringBack(dir: string): void {
+    if (!this.where || chainFiles(dir).length > 0) return;
+    const kept = chainFiles(this.where);
+    if (kept.length === 0) return;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const file of kept) copyFileSync(join(this.where, file), join(dir, file));
+    this.#log(`audit trail: ${kept.length} file(s) brought back from ${this.where}`);
   }
 
   async copy(path: string): Promise<void> {
