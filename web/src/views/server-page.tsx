@@ -11,6 +11,7 @@ import { preparing, StatusBadge } from '../components/status.tsx';
 import { RelativeTime } from '../components/time.tsx';
 import { useNow, useServers } from '../store.ts';
 import { notify, notifyError } from '../notify.ts';
+import { ServerHistory } from './server-history.tsx';
 import { uptimeSeconds } from './servers.tsx';
 
 export function ServerPage({ id }: { id: string }) {
@@ -165,6 +166,8 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
           <pre class="yaml" tabIndex={0} aria-label="Manifest YAML">{manifest.value}</pre>
         )}
       </Section>
+
+      <ServerHistory id={server.id} changeKey={key} />
 
       <Section title="Events">
         {events.error && <p role="alert" class="inline-error">Could not load the events: {events.error}</p>}
