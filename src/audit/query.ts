@@ -9,6 +9,8 @@ import { chainFiles, firstSeqOf, pathOf } from './files.ts';
 export interface AuditFilter {
   /** A server's id or its manifest name. */
   server?: string;
+  /** With `server` (an id): also the entries of this manifest name that carry no id (a manifest written by hand before the controller gave it one). */
+  unnamedAs?: string;
   actor?: string;
   /** Any of these actions. */
   actions?: string[];
@@ -26,7 +28,8 @@ export interface AuditPage {
 
 /** Whether an entry passes the filter. */
 export function matches(entry: AuditEntry, filter: AuditFilter): boolean {
-  if (filter.server !== undefined && entry.server_id !== filter.server && entry.server_name !== filter.server) return false;
+  if (filter.server !== undefined && entry.server_id !== filter.server && entry.server_name !== filter.server
+    && !(entry.server_id === null && filter.unnamedAs !== undefined && entry.server_name === filter.unnamedAs)) return false;
   if (filter.actor !== undefined && entry.actor !== filter.actor.trim().toLowerCase() && entry.actor !== filter.actor) return false;
   if (filter.actions && !filter.actions.includes(entry.action)) return false;
   if (filter.door !== undefined && entry.door !== filter.door) return false;

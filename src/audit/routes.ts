@@ -64,7 +64,7 @@ export function auditRouter(deps: AuditRoutesDeps): Router {
     const server = name === undefined ? undefined : index.serverNamed(name);
     if (!server || !access.sees(req, server)) throw notFound(id);
     // By id: a later server given the same name has its own history.
-    res.json(await page(req, { server: id }));
+    res.json(await page(req, { server: id, unnamedAs: name }));
   });
 
   return router;

@@ -5,6 +5,7 @@
 import { promises as fs } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/audit/entry.ts';
+import { documentSchemas, pointer } from '../helpers/openapi.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
 const DASHBOARD = { 'X-Devbox-Client': 'dashboard' };
@@ -137,6 +138,8 @@ describe('what comes through the manifests folder, and the controller\'s idle st
     const created = await entryOf('by-hand', 'create');
     expect(created).toMatchObject({ actor: 'file', door: 'manifest', outcome: 'ok', detail: 'running: false' });
     const id = await eventually(async () => (await service.request('GET', '/servers')).body.find((r: { manifest: string }) => r.manifest === 'by-hand')?.id, 20_000);
+    // Written before the controller gave it its id: the server's own history still holds it.
+    expect((await service.request('GET', `/servers/${id}/audit`)).body.entries.map((e: AuditEntry) => e.seq)).toContain(created.seq);
 
     await write(['  displayName: Made by hand', '  running: true', '  idleTimeoutSeconds: 2']);
     const edit = await entryOf('by-hand', 'edit');
@@ -170,5 +173,20 @@ describe('the chain', () => {
     expect(health.audit).toMatchObject({ last_seq: page.last_seq, last_hash: page.last_hash });
     expect(page.entries[0]).toMatchObject({ seq: page.last_seq, hash: page.last_hash });
     expect(verified.body.last_seq).toBeLessThanOrEqual(page.last_seq);
+  });
+
+  it('answers in the shapes GET /openapi.json documents', async () => {
+    const doc = (await service.request('GET', '/openapi.json')).body;
+    const schemas = documentSchemas(doc);
+    const id = (await audit('?action=create&server=audit-b')).entries[0].server_id!;
+    for (const [path, url, status] of [
+      ['/audit', '/audit?limit=5', 200], ['/audit', '/audit?limit=nine', 400], ['/audit/verify', '/audit/verify', 200],
+      ['/servers/{id}/audit', `/servers/${id}/audit`, 200], ['/servers/{id}/audit', `/servers/${UNKNOWN_ID}/audit`, 404],
+    ] as const) {
+      const answer = await service.request('GET', url);
+      expect(answer.status, url).toBe(status);
+      const validate = schemas.at(pointer('paths', path, 'get', 'responses', String(status), 'content', 'application/json', 'schema'));
+      expect(validate(answer.body) ? [] : validate.errors, `${url}: ${JSON.stringify(answer.body)}`).toEqual([]);
+    }
   });
 });
