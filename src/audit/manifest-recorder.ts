@@ -98,12 +98,19 @@ export class ManifestRecorder {
  */
 export function auditManifestWatch(source: Pick<ManifestSource, 'watch'>, recorder: ManifestRecorder): void {
   const watch = source.watch.bind(source);
-  source.watch = (events: ManifestEvents, log: (message: string) => void) => watch({
-    changed: (name) => {
-      void recorder.changed(name);
-      events.changed(name);
-    },
-    everything: () => events.everything(),
-    known: () => events.known(),
-  }, log);
+  source.watch = async (events: ManifestEvents, log: (message: string) => void) => {
+    // What a source reports while its watch starts (a cluster's objects listed before it) is what
+    // was there already, not a change: only what comes once it watches is recorded.
+    let watching = false;
+    const started = await watch({
+      changed: (name) => {
+        if (watching) void recorder.changed(name);
+        events.changed(name);
+      },
+      everything: () => events.everything(),
+      known: () => events.known(),
+    }, log);
+    watching = true;
+    return started;
+  };
 }
