@@ -248,10 +248,10 @@ export async function buildParts(
   }));
 
   // The audit trail: every change by a person or by the controller, through every door, chained by hash.
-  const audit = buildAudit({
+  const audit = await buildAudit({
     // A cluster's manifests are its EditorServer objects (their store has an API client); else the folder.
     dataDir: settings.dataDir, index, access, source: store, door: 'api' in store ? 'cluster' : 'manifest',
-    ...(settings.persist ? { persist: settings.persist.target } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
+    ...(persistence?.targetStore ? { target: persistence.targetStore } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
   });
 
   // --- Templates, git sync, the assistant, health ---

@@ -1,21 +1,19 @@
 // The audit trail as a part of the service: its file in the data folder (audit/), the recorders of
 // each door (the API's middleware, the controller's acts read from the index, the manifests folder
-// or the cluster's objects), its routes, its section of GET /health, and its copies at a folder
-// persistence target. service-parts.ts builds it with one call; everything else is here.
-import { copyFileSync, mkdirSync } from 'node:fs';
-import { copyFile, mkdir, rename } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+// or the cluster's objects), its routes, its section of GET /health, and its copies at the
+// persistence target (archive.ts). service-parts.ts builds it with one call; everything else is here.
+import { join } from 'node:path';
 import type { RequestHandler, Router } from 'express';
 import type { ServerAccess } from '../api/access.ts';
-import type { PersistTarget } from '../config/persist-target.ts';
 import type { HealthSection } from '../core/health-section.ts';
 import type { ServerIndex } from '../index/server-index.ts';
 import type { ManifestSource } from '../manifests/source.ts';
 import { apiRecorder } from './api-recorder.ts';
+import { AuditArchive, type ArchiveStore } from './archive.ts';
 import { AuditLog } from './audit-log.ts';
 import { recordControllerActs } from './controller-recorder.ts';
 import type { AuditInput } from './entry.ts';
-import { chainFiles, CURRENT_FILE } from './files.ts';
+import { CURRENT_FILE } from './files.ts';
 import { auditManifestWatch, ManifestRecorder } from './manifest-recorder.ts';
 import { auditRouter } from './routes.ts';
 
@@ -26,8 +24,8 @@ export interface AuditDeps {
   /** The manifests' source; `door` says which it is. */
   source: Pick<ManifestSource, 'watch'> & { textOf(name: string): Promise<string | undefined> };
   door: 'manifest' | 'cluster';
-  /** The persistence target, when one is set: the trail's files are copied there. */
-  persist?: PersistTarget;
+  /** The persistence target's store, when one is set: the trail's files are copied there. */
+  target?: ArchiveStore;
   /** How often the file being written is copied to the target (the snapshot interval). */
   copyEveryMs: () => number;
   log: (message: string) => void;
@@ -44,13 +42,17 @@ export interface AuditPart {
   close(): Promise<void>;
 }
 
-/** Builds the trail and starts recording. */
-export function buildAudit(deps: AuditDeps): AuditPart {
+/** Builds the trail (a fresh data folder first takes it back from the target) and starts recording. */
+export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
   const dir = join(deps.dataDir, 'audit');
-  const archive = deps.persist ? new AuditArchive(deps.persist, deps.log) : undefined;
-  // A fresh data folder (a new container) takes the trail back from the target before it goes on.
-  archive?.bringBack(dir);
-  const log = AuditLog.open({ dir, log: deps.log, onRotated: (path) => void archive?.copy(path).then(() => archive.copy(join(dir, CURRENT_FILE))) });
+  const archive = deps.target ? new AuditArchive(deps.target, deps.log) : undefined;
+  await archive?.bringBack(dir);
+  // A rotated file is kept at the target, and the copy of the file being written starts again (it is empty now).
+  const onRotated = (path: string) => {
+    void archive?.copy(path);
+    void archive?.copy(join(dir, CURRENT_FILE));
+  };
+  const log = AuditLog.open({ dir, log: deps.log, onRotated });
   const record = (input: AuditInput) => {
     try {
       log.record(input);
@@ -99,44 +101,4 @@ export function buildAudit(deps: AuditDeps): AuditPart {
       log.close();
     },
   };
-}
-
-/**
- * The trail's copies at a folder persistence target (<target>/audit/): each rotated file once,
- * the file being written again at each round, and all of them brought back into a fresh data
- * folder. A file is copied beside its place, then renamed, so the target never holds half a file.
- * A volume target is not written to yet: said once.
- */
-class AuditArchive {
-  readonly where: string | null;
-  readonly #log: (message: string) => void;
-
-  constructor(target: PersistTarget, log: (message: string) => void) {
-    this.#log = log;
-    this.where = target.kind === 'folder' ? join(target.dir, 'audit') : null;
-    if (target.kind !== 'folder') log(`audit trail: kept in the data folder only; copying it to the volume ${target.path} is not supported yet`);
-  }
-
-  /** Copies the target's files into `dir` when `dir` holds no trail yet (the chain then goes on from them). */
-  bringBack(dir: string): void {
-    if (!this.where || chainFiles(dir).length > 0) return;
-    const kept = chainFiles(this.where);
-    if (kept.length === 0) return;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const file of kept) copyFileSync(join(this.where, file), join(dir, file));
-    this.#log(`audit trail: ${kept.length} file(s) brought back from ${this.where}`);
-  }
-
-  async copy(path: string): Promise<void> {
-    if (!this.where) return;
-    try {
-      await mkdir(this.where, { recursive: true, mode: 0o700 });
-      const to = join(this.where, basename(path));
-      const temporary = `${to}.${process.pid}.tmp`;
-      await copyFile(path, temporary);
-      await rename(temporary, to);
-    } catch (error) {
-      this.#log(`audit trail: copying ${basename(path)} to ${this.where} failed: ${(error as Error).message}`);
-    }
-  }
 }
