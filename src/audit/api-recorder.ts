@@ -10,7 +10,8 @@ import type { AuditDoor, AuditInput, AuditOutcome } from './entry.ts';
 /** The header the dashboard sends on its fetches, so its changes are told from other API clients'. */
 export const CLIENT_HEADER = 'x-devbox-client';
 
-interface RouteAction {
+/** A route that changes something: its method, its path (the first group, when there is one, is the server's id) and the action it records. */
+export interface RouteAction {
   method: string;
   path: RegExp;
   action: string;
@@ -59,6 +60,7 @@ function sourceDetail(body: unknown): string | undefined {
       parsed.username = '';
       parsed.password = '';
       parsed.search = '';
+      parsed.hash = '';
       return `git ${parsed.toString()}`;
     } catch {
       return 'git (an unparsable URL)';
@@ -74,6 +76,8 @@ export interface ApiRecorderDeps {
   /** The signed-in identity of a request, `local` when no one signs in. */
   actorOf(headers: IncomingHttpHeaders): string;
   record(input: AuditInput): void;
+  /** Routes added by other parts (sharing …), looked at after the built-in ones; read at each request. */
+  extraRoutes?: readonly RouteAction[];
 }
 
 /** The door of a request: the dashboard says so in its header; every other client is the API. */
@@ -84,7 +88,7 @@ export function doorOf(headers: IncomingHttpHeaders): AuditDoor {
 /** The middleware; mount it before the routes. */
 export function apiRecorder(deps: ApiRecorderDeps): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    const found = matchRoute(req.method, req.path);
+    const found = matchRoute(req.method, req.path, deps.extraRoutes ?? []);
     if (!found) {
       next();
       return;
@@ -123,12 +127,12 @@ export function apiRecorder(deps: ApiRecorderDeps): RequestHandler {
 }
 
 /** The action a request records, and its path's parameter; `route` undefined for an undelete. */
-function matchRoute(method: string, path: string): { route: RouteAction | undefined; param: string | undefined } | undefined {
+function matchRoute(method: string, path: string, extra: readonly RouteAction[]): { route: RouteAction | undefined; param: string | undefined } | undefined {
   if (method === 'POST') {
     const undelete = UNDELETE.exec(path);
     if (undelete) return { route: undefined, param: decode(undelete[1]) };
   }
-  for (const route of ROUTES) {
+  for (const route of [...ROUTES, ...extra]) {
     if (route.method !== method) continue;
     const match = route.path.exec(path);
     // "create-…" paths also look like /servers/{id}/…: the fixed ones come first in ROUTES.

@@ -39,6 +39,13 @@ export function matches(entry: AuditEntry, filter: AuditFilter): boolean {
   return true;
 }
 
+/** A look at the line's text before it is parsed: a server or person it does not even name cannot match. */
+function mayMatch(line: string, filter: AuditFilter): boolean {
+  if (filter.server !== undefined && !line.includes(JSON.stringify(filter.server)) && (filter.unnamedAs === undefined || !line.includes(JSON.stringify(filter.unnamedAs)))) return false;
+  if (filter.actor !== undefined && !line.toLowerCase().includes(JSON.stringify(filter.actor.trim().toLowerCase()))) return false;
+  return true;
+}
+
 /**
  * Up to `limit` entries older than `before` (a seq; all when undefined) that pass the filter and
  * `visible`, newest first.
@@ -62,7 +69,7 @@ export async function readPage(
     }
     const lines = text.split('\n');
     for (let i = lines.length - 1; i >= 0; i--) {
-      if (lines[i] === '') continue;
+      if (lines[i] === '' || !mayMatch(lines[i], filter)) continue;
       let entry: AuditEntry;
       try {
         entry = JSON.parse(lines[i]) as AuditEntry;

@@ -2,13 +2,14 @@
 // each door (the API's middleware, the controller's acts read from the index, the manifests folder
 // or the cluster's objects), its routes, its section of GET /health, and its copies at the
 // persistence target (archive.ts). service-parts.ts builds it with one call; everything else is here.
+import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import type { RequestHandler, Router } from 'express';
 import type { ServerAccess } from '../api/access.ts';
 import type { HealthSection } from '../core/health-section.ts';
 import type { ServerIndex } from '../index/server-index.ts';
 import type { ManifestSource } from '../manifests/source.ts';
-import { apiRecorder } from './api-recorder.ts';
+import { apiRecorder, doorOf, type RouteAction } from './api-recorder.ts';
 import { AuditArchive, type ArchiveStore } from './archive.ts';
 import { AuditLog } from './audit-log.ts';
 import { recordControllerActs } from './controller-recorder.ts';
@@ -33,8 +34,16 @@ export interface AuditDeps {
 
 export interface AuditPart {
   log: AuditLog;
-  /** Records a change the recorders here do not see (sharing routes built elsewhere call it). */
+  /** Records a change the recorders here do not see. */
   record(input: AuditInput): void;
+  /** Records a change a request made, its actor and door taken from the request (for a route that records by itself). */
+  recordFor(req: { headers: IncomingHttpHeaders }, input: Omit<AuditInput, 'actor' | 'door'>): void;
+  /**
+   * Has the API's recorder record another route, as it does the built-in ones: once answered, with
+   * the outcome and error code (`recordRoute('POST', /^\/servers\/([^/]+)\/share\/?$/, 'share')`;
+   * the first group is the server's id). Call it before the service serves.
+   */
+  recordRoute(route: RouteAction): void;
   middleware: RequestHandler;
   router: Router;
   health: HealthSection;
@@ -67,6 +76,7 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
     const who = deps.access.requester(headers);
     return who.local ? 'local' : (who.user ?? 'unknown');
   };
+  const extraRoutes: RouteAction[] = [];
   let copied = log.state().last_seq;
   let timer: NodeJS.Timeout | undefined;
   const copyCurrent = async () => {
@@ -85,7 +95,9 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
   return {
     log,
     record,
-    middleware: apiRecorder({ index: deps.index, actorOf, record }),
+    recordFor: (req, input) => record({ ...input, actor: actorOf(req.headers), door: doorOf(req.headers) }),
+    recordRoute: (route) => void extraRoutes.push(route),
+    middleware: apiRecorder({ index: deps.index, actorOf, record, extraRoutes }),
     router: auditRouter({ audit: log, index: deps.index, access: deps.access }),
     health: {
       read: () => ({ ...log.state(), kept_at: archive?.where ?? null }),
