@@ -18,6 +18,9 @@ import { CURRENT_FILE } from './files.ts';
 import { auditManifestWatch, ManifestRecorder } from './manifest-recorder.ts';
 import { auditRouter } from './routes.ts';
 
+/** How long a shutdown waits for the last copy of the trail to the target. */
+const FINAL_COPY_MS = 5000;
+
 export interface AuditDeps {
   dataDir: string;
   index: ServerIndex;
@@ -40,8 +43,8 @@ export interface AuditPart {
   recordFor(req: { headers: IncomingHttpHeaders }, input: Omit<AuditInput, 'actor' | 'door'>): void;
   /**
    * Has the API's recorder record another route, as it does the built-in ones: once answered, with
-   * the outcome and error code (`recordRoute('POST', /^\/servers\/([^/]+)\/share\/?$/, 'share')`;
-   * the first group is the server's id). Call it before the service serves.
+   * the outcome and error code (`recordRoute({ method: 'POST', path: /^\/servers\/([^/]+)\/share\/?$/,
+   * action: 'share' })`; the first group is the server's id). Call it before the service serves.
    */
   recordRoute(route: RouteAction): void;
   middleware: RequestHandler;
@@ -86,8 +89,9 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
     await archive.copy(join(dir, CURRENT_FILE));
     copied = seq;
   };
+  let closed = false;
   const schedule = () => {
-    if (!archive) return;
+    if (!archive || closed) return;
     timer = setTimeout(() => void copyCurrent().finally(schedule), deps.copyEveryMs());
     timer.unref();
   };
@@ -107,9 +111,12 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
       },
     },
     close: async () => {
+      closed = true;
       clearTimeout(timer);
       offController();
-      await copyCurrent().catch((error) => deps.log(`audit trail: the last copy to ${archive?.where} failed: ${(error as Error).message}`));
+      // Bounded: a shutdown stays within the platform's 15 s even when the target is slow (the copy goes on meanwhile).
+      const lastCopy = copyCurrent().catch((error) => deps.log(`audit trail: the last copy to ${archive?.where} failed: ${(error as Error).message}`));
+      await Promise.race([lastCopy, new Promise((resolve) => setTimeout(resolve, FINAL_COPY_MS).unref())]);
       log.close();
     },
   };
