@@ -53,9 +53,12 @@ export function auditRouter(deps: AuditRoutesDeps): Router {
     res.json(await page(req));
   });
 
-  // Says whether the chain holds and where it breaks (a file, a line, a seq), never an entry's content: anyone may ask.
+  // Says whether the chain holds and where it breaks (a file, a line, a seq), never an entry's
+  // content: anyone may ask. One walk at a time: callers meanwhile share its answer.
+  let walking: Promise<unknown> | undefined;
   router.get('/audit/verify', async (_req, res) => {
-    res.json(await verifyAuditDir(audit.dir));
+    walking ??= verifyAuditDir(audit.dir).finally(() => (walking = undefined));
+    res.json(await walking);
   });
 
   router.get('/servers/:id/audit', async (req, res) => {
