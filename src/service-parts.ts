@@ -282,7 +282,7 @@ export async function buildParts(
   // GitOps takes the schemes of the start-up config (its checkout's git is set up once).
   const gitops = new GitOps({
     settings, store, schemes: allowedGitSchemes(config.workspace, localMode), timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
-    enqueue, requestDeletion: (name) => commands.requestDeletion(name), log,
+    enqueue: audit.gitEnqueue(enqueue), requestDeletion: (name) => commands.requestDeletion(name), log,
   });
   healthSections.set('git_sync', gitops.healthSection());
   // The model-serving access token for the router: created in the background once the service

@@ -18,6 +18,8 @@ export interface ManifestRecorderDeps {
   /** The source's text of a manifest as it is now; undefined when it is gone. */
   textOf(name: string): Promise<string | undefined>;
   door: Extract<AuditDoor, 'manifest' | 'cluster'>;
+  /** Who is named: by default `file` for the folder and `cluster` for the objects (`git` for a GitOps mirror's writes). */
+  actor?: string;
   record(input: AuditInput): void;
   log(message: string): void;
 }
@@ -53,12 +55,12 @@ export class ManifestRecorder {
 
   async #compare(name: string, before: EditorServer | undefined): Promise<void> {
     const { door } = this.#deps;
-    const base = { actor: door === 'manifest' ? 'file' : 'cluster', door, server_id: before?.metadata.uid ?? null, server_name: name };
+    const base = { actor: this.#deps.actor ?? (door === 'manifest' ? 'file' : 'cluster'), door, server_id: before?.metadata.uid ?? null, server_name: name };
     const text = await this.#deps.textOf(name);
     if (text === undefined) {
       // Gone. A server the API or a deletion mark deleted loses its file at the end: not a hand's act.
       if (!before || before.metadata.deletionTimestamp) return;
-      this.#once(name, 'gone', { ...base, action: 'delete', outcome: 'ok', detail: door === 'manifest' ? 'the manifest file was removed' : 'the object was deleted' });
+      this.#once(name, 'gone', { ...base, action: 'delete', outcome: 'ok', detail: door === 'manifest' ? 'the manifest was removed' : 'the object was deleted' });
       return;
     }
     const read = parseManifest(name, text);

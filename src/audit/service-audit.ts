@@ -47,6 +47,8 @@ export interface AuditPart {
    * action: 'share' })`; the first group is the server's id). Call it before the service serves.
    */
   recordRoute(route: RouteAction): void;
+  /** The GitOps mirror's `enqueue`: records what its write changed (actor `git`), then queues the name. */
+  gitEnqueue(enqueue: (name: string) => void): (name: string) => void;
   middleware: RequestHandler;
   router: Router;
   health: HealthSection;
@@ -74,7 +76,10 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
     }
   };
   const offController = recordControllerActs({ index: deps.index, record });
-  auditManifestWatch(deps.source, new ManifestRecorder({ index: deps.index, textOf: (name) => deps.source.textOf(name), door: deps.door, record, log: deps.log }));
+  const recorder = (actor?: string) => new ManifestRecorder({ index: deps.index, textOf: (name) => deps.source.textOf(name), door: deps.door, record, log: deps.log, ...(actor ? { actor } : {}) });
+  auditManifestWatch(deps.source, recorder());
+  // A GitOps mirror writes manifests as the service (its writes are no news to the watch): what it wrote is looked at when it queues the name.
+  const fromGit = recorder('git');
   const actorOf: Parameters<typeof apiRecorder>[0]['actorOf'] = (headers) => {
     const who = deps.access.requester(headers);
     return who.local ? 'local' : (who.user ?? 'unknown');
@@ -101,6 +106,10 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
     record,
     recordFor: (req, input) => record({ ...input, actor: actorOf(req.headers), door: doorOf(req.headers) }),
     recordRoute: (route) => void extraRoutes.push(route),
+    gitEnqueue: (enqueue) => (name) => {
+      void fromGit.changed(name);
+      enqueue(name);
+    },
     middleware: apiRecorder({ index: deps.index, actorOf, record, extraRoutes }),
     router: auditRouter({ audit: log, index: deps.index, access: deps.access }),
     health: {

@@ -157,7 +157,7 @@ describe('what comes through the manifests folder, and the controller\'s idle st
     expect(invalid.detail).not.toContain('not, a');
 
     await fs.rm(manifestFile('by-hand'));
-    expect(await entryOf('by-hand', 'delete')).toMatchObject({ actor: 'file', door: 'manifest', outcome: 'ok', detail: 'the manifest file was removed' });
+    expect(await entryOf('by-hand', 'delete')).toMatchObject({ actor: 'file', door: 'manifest', outcome: 'ok', detail: 'the manifest was removed' });
     // The API's own writes are not taken for hand edits.
     expect((await audit('?door=manifest&limit=500')).entries.every((e) => e.server_name === 'by-hand')).toBe(true);
   });
