@@ -338,7 +338,7 @@ export const SCHEMAS: Record<string, Schema> = {
     memory_mb: object({ rss: { type: 'number' }, heap_used: { type: 'number' }, heap_total: { type: 'number' }, external: { type: 'number' } }),
     problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
   }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
-    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed.',
+    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, audit (the trail\'s newest `last_seq` and `last_hash`, where it is kept), and assistant and assistant_router when deployed.',
     additionalProperties: { type: 'object' },
   }),
 

@@ -449,7 +449,7 @@ export type SyncResult = {
   };
 };
 
-/** Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed. */
+/** Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, audit (the trail's newest `last_seq` and `last_hash`, where it is kept), and assistant and assistant_router when deployed. */
 export type ServiceHealth = {
   status: "healthy" | "degraded";
   version: string;
