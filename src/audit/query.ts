@@ -1,8 +1,8 @@
-// Reads the audit trail a page at a time, newest first, from its files: one file (at most the
-// rotation size) is read at a time, newest file first, and reading stops once the page is full, so
-// memory holds a page and one file, never the whole trail. The cursor is the seq of the last entry
+// Reads the audit trail a page at a time, newest first, from its files: each is read from its end
+// in small chunks, newest file first, and reading stops once the page is full, so memory holds a
+// page and a chunk, never a whole file. The cursor is the seq of the last entry
 // of the previous page: the next page holds older entries only, whatever was appended meanwhile.
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { AuditEntry } from './entry.ts';
 import { chainFiles, firstSeqOf, pathOf } from './files.ts';
 
@@ -59,29 +59,55 @@ export async function readPage(
     // A rotated file that starts at or after the cursor holds nothing older than it.
     const first = firstSeqOf(file);
     if (before !== undefined && first !== undefined && first >= before) continue;
-    let text: string;
     try {
-      text = await readFile(pathOf(dir, file), 'utf8');
-    } catch (error) {
-      // Rotated away while this page was read: its entries are in the next older file's place no more.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw error;
-    }
-    const lines = text.split('\n');
-    for (let i = lines.length - 1; i >= 0; i--) {
-      if (lines[i] === '' || !mayMatch(lines[i], filter)) continue;
-      let entry: AuditEntry;
-      try {
-        entry = JSON.parse(lines[i]) as AuditEntry;
-      } catch {
-        // A broken line is for GET /audit/verify to report; a listing goes on past it.
-        continue;
+      for await (const line of linesBackwards(pathOf(dir, file))) {
+        if (line === '' || !mayMatch(line, filter)) continue;
+        let entry: AuditEntry;
+        try {
+          entry = JSON.parse(line) as AuditEntry;
+        } catch {
+          // A broken line is for GET /audit/verify to report; a listing goes on past it.
+          continue;
+        }
+        if (before !== undefined && entry.seq >= before) continue;
+        if (!matches(entry, filter) || !visible(entry)) continue;
+        if (entries.length === limit) return { entries, next_cursor: String(entries.at(-1)!.seq) };
+        entries.push(entry);
       }
-      if (before !== undefined && entry.seq >= before) continue;
-      if (!matches(entry, filter) || !visible(entry)) continue;
-      if (entries.length === limit) return { entries, next_cursor: String(entries.at(-1)!.seq) };
-      entries.push(entry);
+    } catch (error) {
+      // A file pruned after the listing: its entries are gone from the data folder (the target keeps them).
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   }
   return { entries, next_cursor: null };
+}
+
+/** How much of a file is read at a time, from its end. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** A file's lines, last first, read in chunks from its end: memory holds a chunk and a line, whatever the file's size. */
+export async function* linesBackwards(path: string): AsyncGenerator<string> {
+  const handle = await open(path, 'r');
+  try {
+    let position = (await handle.stat()).size;
+    // Bytes of a line whose start is in a chunk not read yet.
+    let rest = Buffer.alloc(0);
+    while (position > 0) {
+      const size = Math.min(CHUNK_BYTES, position);
+      position -= size;
+      const chunk = Buffer.alloc(size);
+      await handle.read(chunk, 0, size, position);
+      const bytes = Buffer.concat([chunk, rest]);
+      let end = bytes.length;
+      for (let at = bytes.lastIndexOf(0x0a, end - 1); at >= 0; at = bytes.lastIndexOf(0x0a, end - 1)) {
+        if (at + 1 < end) yield bytes.subarray(at + 1, end).toString('utf8');
+        end = at;
+        if (end === 0) break;
+      }
+      rest = bytes.subarray(0, end);
+    }
+    if (rest.length > 0) yield rest.toString('utf8');
+  } finally {
+    await handle.close();
+  }
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/audit/audit-log.ts';
 import { entryHash, GENESIS, type AuditEntry, type AuditInput } from '../../src/audit/entry.ts';
-import { readPage } from '../../src/audit/query.ts';
+import { linesBackwards, readPage } from '../../src/audit/query.ts';
 import { verifyAuditDir } from '../../src/audit/verify.ts';
 
 let dir: string;
@@ -187,5 +187,20 @@ describe('reading pages', () => {
     const stops = await readPage(dir, { actions: ['stop'], actor: 'local' }, 100, undefined);
     expect(stops.entries.every((e) => e.action === 'stop' && e.actor === 'local')).toBe(true);
     expect(stops.entries.map((e) => e.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1).filter((n) => n % 3 === 0 && n % 2 === 0).reverse());
+  });
+});
+
+describe('reading a file from its end', () => {
+  it('gives every line, last first, across chunks and characters of several bytes cut at a chunk\'s edge', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `${i} ${'é→'.repeat(150 + (i % 37))} ${i}`);
+    const file = join(dir, 'lines.txt');
+    await fs.writeFile(file, `${lines.join('\n')}\n`);
+    const read: string[] = [];
+    for await (const line of linesBackwards(file)) read.push(line);
+    expect(read).toEqual([...lines].reverse());
+    await fs.writeFile(file, 'no newline at the end');
+    const single: string[] = [];
+    for await (const line of linesBackwards(file)) single.push(line);
+    expect(single).toEqual(['no newline at the end']);
   });
 });
