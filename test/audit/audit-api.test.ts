@@ -72,6 +72,7 @@ describe('what the API and the dashboard change', () => {
     const made = await entryOf(a, 'capacity-stop');
     expect(made).toMatchObject({ actor: 'controller', door: 'controller', server_id: a, outcome: 'ok' });
     expect(made.detail).toContain('stopped to make room for server "Audit B"');
+    expect((await audit(`?server=${a}&action=capacity-stop`)).entries).toHaveLength(1);
   });
 
   it('records restart, stop and delete, in the order they happened', async () => {
@@ -150,6 +151,8 @@ describe('what comes through the manifests folder, and the controller\'s idle st
     const idle = await entryOf('by-hand', 'idle-stop');
     expect(idle).toMatchObject({ actor: 'controller', door: 'controller', server_id: id, outcome: 'ok' });
     expect(idle.detail).toContain('without activity');
+    // One stop, one entry (its Stopping and Stopped commits carry the same reason).
+    expect((await audit('?server=by-hand&action=idle-stop')).entries).toHaveLength(1);
 
     await fs.writeFile(manifestFile('by-hand'), 'spec: [not, a, manifest\n');
     const invalid = await entryOf('by-hand', 'edit', (e) => e.outcome === 'refused');
