@@ -1,5 +1,6 @@
 // A server's page (#/servers/{id}): its status and actions, conditions and provisioning progress,
-// extensions, snapshots, manifest errors, the manifest as written, and its recent events.
+// extensions, snapshots, manifest errors, the manifest as written, its history (server-history.tsx)
+// and its recent events.
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { getEvents, getManifest, snapshotServer } from '../api/servers.ts';
