@@ -98,19 +98,20 @@ export function apiRecorder(deps: ApiRecorderDeps): RequestHandler {
     const name = byName ? param : param !== undefined ? deps.index.nameOfUid(param) : undefined;
     let code: string | undefined;
     let createdId: string | undefined;
-    const json = res.json.bind(res);
-    res.json = (body: unknown) => {
-      const answer = body as { error?: { code?: unknown }; id?: unknown; data?: { id?: unknown } } | undefined;
-      if (typeof answer?.error?.code === 'string') code = answer.error.code;
-      const id = answer?.id ?? answer?.data?.id;
-      if (typeof id === 'string') createdId = id;
-      return json(body);
-    };
-    res.once('finish', () => {
+    /** The client went away before the answer was written: the route goes on, and its outcome is recorded when it answers. */
+    let gone = false;
+    let recorded = false;
+    const recordOnce = () => {
+      if (recorded) return;
+      recorded = true;
       const outcome: AuditOutcome = res.statusCode < 400 ? 'ok' : res.statusCode < 500 ? 'refused' : 'failed';
       const serverId = byName ? (createdId ?? null) : (param ?? createdId ?? null);
       const serverName = name ?? (serverId ? deps.index.nameOfUid(serverId) : undefined) ?? null;
-      const detail = [route?.detail?.(req), res.statusCode === 202 ? 'still under way when answered (202)' : undefined].filter(Boolean).join('; ');
+      const detail = [
+        route?.detail?.(req),
+        res.statusCode === 202 ? 'still under way when answered (202)' : undefined,
+        gone ? 'the client left before the answer' : undefined,
+      ].filter(Boolean).join('; ');
       deps.record({
         actor: deps.actorOf(req.headers),
         door: doorOf(req.headers),
@@ -121,6 +122,22 @@ export function apiRecorder(deps: ApiRecorderDeps): RequestHandler {
         ...(outcome !== 'ok' ? { code: code ?? `HTTP_${res.statusCode}` } : {}),
         ...(detail ? { detail } : {}),
       });
+    };
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      const answer = body as { error?: { code?: unknown }; id?: unknown; data?: { id?: unknown } } | undefined;
+      if (typeof answer?.error?.code === 'string') code = answer.error.code;
+      const id = answer?.id ?? answer?.data?.id;
+      if (typeof id === 'string') createdId = id;
+      try {
+        return json(body);
+      } finally {
+        if (gone) recordOnce();
+      }
+    };
+    res.once('finish', recordOnce);
+    res.once('close', () => {
+      if (!res.writableFinished) gone = true;
     });
     next();
   };

@@ -15,7 +15,13 @@ afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
+let slow: Array<() => void> = [];
+/** The slow route's connection was closed (by the client leaving). */
+let closed = false;
+
 async function serve(extraRoutes: RouteAction[] = []) {
+  slow = [];
+  closed = false;
   const entries: AuditInput[] = [];
   const index = { nameOfUid: (uid: string) => (uid === 'u-1' ? 'one' : undefined) } as unknown as ServerIndex;
   const app = express();
@@ -27,13 +33,19 @@ async function serve(extraRoutes: RouteAction[] = []) {
   app.post('/servers/:id/clone-workspace', (_req, res) => void res.json({ status: 'success' }));
   app.post('/servers/:id/share', (_req, res) => void res.json({ status: 'success' }));
   app.get('/servers/:id', (_req, res) => void res.json({}));
+  // A slow start: answered once `release` is called, whoever is still listening.
+  app.post('/servers/:id/slow-start', async (_req, res) => {
+    res.once('close', () => void (closed = true));
+    await new Promise<void>((resolve) => slow.push(resolve));
+    res.json({ status: 'success' });
+  });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   closers.push(() => server.close());
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     fetch(base + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => r.text());
-  return { entries, call };
+  return { entries, call, base };
 }
 
 describe('the API recorder', () => {
@@ -65,5 +77,20 @@ describe('the API recorder', () => {
     await call('POST', '/servers/u-1/share', { user: 'bob@example.com' });
     await eventually(() => entries.length === 1);
     expect(entries[0]).toEqual({ actor: 'local', door: 'api', action: 'share', server_id: 'u-1', server_name: 'one', outcome: 'ok', detail: 'with bob@example.com' });
+  });
+
+  it('records a change whose client left before the answer, once the route answers', async () => {
+    const { entries, base } = await serve([{ method: 'POST', path: /^\/servers\/([^/]+)\/slow-start\/?$/, action: 'start' }]);
+    const abort = new AbortController();
+    const call = fetch(`${base}/servers/u-1/slow-start`, { method: 'POST', signal: abort.signal }).catch(() => 'aborted');
+    await eventually(() => slow.length === 1);
+    abort.abort();
+    expect(await call).toBe('aborted');
+    // The route goes on, as the controller would, and answers into the closed connection.
+    await eventually(() => closed);
+    expect(entries).toEqual([]);
+    slow[0]();
+    await eventually(() => entries.length === 1);
+    expect(entries[0]).toMatchObject({ action: 'start', server_id: 'u-1', outcome: 'ok', detail: 'the client left before the answer' });
   });
 });
