@@ -72,6 +72,8 @@ export function serviceComponents(
   return [
     { name: 'folder locks', stop: releaseLocks },
     { name: 'logs', stop: () => logs.close() },
+    // Closed after the controller and the API have stopped: their last acts are in it.
+    { name: 'audit trail', stop: () => parts.audit.close() },
     {
       // Also any editor of this data folder the controller does not track (an invalid manifest's).
       name: 'editors of this data folder',

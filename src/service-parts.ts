@@ -22,6 +22,7 @@ import { usageRouter } from './api/routes/usage.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { ServerFeed } from './api/server-feed.ts';
 import { serversRouter } from './api/servers.ts';
+import { buildAudit } from './audit/service-audit.ts';
 import { LiveConfig } from './config/live-config.ts';
 import type { Settings } from './config/settings.ts';
 import { ActivityTracker } from './controller/activity.ts';
@@ -264,6 +265,13 @@ export async function buildParts(
     watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
   }));
 
+  // The audit trail: every change by a person or by the controller, through every door, chained by hash.
+  const audit = await buildAudit({
+    // A cluster's manifests are its EditorServer objects (their store has an API client); else the folder.
+    dataDir: settings.dataDir, index, access, source: store, door: 'api' in store ? 'cluster' : 'manifest',
+    ...(persistence?.targetStore ? { target: persistence.targetStore } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
+  });
+
   // --- Templates, git sync, the assistant, health ---
   // Sections of GET /health, added by the parts that have something to report.
   const healthSections = new Map<string, HealthSection>();
@@ -271,6 +279,7 @@ export async function buildParts(
   healthSections.set('logs', { read: () => logs.state });
   // A full fleet is not a problem: the section has figures only.
   healthSections.set('capacity', { read: () => capacity.read() });
+  healthSections.set('audit', audit.health);
   // The templates folder, read and watched; invalid files show in GET /templates and GET /health.
   const templates = new TemplateCatalog({
     dir: settings.templatesDir,
@@ -291,7 +300,7 @@ export async function buildParts(
   // GitOps takes the schemes of the start-up config (its checkout's git is set up once).
   const gitops = new GitOps({
     settings, store, schemes: allowedGitSchemes(config.workspace, localMode), timeoutMs: config.workspace.cloneTimeoutSeconds * 1000,
-    enqueue, requestDeletion: (name) => commands.requestDeletion(name), log,
+    enqueue: audit.gitEnqueue(enqueue), requestDeletion: (name) => commands.requestDeletion(name), log,
   });
   healthSections.set('git_sync', gitops.healthSection());
   // The model-serving access token for the router: created in the background once the service
@@ -309,7 +318,7 @@ export async function buildParts(
   const app: Application = createApp({
     first: apiTimer ? [apiTimer] : [],
     cors: cors.middleware(),
-    before: settings.requireIdentity ? [requireForwardedIdentity()] : [],
+    before: [...(settings.requireIdentity ? [requireForwardedIdentity()] : []), audit.middleware],
     routers: [
       serviceHealthRouter({ startedAt: Date.now(), editor: editorDescription(settings, editor), servers: () => index.records.size, sections: healthSections }),
       // GET /openapi.json: this API described for machines.
@@ -317,6 +326,7 @@ export async function buildParts(
       ...(metrics ? [metrics.router()] : []),
       usageRouter({ index, access, usage }),
       configRouter(live, localMode),
+      audit.router,
       syncRouter(gitops),
       serversRouter({
         store, index, commands, ports, stats, logs, layout, gitSchemes,
@@ -349,7 +359,7 @@ export async function buildParts(
 
   return {
     settings, address, live, layout, store, router, runtime, logs, ports, activity, capacity, quotas, controller, index, commands, stats, heartbeats,
-    metrics, usage, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app,
+    metrics, usage, persistence, access, proxy, cors, logStreams, feed, watch, templates, gitops, assistant, apiTimer, app, audit,
   };
 }
 

@@ -33,7 +33,7 @@ export async function openPersistence(options: OpenOptions): Promise<Persistence
     ...(now ? { now } : {}),
     log: deps.log,
   });
-  return new PersistenceService({
+  const service = new PersistenceService({
     ...deps,
     engine,
     stagingDir,
@@ -41,6 +41,8 @@ export async function openPersistence(options: OpenOptions): Promise<Persistence
     retry: { initialMs: persist.retryInitialMs, maxMs: persist.retryMaxMs },
     ...(now ? { now } : {}),
   });
+  service.targetStore = store;
+  return service;
 }
 
 async function openStore(persist: PersistSettings, platform: PlatformSettings | undefined, log: (message: string) => void): Promise<SnapshotStore> {

@@ -20,7 +20,7 @@ import { Restorer, type RestoreReason } from './service-restore.ts';
 import {
   answer, describeError, fromSnapshot, isDeleted, type PersistenceDeps, type ServerPersistence, type ShutdownSummary,
 } from './service-types.ts';
-import { StoreError, type RestoreResult, type SnapshotInfo } from './types.ts';
+import { StoreError, type RestoreResult, type SnapshotInfo, type SnapshotStore } from './types.ts';
 
 export type { PersistenceDeps, ServerPersistence, ShutdownSummary, SnapshotEngineApi } from './service-types.ts';
 
@@ -31,6 +31,8 @@ const SNAPSHOT_REASONS = ['shutdown', 'delete', 'stop', 'api', 'created', 'inter
 
 export class PersistenceService implements PersistenceHooks {
   readonly gate = new RestoreGate();
+  /** The target's store itself, for what is kept beside the snapshots (the audit trail's files); set by openPersistence. */
+  targetStore: SnapshotStore | undefined;
   readonly #deps: PersistenceDeps;
   readonly #restorer: Restorer;
   readonly #declared: DeclaredKeeper;

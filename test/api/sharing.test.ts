@@ -149,6 +149,29 @@ describe('sharing a server with named people', () => {
   });
 });
 
+describe('the audit trail of sharing', () => {
+  it('records each share and revoke with who, the door and the outcome, a refused one too', async () => {
+    // Bob may use the server (as the tests above leave it), not change who has access to it.
+    expect((await as(ALICE)('POST', `/servers/${alices.id}/access`, { person: 'bob@example.com' })).status).toBe(200);
+    expect((await as(ALICE)('POST', `/servers/${alices.id}/access`, { person: 'dave@example.com' })).status).toBe(200);
+    expect((await as(BOB)('DELETE', `/servers/${alices.id}/access/dave@example.com`)).status).toBe(403);
+    expect((await as(ALICE)('DELETE', `/servers/${alices.id}/access/dave@example.com`)).status).toBe(200);
+    const entries = await eventually(async () => {
+      const page = await as(ADMIN)('GET', `/audit?server=${alices.id}&action=share,revoke`);
+      const found = (page.body.entries as { actor: string; action: string; door: string; outcome: string; detail: string | null; error_code?: string | null }[])
+        .filter((e) => e.detail?.includes('dave@example.com'));
+      return found.length === 3 ? found : undefined;
+    });
+    // Newest first.
+    expect(entries.map((e) => [e.actor, e.action, e.door, e.outcome])).toEqual([
+      ['alice@example.com', 'revoke', 'api', 'ok'],
+      ['bob@example.com', 'revoke', 'api', 'refused'],
+      ['alice@example.com', 'share', 'api', 'ok'],
+    ]);
+    expect(entries.map((e) => e.detail)).toEqual(['from dave@example.com', 'from dave@example.com', 'with dave@example.com']);
+  });
+});
+
 describe('a person the server is not shared with', () => {
   it('is refused at every door with nothing about the server; in after a share; out again after a revoke, their open editor closed', async () => {
     const carol = as(CAROL);

@@ -81,6 +81,7 @@ const TAGS = [
   { name: 'templates', description: 'The template gallery.' },
   { name: 'logs', description: 'Live log streams (WebSocket).' },
   { name: 'snapshots', description: 'Work kept at the persistence target (DEVBOX_PERSIST_TO): snapshots, restores, undoing a delete.' },
+  { name: 'audit', description: 'The audit trail: every change by a person or by the controller, chained by hash.' },
   { name: 'service', description: 'The service itself: health, metrics, configuration, GitOps sync, this document.' },
   { name: 'editor proxy', description: 'Browser traffic to a running server\'s code-server.' },
   { name: 'dashboard', description: 'The web dashboard\'s page and files.' },

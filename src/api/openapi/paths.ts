@@ -3,6 +3,7 @@
 // editor proxy (src/proxy/) and the dashboard (src/api/dashboard.ts). JSON request bodies are
 // attached by document.ts from schemas/api/; test/api/openapi.test.ts holds this list to the
 // routes the running service answers.
+import { AUDIT_PATHS } from './paths-audit.ts';
 import { SHARING_PATHS } from './paths-sharing.ts';
 import { USAGE_PATHS } from './paths-usage.ts';
 import { ref } from './shapes.ts';
@@ -106,6 +107,7 @@ const PAGE_PARAMETERS = [
 ];
 
 export const PATHS: Record<string, Json> = {
+  ...AUDIT_PATHS,
   '/servers': {
     get: op('servers', 'listServers', 'List servers, or watch them', {
       200: {

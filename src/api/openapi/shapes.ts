@@ -2,6 +2,7 @@
 // field for field as src/api/views.ts and the route handlers send them. The request bodies are not
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
+import { AUDIT_SCHEMAS } from './paths-audit.ts';
 import { QUOTA_SCHEMAS } from './shapes-quota.ts';
 import { SHARING_SCHEMAS } from './paths-sharing.ts';
 import { USAGE_SCHEMAS } from './paths-usage.ts';
@@ -29,6 +30,7 @@ const UID = { type: 'string', description: 'The server\'s id: a UUID, or the uid
 const TIME = { type: 'string', format: 'date-time' };
 
 export const SCHEMAS: Record<string, Schema> = {
+  ...AUDIT_SCHEMAS,
   Error: object({
     status: { const: 'error' },
     error: object({
@@ -345,7 +347,7 @@ export const SCHEMAS: Record<string, Schema> = {
     problems: { ...strings, description: 'Present when degraded: each names the file or setting and what to change.' },
     capacity: ref('CapacityHealth'),
   }, ['status', 'version', 'uptime_seconds', 'servers', 'editor', 'memory_mb'], {
-    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed.',
+    description: 'Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, audit (the trail\'s newest `last_seq` and `last_hash`, where it is kept), and assistant and assistant_router when deployed.',
     additionalProperties: { type: 'object' },
   }),
 

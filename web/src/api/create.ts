@@ -1,6 +1,6 @@
 // Creating servers: plain (POST /servers), and with a workspace from a git URL or an uploaded ZIP,
 // sent with XMLHttpRequest so the upload's progress can be shown (fetch reports none).
-import { ApiError, apiUrl, readAnswer, request } from './http.ts';
+import { ApiError, apiUrl, CLIENT_HEADERS, readAnswer, request } from './http.ts';
 import type { CreateBody, CreatedServer } from './types.ts';
 
 export type { CreateBody, CreatedServer };
@@ -46,6 +46,7 @@ function sendForm<T>(path: string, body: FormData, onProgress?: (progress: Creat
     signal?.addEventListener('abort', () => xhr.abort(), { once: true });
     xhr.open('POST', apiUrl(path));
     xhr.setRequestHeader('Accept', 'application/json');
+    for (const [header, value] of Object.entries(CLIENT_HEADERS)) xhr.setRequestHeader(header, value);
     xhr.upload.onprogress = (event) => {
       if (event.lengthComputable) onProgress?.({ step: 'uploading', loaded: event.loaded, total: event.total });
     };

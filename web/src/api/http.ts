@@ -36,8 +36,11 @@ export async function readAnswer<T>(response: Response): Promise<T> {
   return body as T;
 }
 
+/** Says the dashboard made the call, so the audit trail records its changes as through the dashboard. */
+export const CLIENT_HEADERS = { 'X-Devbox-Client': 'dashboard' } as const;
+
 export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: { Accept: 'application/json' } };
+  const init: RequestInit = { method, headers: { Accept: 'application/json', ...CLIENT_HEADERS } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };

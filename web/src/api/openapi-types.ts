@@ -42,6 +42,53 @@ export type ShareServer = {
   person: string;
 };
 
+export type AuditEntry = {
+  /** Its place in the chain, from 1, across rotated files. */
+  seq: number;
+  time: string;
+  /** The signed-in identity; `local` without sign-on; `controller` for its own acts; `file` (manifests folder) or `cluster` for the other doors. */
+  actor: string;
+  door: "api" | "dashboard" | "manifest" | "cluster" | "controller";
+  /** create, edit, start, stop, restart, delete, undelete, snapshot, snapshot-restore, share, revoke, idle-stop, capacity-stop, restore, audit-recovered. */
+  action: string;
+  server_id: string | null;
+  /** The server's manifest name. */
+  server_name: string | null;
+  outcome: "ok" | "refused" | "failed";
+  /** The error code of a refusal or failure. */
+  code?: string;
+  /** What changed (spec field names, the snapshot put back …); never secrets or file contents. */
+  detail?: string;
+  /** The hash of the entry before (64 zeros for the first). */
+  prev: string;
+  /** SHA-256 (hex) of the canonical JSON of the entry without `hash`. */
+  hash: string;
+};
+
+export type AuditPage = {
+  entries: AuditEntry[];
+  /** Give as `cursor` for older entries; null at the oldest. */
+  next_cursor: string | null;
+  /** The newest entry's seq in the whole trail (0 when empty). */
+  last_seq: number;
+  /** The newest entry's hash: keep it elsewhere to detect a later cut of the trail's end. */
+  last_hash: string;
+};
+
+export type AuditVerification = {
+  ok: boolean;
+  files: number;
+  /** Entries checked before the first break (all of them when ok). */
+  entries: number;
+  first_seq: number | null;
+  last_seq: number | null;
+  last_hash: string | null;
+  /** Present when older files were rotated away: the oldest kept entry's prev is taken on trust. */
+  anchored_at?: { file: string; seq: number; prev: string; };
+  /** The first entry that breaks the chain. */
+  broken?: { file: string; line: number; seq: number | null; problem: string; };
+};
+
 /** Every refusal and failure, from every part of the service (API, proxy, WebSocket handshakes). */
 export type Error = {
   status: "error";
@@ -503,7 +550,7 @@ export type SyncResult = {
   };
 };
 
-/** Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, and assistant and assistant_router when deployed. */
+/** Beside these, one object per part that reports here: config, templates, git_sync, watch, logs, capacity, persistence, audit (the trail's newest `last_seq` and `last_hash`, where it is kept), and assistant and assistant_router when deployed. */
 export type ServiceHealth = {
   status: "healthy" | "degraded";
   version: string;

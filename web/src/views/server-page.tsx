@@ -1,5 +1,6 @@
 // A server's page (#/servers/{id}): its status and actions, conditions and provisioning progress,
-// extensions, snapshots, manifest errors, the manifest as written, and its recent events.
+// extensions, snapshots, manifest errors, the manifest as written, its history (server-history.tsx)
+// and its recent events.
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { getEvents, getManifest, snapshotServer } from '../api/servers.ts';
@@ -11,6 +12,7 @@ import { preparing, StatusBadge } from '../components/status.tsx';
 import { RelativeTime } from '../components/time.tsx';
 import { useNow, useServers } from '../store.ts';
 import { notify, notifyError } from '../notify.ts';
+import { ServerHistory } from './server-history.tsx';
 import { uptimeSeconds } from './servers.tsx';
 import { AccessPanel } from './access-panel.tsx';
 import { UsagePanel } from './usage-panel.tsx';
@@ -171,6 +173,8 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
           <pre class="yaml" tabIndex={0} aria-label="Manifest YAML">{manifest.value}</pre>
         )}
       </Section>
+
+      <ServerHistory id={server.id} changeKey={key} />
 
       <Section title="Events">
         {events.error && <p role="alert" class="inline-error">Could not load the events: {events.error}</p>}
