@@ -350,6 +350,9 @@ export async function buildParts(
         get stopTimeoutMs() {
           return (live.current.editor.stopGraceSeconds + 10) * 1000;
         },
+        get retainDeletedDays() {
+          return live.current.persistence.retainDeletedDays;
+        },
       }, templates),
       // The web dashboard at `/`, behind the same host and identity checks as the API.
       dashboardRouter(),

@@ -136,10 +136,11 @@ export class PersistenceService implements PersistenceHooks {
     return answer(this.#restorer.restoreFiles(name, { snapshotId, reason: 'chosen' }));
   }
 
-  /** Servers deleted within persistence.retainDeletedDays, whose snapshots are kept: each can be undeleted. */
-  async deleted(): Promise<Array<KeptServer & { deletedAt: string; latest: SnapshotInfo }>> {
+  /** Servers deleted within persistence.retainDeletedDays, whose snapshots are kept: each can be undeleted; given `admits`, those whose kept manifest it admits. */
+  async deleted(admits?: (name: string, manifestText: string | undefined) => boolean): Promise<Array<KeptServer & { deletedAt: string; latest: SnapshotInfo }>> {
     const servers = await answer(this.#standing.call(() => this.#deps.engine.servers()));
-    return servers.filter((s): s is KeptServer & { deletedAt: string; latest: SnapshotInfo } => isDeleted(s) && s.latest !== undefined);
+    const kept = servers.filter((s): s is KeptServer & { deletedAt: string; latest: SnapshotInfo } => isDeleted(s) && s.latest !== undefined);
+    return admits ? this.#restorer.admitted(kept, admits) : kept;
   }
 
   /** Brings a deleted server back: its manifest as it was (without the deletion mark), then its files; the delete is forgotten. */

@@ -245,6 +245,16 @@ export class Restorer {
     return { name, uid: kept.snapshot.uid, manifestText: kept.manifestText, kept: (kept.status ?? {}) as KeptRecord, filesFrom: kept.snapshot, from: `snapshot ${kept.snapshot.id}` };
   }
 
+  /** Those of `servers` whose manifest as it would come back `admits` (read a few at a time; one that cannot be read is asked as undefined). */
+  async admitted<T extends KeptServer>(servers: T[], admits: (name: string, manifestText: string | undefined) => boolean): Promise<T[]> {
+    const shown: T[] = [];
+    await forEachLimited(servers, 4, async (server) => {
+      const text = await this.#choose(server).then((chosen) => chosen?.manifestText, () => undefined);
+      if (admits(server.name, text)) shown.push(server);
+    });
+    return shown.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
   /** Keeps the sidecar a server was put back with for the restore of its files, when putting it back could not write it. */
   #keepApplied(name: string, chosen: Chosen): void {
     const text = chosen.kept.settingsApplied;

@@ -331,10 +331,20 @@ describe('a deleted server kept at the persistence target', () => {
       expect((await kept.request('DELETE', `/servers/${box.id}`, undefined, ALICE)).status).toBe(200);
       await eventually(async () => ((await kept.request('GET', '/snapshots/deleted', undefined, ALICE)).body.data?.servers ?? [])
         .some((s: { name: string }) => s.name === 'kept-box'));
+      // Bob, whom it was shared with, knows of it but may not bring it back; Carol, whom it never
+      // was, is not told it is kept: she neither sees it listed nor gets an answer other than for
+      // a name never deleted.
+      const refused = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, BOB);
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({ code: 'OWNER_ONLY', message: expect.stringMatching(/^only the owner of server "kept-box" or an admin may undelete it/) });
+      const unknown = await kept.request('POST', '/snapshots/deleted/never-was/restore', undefined, CAROL);
+      const hidden = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, CAROL);
+      expect([hidden.status, hidden.body.error.code]).toEqual([404, 'NOT_DELETED']);
+      expect(hidden.body.error.message).toBe(unknown.body.error.message.replace('never-was', 'kept-box'));
       for (const who of [BOB, CAROL]) {
-        const refused = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, who);
-        expect(refused.status).toBe(403);
-        expect(refused.body.error).toMatchObject({ code: 'OWNER_ONLY', message: expect.stringMatching(/^only the owner of server "kept-box" or an admin may undelete it/) });
+        const listed = await kept.request('GET', '/snapshots/deleted', undefined, who);
+        expect(listed.status).toBe(200);
+        expect(JSON.stringify(listed.body)).not.toContain('kept-box');
       }
       expect((await kept.request('GET', '/servers', undefined, ALICE)).body).toEqual([]);
       const back = await kept.request('POST', '/snapshots/deleted/kept-box/restore', undefined, ALICE);

@@ -53,6 +53,8 @@ export interface ServersDeps {
   watch?: WatchStreams;
   /** The records serialised once per change: GET /servers and GET /servers/{id} answer from it; without it, each is built per request. */
   feed?: ServerFeed;
+  /** How long a deleted server is kept (persistence.retainDeletedDays), as the undelete's 404 says; default 7. */
+  readonly retainDeletedDays?: number;
   /** Snapshots at the persistence target (DEVBOX_PERSIST_TO); without one, the snapshot routes answer 409. */
   persistence?: PersistenceApi;
 }

@@ -15,7 +15,8 @@ export interface PersistenceApi {
   snapshot(name: string, reason: string): Promise<SnapshotInfo>;
   list(name: string): Promise<SnapshotInfo[]>;
   restoreInto(name: string, snapshotId?: string): Promise<RestoreResult>;
-  deleted(): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>>;
+  /** Given `admits`, only those whose kept manifest it admits. */
+  deleted(admits?: (name: string, manifestText: string | undefined) => boolean): Promise<Array<{ name: string; uid: string; deletedAt: string; latest: SnapshotInfo }>>;
   /** `admit` sees the manifest that would come back, and throws to refuse it. */
   undelete(name: string, admit?: (manifestText: string) => void): Promise<void>;
 }
@@ -72,8 +73,15 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     });
   });
 
-  router.get('/snapshots/deleted', async (_req, res) => {
-    const deleted = await storeCall(() => persistence().deleted());
+  router.get('/snapshots/deleted', async (req, res) => {
+    // Where the requester may not see every server, only those they could bring back are listed
+    // (each one's kept manifest read to know its owner): the names of others' are not theirs to learn.
+    const who = deps.access.filterFor(req) && deps.access.requester(req.headers);
+    const admits = who ? (name: string, text: string | undefined) => {
+      const kept = text === undefined ? undefined : parseManifest(name, text);
+      return deps.access.manages(who, kept?.kind === 'ok' ? kept.server : undefined);
+    } : undefined;
+    const deleted = await storeCall(() => persistence().deleted(admits));
     res.json({
       status: 'success',
       data: { servers: deleted.map((d) => ({ name: d.name, id: d.uid, deleted_at: d.deletedAt, latest: snapshotView(d.latest) })) },
@@ -89,8 +97,10 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     const who = deps.access.requester(req.headers);
     await storeCall(() => persistence().undelete(name, (text) => {
       const kept = parseManifest(name, text);
-      // Named as the request names it: someone it was never shared with learns nothing more.
-      if (!deps.access.manages(who, kept.kind === 'ok' ? kept.server : undefined)) throw apiError('OWNER_ONLY', { server: name, act: 'undelete it' });
+      const server = kept.kind === 'ok' ? kept.server : undefined;
+      // Someone it was never shared with learns not even that it is kept: the answer to a name not deleted.
+      if (!deps.access.allows(who, server)) throw apiError('NOT_DELETED', { name, days: deps.retainDeletedDays ?? 7 });
+      if (!deps.access.manages(who, server)) throw apiError('OWNER_ONLY', { server: name, act: 'undelete it' });
     }));
     deps.commands.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
