@@ -75,6 +75,9 @@ describe('the Access panel', () => {
     expect(await bobsPanel.getByRole('textbox', { name: 'Share with' }).count()).toBe(0);
     expect(await bobsPanel.getByRole('button', { name: /Revoke/ }).count()).toBe(0);
     await bob.page.getByRole('button', { name: /^Start/ }).first().waitFor();
+    // He may use it, not delete it: the page does not offer it (Alice's does).
+    expect(await bob.page.getByRole('button', { name: /^Delete/ }).count()).toBe(0);
+    await alice.page.getByRole('button', { name: /^Delete Team notes/ }).waitFor();
 
     // Revoked: the row goes from Bob's list, and his page of it says it is not found.
     await bob.page.goto(`${service.url}/#/`);

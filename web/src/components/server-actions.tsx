@@ -7,6 +7,7 @@ import { editorUrl } from '../api/servers.ts';
 import type { ServerRecord } from '../api/types.ts';
 import { Dialog } from './dialog.tsx';
 import { MenuButton, type MenuItem } from './menu.tsx';
+import { sharedWithMe, useMe } from './shared-mark.tsx';
 
 export interface ServerActionsProps {
   server: ServerRecord;
@@ -23,7 +24,11 @@ function useServerActions({ server, label, onDeleted }: ServerActionsProps) {
   const { pending } = usePending();
   const [confirming, setConfirming] = useState(false);
   const running = pending.get(server.id);
-  const can = allowed(server);
+  // Someone a server is shared with may use it, not delete it (under access: owner the service
+  // refuses them): the dashboard does not offer it.
+  const me = useMe();
+  const notTheirs = me?.policy === 'owner' && !me.admin && sharedWithMe(server, me);
+  const can = notTheirs ? { ...allowed(server), delete: false } : allowed(server);
   const act = (action: Action) => {
     if (action === 'delete') setConfirming(true);
     else void runAction(server, action, label);
