@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { constants, createInflateRaw, type InflateRaw } from 'node:zlib';
 import type { Page } from 'playwright-core';
+import { EditorFrameReader, socketProtocol } from '../src/proxy/editor-frames.ts';
 import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { closeBrowser, launchBrowser } from '../test/helpers/browser.ts';
 
@@ -39,10 +40,13 @@ const TYPES: Record<number, string> = {
 interface FrameRecord { at: number; socket: number; fromClient: boolean; opcode: number; fin: boolean; rsv1: boolean; masked: boolean; wire: number; payload: number }
 interface MessageRecord { at: number; socket: number; fromClient: boolean; type: string; length: number; body?: string }
 interface RequestRecord { at: number; method: string; path: string }
+/** A chunk the service's proxy would count as use (src/proxy/editor-frames.ts), read from the same bytes. */
+interface CountedRecord { at: number; socket: number; fromClient: boolean }
 
 const frames: FrameRecord[] = [];
 const messages: MessageRecord[] = [];
 const requests: RequestRecord[] = [];
+const counted: CountedRecord[] = [];
 const socketPaths = new Map<number, string>();
 const socketKinds = new Map<number, string>();
 let phase = 'load';
@@ -182,6 +186,10 @@ function tap(editorPort: number): Promise<{ port: number; close: () => void }> {
     let clientFrames: FrameReader | undefined;
     let editorFrames: FrameReader | undefined;
     let responseHead = Buffer.alloc(0);
+    let proxyReaders: EditorFrameReader[] | undefined;
+    const count = (chunk: Buffer, fromClient: boolean) => {
+      if (proxyReaders?.[fromClient ? 0 : 1].accept(chunk)) counted.push({ at: Date.now(), socket: upgraded!, fromClient });
+    };
     const destroy = () => { client.destroy(); editor.destroy(); };
     client.on('error', destroy);
     editor.on('error', destroy);
@@ -189,6 +197,7 @@ function tap(editorPort: number): Promise<{ port: number; close: () => void }> {
     editor.on('close', destroy);
     client.on('data', (chunk: Buffer) => {
       if (clientFrames) {
+        count(chunk, true);
         clientFrames.accept(chunk);
         editor.write(chunk);
         return;
@@ -214,11 +223,17 @@ function tap(editorPort: number): Promise<{ port: number; close: () => void }> {
       if (!args.deflate) lines = lines.filter((line) => !/^sec-websocket-extensions:/i.test(line));
       editor.write(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head.subarray(end + 4)]));
       clientFrames = new FrameReader(upgraded, true);
+      const protocol = socketProtocol(text.split(' ')[1]);
+      proxyReaders = [new EditorFrameReader(protocol, true), new EditorFrameReader(protocol, false)];
+      if (proxyReaders[0].accept(head.subarray(end + 4))) counted.push({ at: Date.now(), socket: upgraded, fromClient: true });
     });
     editor.on('data', (chunk: Buffer) => {
       client.write(chunk);
       if (!clientFrames) return;
-      if (editorFrames) return editorFrames.accept(chunk);
+      if (editorFrames) {
+        count(chunk, false);
+        return editorFrames.accept(chunk);
+      }
       responseHead = Buffer.concat([responseHead, chunk]);
       const end = responseHead.indexOf('\r\n\r\n');
       if (end < 0) return;
@@ -226,6 +241,7 @@ function tap(editorPort: number): Promise<{ port: number; close: () => void }> {
       const extension = /^sec-websocket-extensions:\s*(.*)$/im.exec(text)?.[1];
       console.log(`socket ${upgraded} ${socketPaths.get(upgraded!)?.split('?')[0]}: ${text.split('\r\n')[0]}, extensions: ${extension ?? 'none'}`);
       editorFrames = new FrameReader(upgraded!, false);
+      count(responseHead.subarray(end + 4), false);
       editorFrames.accept(responseHead.subarray(end + 4));
     });
   });
@@ -360,6 +376,7 @@ for (const { name, from, to } of phases) {
       const wires = fs.map((f) => f.wire).sort((a, b) => a - b);
       const kind = socketKinds.get(socket) ?? 'unknown';
       perSocket[`socket ${socket} (${kind}) ${fromClient ? 'browser→editor' : 'editor→browser'}`] = {
+        counted_by_proxy: within(counted).filter((c) => c.socket === socket && c.fromClient === fromClient).length,
         frames: fs.length, bytes: wires.reduce((a, b) => a + b, 0), frame_bytes: `${wires[0]}–${wires[wires.length - 1]} (median ${wires[wires.length >> 1]})`,
         compressed: fs.filter((f) => f.rsv1).length, masked: fs.filter((f) => f.masked).length, opcodes, messages: byType,
       };
@@ -374,5 +391,5 @@ for (const { name, from, to } of phases) {
   };
 }
 console.log(JSON.stringify({ deflate_offered: args.deflate, sockets: Object.fromEntries(socketKinds), summary }, null, 2));
-if (args.json) writeFileSync(args.json, JSON.stringify({ deflate_offered: args.deflate, socketPaths: Object.fromEntries(socketPaths), phases, frames, messages, requests }, null, 1));
+if (args.json) writeFileSync(args.json, JSON.stringify({ deflate_offered: args.deflate, socketPaths: Object.fromEntries(socketPaths), phases, frames, messages, requests, counted }, null, 1));
 process.exit(0);
