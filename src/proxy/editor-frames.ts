@@ -6,7 +6,7 @@
 // first PREFIX_BYTES are looked at (they name the call it carries), unmasked into a fixed buffer;
 // the rest is skipped, never copied or buffered.
 
-/** VS Code's protocol message types (ProtocolMessageType in src/vs/base/parts/ipc/common/ipc.net.ts). */
+/** VS Code's protocol message types (its ProtocolMessageType enum, in the ipc.net module of its base/parts/ipc). */
 export const MESSAGE_TYPE = {
   None: 0, Regular: 1, Control: 2, Ack: 3, Disconnect: 5, ReplayRequest: 6, Pause: 7, Resume: 8, KeepAlive: 9,
 } as const;
