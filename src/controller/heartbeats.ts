@@ -25,7 +25,7 @@ const READS_AT_ONCE = 16;
 /** Reads in a row an editor leaves unanswered before it counts as not answering (one slow answer is not a failure). */
 export const UNANSWERED_READS = 3;
 
-/** How often editors are read: a quarter of the shortest idle timeout in force (an idle editor costs until it is stopped), from 1 s to 30 s. */
+/** How often the running editors' health is read: a quarter of the shortest idle timeout in force, from 1 s to 30 s. */
 export function heartbeatIntervalMs(idleTimeoutsSeconds: Iterable<number>): number {
   let shortest = Infinity;
   for (const seconds of idleTimeoutsSeconds) if (seconds > 0 && seconds < shortest) shortest = seconds;
