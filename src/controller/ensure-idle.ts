@@ -61,8 +61,7 @@ export async function ensureIdle(
   }
 
   const port = status.port;
-  // "idle for 60 min: no input since 14:02 UTC": the reason an operator reads in the events.
-  const why = `idle for ${duration(idleMs)}: ${noInputSince(since, timeoutMs)} (idle timeout ${duration(timeoutMs)})`;
+  const why = idleReason(idleMs, since, timeoutMs);
   const message = `${why}: open /vscode/${port}/ or POST /servers/${uid}/start to start it again`;
   Object.assign(status, { reason: IDLE_TIMEOUT, message, idleStoppedAt: new Date().toISOString() });
   ctx.log(`server ${name}: ${why}: stopping it`);
@@ -127,11 +126,13 @@ export function wake(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'idle' | 'lo
 }
 
 /**
- * "no input since 14:02 UTC", to the second under two minutes' timeout ("14:02:07 UTC"): the
- * last use, or the start when nothing reached the editor after it.
+ * Why an editor is stopped, as its events and log say: "idle for 60 min: no input since 14:02 UTC
+ * (idle timeout 60 min)". `since` is the last use, or the start when nothing reached the editor
+ * after it; to the second ("14:02:07 UTC") when the timeout is under two minutes.
  */
-function noInputSince(since: number, timeoutMs: number): string {
-  return `no input since ${new Date(since).toISOString().slice(11, timeoutMs < 120_000 ? 19 : 16)} UTC`;
+export function idleReason(idleMs: number, since: number, timeoutMs: number): string {
+  const clock = new Date(since).toISOString().slice(11, timeoutMs < 120_000 ? 19 : 16);
+  return `idle for ${duration(idleMs)}: no input since ${clock} UTC (idle timeout ${duration(timeoutMs)})`;
 }
 
 /** "45 s", "3 min", "2 h 5 min". */
