@@ -12,9 +12,10 @@ import { resolveEditorBinary } from '../src/runtime/editor-binary.ts';
 import { benchList, benchMemorySoak, benchStartLatency } from './core.ts';
 import { buildService, closeBenchServices, round, ROOT, STUB_EDITOR } from './harness.ts';
 import { benchProxyOnEditor } from './service-proxy.ts';
+import { benchEditorStream } from './editor-stream.ts';
 
 export const COMPARE_USAGE = `npm run bench -- compare <base-ref> [--rounds 3] [--servers 30] [--requests 5000]
-  [--starts 5] [--proxy-seconds 8] [--soak-minutes 2] [--figures start,list,proxy,memory]`;
+  [--starts 5] [--proxy-seconds 8] [--soak-minutes 2] [--figures start,list,proxy,websocket,memory]`;
 
 interface Options { rounds: number; servers: number; requests: number; starts: number; proxySeconds: number; soakMinutes: number }
 interface Build { name: 'base' | 'head'; label: string; checkout: string; stub: string }
@@ -52,6 +53,13 @@ const GROUPS: Record<string, Group> = {
       { name: 'proxy throughput, stub 1 KB page, 32 connections', unit: ' req/s', better: 'higher', read: (r) => r.proxyRequestsPerSec },
       { name: 'the same ÷ direct to the editor', unit: '×', better: 'higher', read: (r) => r.throughputRatio },
       { name: 'service CPU per proxied request', unit: ' µs', better: 'lower', read: (r) => r.serviceCpuPerRequestUs },
+    ],
+  },
+  websocket: {
+    run: (b) => benchEditorStream(b.stub, 5, 3, b.checkout),
+    figures: [
+      { name: 'VS Code messages (4 KB) echoed through the proxy, one socket', unit: ' MB/s', better: 'higher', read: (r) => r.proxy_mb_per_sec },
+      { name: 'the same ÷ direct to the editor', unit: '×', better: 'higher', read: (r) => r.ratio },
     ],
   },
   memory: {

@@ -101,7 +101,7 @@ export async function buildParts(
     ...(runtime.output === 'stream' ? { output: (name: string, options: { signal: AbortSignal; since: 'now' | 'start' }) => workload.logs(name, options) } : {}),
   });
   const ports = new PortAllocator(config.ports, (port) => workload.portIsFree?.(port) ?? Promise.resolve(true));
-  // When each server was last used: proxy traffic, and code-server's heartbeat (read by `heartbeats`).
+  // When each server was last used: what a person does through the proxy (docs/idle.md).
   const activity = new ActivityTracker();
 
   // --- The index and the queue: what every part below reads, and where it puts names to reconcile ---
@@ -185,9 +185,9 @@ export async function buildParts(
   // or the config: worked out again then, not at each of the reader's one-second ticks (reading
   // every running editor's record each second was a large part of the service's CPU at rest).
   let heartbeatMs: number | undefined;
-  // code-server's heartbeat of each running editor, read in the background as activity.
-  // Its answer is also the running editor's health probe: one that stops answering (or answers
-  // again) is reconciled then, with no periodic look at every server. Only running editors are
+  // Each running editor's /healthz, read in the background: the running editor's health probe
+  // (one that stops answering, or answers again, is reconciled then, with no periodic look at
+  // every server). Its heartbeat is not activity (docs/idle.md). Only running editors are
   // walked: thousands of stopped servers cost these rounds nothing.
   const heartbeats = new HeartbeatReader({
     running: () => index.running().flatMap((name) => {
@@ -195,7 +195,6 @@ export async function buildParts(
       return endpoint ? [[name, endpoint] as [string, EditorEndpoint]] : [];
     }),
     stillRunning: (name) => index.endpointOf(name) !== undefined,
-    activity,
     onHealth: (name, answered) => {
       if (commands.recordHealth(name, answered)) controller.enqueue(name);
     },

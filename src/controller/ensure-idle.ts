@@ -16,8 +16,6 @@ export const IDLE_TIMEOUT = 'IdleTimeout';
 export interface IdleState {
   /** An idle-stopped server was asked to start (API start, its editor opened): its next reconcile lifts the idle stop. */
   wakeRequested?: boolean;
-  /** The fresh heartbeat read before an idle stop got no answer once: the stop waits for one more try. */
-  idleReadMissed?: boolean;
 }
 
 export class IdleStops extends PerServer<IdleState> {
@@ -32,9 +30,10 @@ export function idleTimeoutSeconds(spec: EditorServerSpec, config: Config): numb
 }
 
 /**
- * When the server was last used, ms since the epoch: the tracker's last activity, and the
- * editor's start (a just-started editor is not idle). An editor adopted from an earlier run of
- * the service, of which nothing is known, counts from now.
+ * When the server was last used, ms since the epoch: the tracker's last activity (what a person
+ * did through the proxy: docs/idle.md), and the editor's start (a just-started editor is not
+ * idle). An editor adopted from an earlier run of the service, of which nothing is known, counts
+ * from now.
  */
 function lastUsed(ctx: Pick<ReconcileContext, 'deps'>, name: string, status: EditorServerStatus): number {
   const activity = ctx.deps.activity!;
@@ -54,33 +53,21 @@ export async function ensureIdle(
   const name = record.name;
   const timeoutMs = idleTimeoutSeconds(record.server!.spec, deps.config) * 1000;
   if (!deps.activity || timeoutMs <= 0 || status.phase !== 'Running' || !ctx.table.editorOf(name)) return result;
-  const idle = ctx.idle.of(name);
-  if (Date.now() - lastUsed(ctx, name, status) >= timeoutMs) {
-    // The background read of heartbeats lags by its interval: code-server's word, fresh, decides.
-    const endpoint = ctx.table.endpointOf(name);
-    const health = endpoint ? await deps.health.health(endpoint, 2000) : { ok: false };
-    if (health.lastHeartbeat !== undefined) deps.activity.touch(name, health.lastHeartbeat);
-    // No answer (a busy machine, a slow editor): not a reason to stop it; ask once more in a second.
-    if (!health.ok && !idle.idleReadMissed) {
-      idle.idleReadMissed = true;
-      return { ...result, requeueAfterMs: Math.min(result?.requeueAfterMs ?? 1000, 1000) };
-    }
-  }
-  idle.idleReadMissed = false;
-  const idleMs = Date.now() - lastUsed(ctx, name, status);
+  const since = lastUsed(ctx, name, status);
+  const idleMs = Date.now() - since;
   if (idleMs < timeoutMs) {
     const dueMs = timeoutMs - idleMs;
     return { ...result, requeueAfterMs: Math.min(result?.requeueAfterMs ?? dueMs, dueMs) };
   }
 
   const port = status.port;
-  const message = `stopped after ${duration(idleMs)} without activity (idle timeout ${duration(timeoutMs)}): `
-    + `open /vscode/${port}/ or POST /servers/${uid}/start to start it again`;
+  const why = idleReason(idleMs, since, timeoutMs);
+  const message = `${why}: open /vscode/${port}/ or POST /servers/${uid}/start to start it again`;
   Object.assign(status, { reason: IDLE_TIMEOUT, message, idleStoppedAt: new Date().toISOString() });
-  ctx.log(`server ${name}: idle for ${duration(idleMs)} (idle timeout ${duration(timeoutMs)}): stopping it`);
+  ctx.log(`server ${name}: ${why}: stopping it`);
   ctx.table.setWaking(name, false);
   // The same stop as an API stop: the process group this service launched, SIGTERM, grace, SIGKILL.
-  await stopProcess(ctx, record, uid, status, `stopped: no activity for ${duration(idleMs)} (idle timeout ${duration(timeoutMs)})`);
+  await stopProcess(ctx, record, uid, status, `stopped: ${why}`);
   Object.assign(status, { phase: 'Stopped' as Phase, reason: IDLE_TIMEOUT, message });
   ctx.crashes.reset(name);
   await ctx.commit(record, uid, status);
@@ -136,6 +123,16 @@ export function wake(ctx: Pick<ReconcileContext, 'deps' | 'table' | 'idle' | 'lo
   ctx.table.setWaking(name, true);
   ctx.deps.enqueue(name);
   return true;
+}
+
+/**
+ * Why an editor is stopped, as its events and log say: "idle for 60 min: no input since 14:02 UTC
+ * (idle timeout 60 min)". `since` is the last use, or the start when nothing reached the editor
+ * after it; to the second ("14:02:07 UTC") when the timeout is under two minutes.
+ */
+export function idleReason(idleMs: number, since: number, timeoutMs: number): string {
+  const clock = new Date(since).toISOString().slice(11, timeoutMs < 120_000 ? 19 : 16);
+  return `idle for ${duration(idleMs)}: no input since ${clock} UTC (idle timeout ${duration(timeoutMs)})`;
 }
 
 /** "45 s", "3 min", "2 h 5 min". */

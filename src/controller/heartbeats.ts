@@ -1,18 +1,16 @@
-// code-server's own word on activity: its /healthz reports `lastHeartbeat`, which beats on every
-// request and WebSocket that reaches it (not /healthz itself), at most once a minute, and again
-// each minute while any connection to it stays open. Read in the background for every running
-// editor and fed into the ActivityTracker, so who was used last is known between idle checks.
+// Every running editor's /healthz, read in the background: the running editor's health probe.
+// Its `lastHeartbeat` is not activity: code-server beats each minute while any connection stays
+// open, so a tab left open with nobody at it would keep its editor forever (docs/idle.md); what
+// a person does is read at the proxy instead.
 import { checkHealth, type HealthResult } from '../runtime/health.ts';
 import type { EditorEndpoint } from '../runtime/interface.ts';
 import { BACKGROUND_MS, every, type Periodic } from '../core/ticks.ts';
-import type { ActivityTracker } from './activity.ts';
 
 export interface HeartbeatReaderOptions {
   /** The running editors: name and where each answers. */
   running: () => Iterable<[string, EditorEndpoint]>;
   /** Whether the name still runs (a heartbeat read while it was deleted is dropped). */
   stillRunning: (name: string) => boolean;
-  activity: ActivityTracker;
   /** What each read saw of the editor's health: answered or not (the running editor's probe). */
   onHealth?: (name: string, answered: boolean) => void;
   /** The wait before the next round, asked before each (it follows the config). */
@@ -27,14 +25,14 @@ const READS_AT_ONCE = 16;
 /** Reads in a row an editor leaves unanswered before it counts as not answering (one slow answer is not a failure). */
 export const UNANSWERED_READS = 3;
 
-/** How often heartbeats are read: a quarter of the shortest idle timeout in force, from 1 s to 30 s. */
+/** How often the running editors' health is read: a quarter of the shortest idle timeout in force, from 1 s to 30 s. */
 export function heartbeatIntervalMs(idleTimeoutsSeconds: Iterable<number>): number {
   let shortest = Infinity;
   for (const seconds of idleTimeoutsSeconds) if (seconds > 0 && seconds < shortest) shortest = seconds;
   return Math.min(30_000, Math.max(1000, (shortest * 1000) / 4));
 }
 
-/** Reads every running editor's heartbeat, a few at a time, round after round, until disposed. */
+/** Reads every running editor's health, a few at a time, round after round, until disposed. */
 export class HeartbeatReader {
   readonly #options: HeartbeatReaderOptions;
   readonly #health: (endpoint: EditorEndpoint) => Promise<HealthResult>;
@@ -55,7 +53,7 @@ export class HeartbeatReader {
     this.#schedule();
   }
 
-  /** One round: each running editor's lastHeartbeat, as activity. */
+  /** One round: each running editor's /healthz. */
   async readOnce(): Promise<void> {
     const editors = [...this.#options.running()];
     // A few at a time, so their answers come back together: each wake-up of the service costs
@@ -66,13 +64,12 @@ export class HeartbeatReader {
   }
 
   async #read(name: string, endpoint: EditorEndpoint): Promise<void> {
-    const { ok, lastHeartbeat } = await this.#health(endpoint);
+    const { ok } = await this.#health(endpoint);
     if (this.#disposed) return;
     if (!this.#options.stillRunning(name)) {
       this.#unanswered.delete(name);
       return;
     }
-    if (lastHeartbeat !== undefined) this.#options.activity.touch(name, lastHeartbeat);
     const missed = ok ? 0 : (this.#unanswered.get(name) ?? 0) + 1;
     if (missed === 0) this.#unanswered.delete(name);
     else this.#unanswered.set(name, missed);

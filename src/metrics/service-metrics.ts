@@ -159,7 +159,7 @@ export class ServiceMetrics {
       },
     });
     new Gauge({
-      name: 'devbox_server_last_activity_timestamp_seconds', help: 'When the server was last used (proxy traffic, editor heartbeat), in seconds since the epoch; absent until it is', labelNames: ['name', 'uid'], registers,
+      name: 'devbox_server_last_activity_timestamp_seconds', help: 'When the server was last used (a request, or a person\'s input or a terminal\'s output on a WebSocket, through the proxy: docs/idle.md), in seconds since the epoch; absent until it is', labelNames: ['name', 'uid'], registers,
       collect() {
         this.reset();
         for (const { labels } of servers()) {

@@ -14,7 +14,8 @@ import * as http from '../core/http.ts';
 import type { EditorEndpoint } from '../runtime/interface.ts';
 import { requiredOnFirstUse } from '../core/first-use.ts';
 import { Forwarding } from './forwarding.ts';
-import { DROPPED_FOR_UNDICI, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';
+import { DROPPED_FOR_UNDICI, DROPPED_READ_UPGRADE_HEADERS, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';
+import { socketProtocol } from './editor-frames.ts';
 import { relay } from './relay.ts';
 import { editorPath, parseRoute, unavailableCause, type Route } from './route.ts';
 
@@ -31,6 +32,13 @@ export interface ProxyObserver {
   socketData(port: number, bytes: number, fromClient: boolean): void;
   /** That WebSocket closed. */
   socketClosed(port: number): void;
+  /**
+   * A relayed chunk held a message that counts (editor-frames.ts): from the browser a person's
+   * input, from the editor output (a terminal printing). Optional: only an observer that has it
+   * makes the proxy read frames, and take the compression offer off the upgrade (a compressed
+   * message could not be read cheaply).
+   */
+  socketMessage?(port: number, fromClient: boolean): void;
 }
 
 export interface EditorProxyOptions {
@@ -149,7 +157,7 @@ export class EditorProxy {
       port: route.target.port,
       method: req.method,
       path: editorPath(req, route),
-      headers: editorRequestHeaders(req, route.prefix, DROPPED_UPGRADE_HEADERS),
+      headers: editorRequestHeaders(req, route.prefix, this.#observer?.socketMessage ? DROPPED_READ_UPGRADE_HEADERS : DROPPED_UPGRADE_HEADERS),
       agent: this.#agent,
     });
     proxyReq.on('error', fail);
@@ -172,7 +180,7 @@ export class EditorProxy {
       socket.removeListener('close', abandon);
       if (socket.destroyed) return editorSocket.destroy();
       socket.write(rawHead('HTTP/1.1 101 Switching Protocols', proxyRes.rawHeaders));
-      relay(socket as Socket, editorSocket, route.port, head, editorHead, this.#observer);
+      relay(socket as Socket, editorSocket, route.port, head, editorHead, this.#observer, socketProtocol(req.url));
     });
     proxyReq.end();
     return true;

@@ -25,6 +25,12 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'x-forwarded
  */
 const DROPPED_REQUEST_HEADERS = new Set([...CREDENTIAL_HEADERS, 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect']);
 export const DROPPED_UPGRADE_HEADERS = new Set([...CREDENTIAL_HEADERS, 'keep-alive', 'proxy-connection', 'expect']);
+/**
+ * An upgrade whose frames the proxy reads also loses the browser's compression offer: the editor
+ * then sends and gets plain frames, whose message headers are read without inflating anything
+ * (docs/idle.md has what this costs: the hop to the editor is loopback or the cluster's network).
+ */
+export const DROPPED_READ_UPGRADE_HEADERS = new Set([...DROPPED_UPGRADE_HEADERS, 'sec-websocket-extensions']);
 /** Response headers that describe the editor's connection, not the client's: Node frames the response to the client itself. */
 export const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade']);
 /** undici frames the request itself (chunked when the body has no length) and refuses these. */

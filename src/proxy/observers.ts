@@ -18,15 +18,27 @@ export function fanOut(observers: Array<ProxyObserver | undefined>): ProxyObserv
     socketClosed: (port) => {
       for (const o of all) o.socketClosed(port);
     },
+    ...(all.some((o) => o.socketMessage) ? {
+      socketMessage: (port: number, fromClient: boolean) => {
+        for (const o of all) o.socketMessage?.(port, fromClient);
+      },
+    } : {}),
   };
 }
 
-/** An observer that marks the server on the port as used by each request and each WebSocket chunk. */
+/**
+ * An observer that marks the server on the port as used by what a person does (docs/idle.md):
+ * each proxied HTTP request (a page load, a file fetched), and each WebSocket message that counts
+ * (editor-frames.ts: the browser's input, the editor's output to an open tab). Opening, closing
+ * and the rest of a socket's bytes (keep-alives, acknowledgements, a reconnect) are not use.
+ */
 export function activityObserver(touch: (port: number) => void): ProxyObserver {
+  const nothing = (): void => {};
   return {
     request: (port) => touch(port),
-    socketOpened: (port) => touch(port),
-    socketData: (port) => touch(port),
-    socketClosed: (port) => touch(port),
+    socketOpened: nothing,
+    socketData: nothing,
+    socketClosed: nothing,
+    socketMessage: (port) => touch(port),
   };
 }

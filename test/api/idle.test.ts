@@ -1,10 +1,12 @@
 // Idle autostop and wake on open, against the running service and the stub editor (whose
-// /healthz heartbeat behaves like code-server's): short timeouts set in hand-written manifests.
+// /healthz heartbeat behaves like code-server's, and is not activity): short timeouts set in
+// hand-written manifests.
 import { promises as fs } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Reconciled } from '../../src/index/server-index.ts';
 import { opened } from '../helpers/net.ts';
+import { extensionHostCall, protocolMessage } from '../helpers/vscode-messages.ts';
 import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 import { nextCall } from '../helpers/wait.ts';
 
@@ -105,9 +107,17 @@ describe('idle autostop', () => {
     expect(await manifestBefore()).toBe(written);
     expect(written).toContain('running: true');
     expect(await fs.readFile(`${service.settings.dataDir}/status/left-idle.yaml`, 'utf8')).toMatch(/idleStoppedAt:/);
-    expect(service.lines.join('\n')).toMatch(/server left-idle: idle for \d+ s \(idle timeout 4 s\): stopping it/);
-    const events = (await service.request('GET', `/servers/${started.id}/events`)).body;
-    expect(JSON.stringify(events)).toContain('IdleTimeout');
+    // Nothing reached it after its start: the reason names when it was last used, to the second
+    // (the timeout is short): its start, or the controller's first look at it just after.
+    const reason = /^idle for (\d+) s: no input since (\d\d:\d\d:\d\d) UTC \(idle timeout 4 s\): open \/vscode\//;
+    const { events } = (await service.request('GET', `/servers/${started.id}/events`)).body.data;
+    const idleEvent = events.find((e: { reason: string }) => e.reason === 'IdleTimeout');
+    const [, idleSeconds, clock] = reason.exec(idleEvent.message) ?? [];
+    const since = Date.parse(`${started.start_time.slice(0, 11)}${clock}Z`);
+    expect(since).toBeGreaterThanOrEqual(Math.floor(Date.parse(started.start_time) / 1000) * 1000);
+    expect(since).toBeLessThan(Date.parse(started.start_time) + 3000);
+    expect(Number(idleSeconds)).toBeGreaterThanOrEqual(4);
+    expect(service.lines.join('\n')).toContain(`server left-idle: idle for ${idleSeconds} s: no input since ${clock} UTC (idle timeout 4 s): stopping it`);
   }, 40_000);
 
   it('keeps an editor alive while HTTP requests go through the proxy, and stops it once they stop', async () => {
@@ -137,28 +147,54 @@ describe('idle autostop', () => {
     expect(processExists(started.pid)).toBe(false);
   }, 40_000);
 
-  it('keeps an editor alive while code-server\'s heartbeat says a client is attached, with no traffic through the proxy', async () => {
+  it("counts a person's input to VS Code through the proxy, and not keep-alives, acknowledgements or the workbench's own calls", async () => {
+    const name = 'vscode-socket';
+    const started = await runningServer(service, name, 2);
+    const path = '/stable-0123abc?reconnectionToken=5f0c&reconnection=false&skipWebSocketFrames=false';
+    const socket = await opened(new WebSocket(`${service.url.replace('http', 'ws')}/vscode/${started.port}${path}`));
+    try {
+      const send = (type: number, body?: Buffer) => new Promise<void>((resolve) => {
+        socket.once('message', () => resolve());
+        socket.send(protocolMessage(type, body));
+      });
+      // A person typing: the document's changes go to the extension host (echoed back by the stub).
+      await keepDoing(service, name, 2, 3, () => send(1, extensionHostCall('$acceptModelChanged', '[{"text":"w"}]')));
+      expect((await byManifest(service, name)).status).toBe('running');
+      // A tab left open: keep-alives (9), acknowledgements (3) and the workbench's own calls, at the same pace, until it is stopped.
+      let stopped = false;
+      const idle = idleStopped(service, name).finally(() => (stopped = true));
+      const sentAt = Date.now();
+      const own = extensionHostCall('$onDidTunnelsChange');
+      while (!stopped) await Promise.race([idle, send(9).then(() => send(3)).then(() => send(1, own)), new Promise((r) => setTimeout(r, ACT_EVERY_MS))]);
+      const record = await idle;
+      expect(Date.parse(record.idle_stopped_at)).toBeGreaterThan(sentAt);
+      expect(processExists(started.pid)).toBe(false);
+    } finally {
+      socket.close();
+    }
+  }, 40_000);
+
+  it("does not count code-server's heartbeat: an editor with a client attached and beating is stopped at its timeout", async () => {
     // The stub's heart beats every 300 ms while a connection is open (code-server's: every minute).
     process.env.STUB_HEARTBEAT_INTERVAL_MS = '300';
-    // A timeout well above the beat and the background read's interval: a loaded machine delays both.
-    const started = await runningServer(service, 'heartbeat', 4).finally(() => delete process.env.STUB_HEARTBEAT_INTERVAL_MS);
+    const started = await runningServer(service, 'heartbeat', 3).finally(() => delete process.env.STUB_HEARTBEAT_INTERVAL_MS);
     const name = 'heartbeat';
     // A client attached to the editor itself, as code-server's workbench is, sending nothing.
     const socket = await opened(new WebSocket(`ws://127.0.0.1:${started.port}/`));
     const attachedAt = Date.now();
     try {
-      // Nothing sent: once the controller has checked the server for idleness 2.5 idle timeouts
-      // after the attach, only heartbeats can have kept it running.
-      await checkedAfter(service, name, attachedAt + 2.5 * 4000);
-      expect((await byManifest(service, name)).status).toBe('running');
-      expect(processExists(started.pid)).toBe(true);
-      // Read from /healthz: beats long after the socket opened, which only the heartbeat can tell.
-      expect(service.activity.lastActivity(name)!).toBeGreaterThan(attachedAt + 3000);
+      const stopping = idleStopped(service, name);
+      // The heart beats after the attach with nothing sent: code-server's word that a client is there.
+      await eventually(async () => {
+        const health = await fetch(`http://127.0.0.1:${started.port}/healthz`).then((r) => r.json()) as { lastHeartbeat: number };
+        return health.lastHeartbeat > attachedAt + 600;
+      }, 5000);
+      const stopped = await stopping;
+      expect(processExists(started.pid)).toBe(false);
+      expect(Date.parse(stopped.idle_stopped_at) - Date.parse(started.start_time)).toBeGreaterThanOrEqual(3000);
     } finally {
       socket.close();
     }
-    await idleStopped(service, name);
-    expect(processExists(started.pid)).toBe(false);
   }, 40_000);
 
   it('never stops an editor whose timeout is 0, while one on the config\'s timeout is stopped', async () => {

@@ -150,7 +150,7 @@ describe('what comes through the manifests folder, and the controller\'s idle st
     // Nobody uses it: the controller stops it after its 2 s.
     const idle = await entryOf('by-hand', 'idle-stop');
     expect(idle).toMatchObject({ actor: 'controller', door: 'controller', server_id: id, outcome: 'ok' });
-    expect(idle.detail).toContain('without activity');
+    expect(idle.detail).toMatch(/^idle for 2 s: no input since \d\d:\d\d/);
     // One stop, one entry (its Stopping and Stopped commits carry the same reason).
     expect((await audit('?server=by-hand&action=idle-stop')).entries).toHaveLength(1);
 

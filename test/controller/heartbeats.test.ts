@@ -1,7 +1,6 @@
 // The heartbeat read is also the running editor's health probe: one slow answer is not a failure,
 // UNANSWERED_READS in a row are, and the first answer after them is news again.
 import { expect, it } from 'vitest';
-import { ActivityTracker } from '../../src/controller/activity.ts';
 import { HeartbeatReader, UNANSWERED_READS } from '../../src/controller/heartbeats.ts';
 import type { HealthResult } from '../../src/runtime/health.ts';
 
@@ -12,7 +11,6 @@ it('tells a running editor\'s health only after reads in a row go unanswered, an
   const reader = new HeartbeatReader({
     running: () => [['box', { host: '127.0.0.1', port: 1 }]],
     stillRunning: () => running,
-    activity: new ActivityTracker(),
     intervalMs: () => 1000,
     onHealth: (name, answered) => told.push([name, answered]),
     health: async (): Promise<HealthResult> => ({ ok: answers.shift() ?? true }),
