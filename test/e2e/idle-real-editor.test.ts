@@ -80,28 +80,16 @@ async function pick(page: Page, key: string, entry: string): Promise<void> {
 
 describe('idle with the real code-server in Chromium', () => {
   it('stops the editor whose tab is left open with nobody at it, and not those where a person types or a terminal prints', async () => {
-    const idle = await runningServer('left-open');
-    const typing = await runningServer('typing');
-    const printing = await runningServer('printing');
-    expect(existsSync(typing.workspace_path)).toBe(true);
-    await fs.writeFile(join(typing.workspace_path, 'notes.txt'), 'first line\n');
     const pages: Page[] = [];
     let acting = true;
+    let typingLoop: Promise<void> | undefined;
     try {
-      // The tab left open: loaded, then nothing.
-      const idleOpenedAt = Date.now();
-      pages.push(await openWorkbench(idle.port));
-
-      // The person typing: the file opened from Quick Open, a word typed every few seconds.
-      const typist = await openWorkbench(typing.port);
-      pages.push(typist);
-      await pick(typist, 'Control+P', 'notes.txt');
-      // The file's editor, in the editor area (the chat panel has an editor of its own).
-      const lines = typist.locator('.part.editor .monaco-editor .view-lines');
-      await lines.filter({ hasText: 'first line' }).waitFor();
-      await lines.click();
+      // Each server is started right before its tab is opened, and each acting tab starts acting
+      // as soon as it is set up, so that no setup, however slow, leaves an editor a timeout
+      // without use; the tab left open comes last.
 
       // The terminal printing: the date every second, typed once.
+      const printing = await runningServer('printing');
       const terminal = await openWorkbench(printing.port);
       pages.push(terminal);
       await pick(terminal, 'F1', 'Terminal: Create New Terminal');
@@ -113,16 +101,34 @@ describe('idle with the real code-server in Chromium', () => {
       await terminal.keyboard.press('Enter');
       const lineCount = async () => (await fs.readFile(printed, 'utf8').catch(() => '')).split('\n').length - 1;
       await eventually(async () => (await lineCount()) >= 3, 30_000, 250);
-      const actingSince = Date.now();
 
-      // The person types a word every few seconds (their pace, not a wait for anything), until told to stop.
+      // The person typing: the file opened from Quick Open, a word typed every few seconds (their
+      // pace, not a wait for anything) until told to stop.
+      const typing = await runningServer('typing');
+      expect(existsSync(typing.workspace_path)).toBe(true);
+      await fs.writeFile(join(typing.workspace_path, 'notes.txt'), 'first line\n');
+      const typist = await openWorkbench(typing.port);
+      pages.push(typist);
+      await pick(typist, 'Control+P', 'notes.txt');
+      // The file's editor, in the editor area (the chat panel has an editor of its own).
+      const lines = typist.locator('.part.editor .monaco-editor .view-lines');
+      await lines.filter({ hasText: 'first line' }).waitFor();
+      await lines.click();
       let typed = 0;
-      const typingLoop = (async () => {
+      typingLoop = (async () => {
         while (acting) {
           await typist.keyboard.type(`word${typed++} `);
           await new Promise((r) => setTimeout(r, 3000));
         }
       })();
+
+      // The tab left open: loaded, then nothing.
+      const idle = await runningServer('left-open');
+      const idleOpenedAt = Date.now();
+      pages.push(await openWorkbench(idle.port));
+      const actingSince = Date.now();
+      // The editor the tab opened is the one started, not one woken after a stop.
+      expect((await byManifest('left-open')).pid).toBe(idle.pid);
 
       const stopped = await eventually(async () => {
         const record = await byManifest('left-open');
@@ -157,6 +163,7 @@ describe('idle with the real code-server in Chromium', () => {
       throw error;
     } finally {
       acting = false;
+      await typingLoop?.catch(() => undefined);
       for (const page of pages) await page.context().close().catch(() => undefined);
     }
   }, 300_000);
