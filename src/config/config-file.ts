@@ -18,7 +18,7 @@ export interface Config {
     stopGraceSeconds: number;
     maxRestartBackoffSeconds: number;
     crashLoopRestarts: number;
-    /** An editor with no activity (proxy traffic, code-server's heartbeat) this long is stopped (IdleTimeout); 0: never. spec.idleTimeoutSeconds overrides it. */
+    /** An editor with no activity (a person's input or a terminal's output through the proxy: docs/idle.md) this long is stopped (IdleTimeout); 0: never. spec.idleTimeoutSeconds overrides it. */
     idleTimeoutSeconds: number;
   };
   /**
