@@ -3,13 +3,15 @@
 // the browser and code-server sees the same bytes the service's proxy relays; it records every
 // HTTP request line and every WebSocket frame (direction, opcode, size, compression) and, inside
 // the frames, VS Code's own protocol messages (its 13-byte header: type u8, id u32, ack u32,
-// length u32). docs/idle.md has the figures and what the proxy makes of them.
+// length u32), and which chunks the proxy's own reader (src/proxy/editor-frames.ts) counts as use
+// in the same bytes. docs/idle.md has the figures and what the proxy makes of them.
 //
-//   node scripts/probe-editor-traffic.ts [--idle-seconds 180] [--deflate] [--json out.json]
+//   node scripts/probe-editor-traffic.ts [--idle-seconds 180] [--deflate] [--dump] [--json out.json]
 //
 // --deflate leaves the browser's permessage-deflate offer on the upgrade (the frames are then
 // compressed and the probe inflates them to read the messages); without it the offer is removed,
-// as the service's proxy does.
+// as the service's proxy does. --dump keeps the first bytes of each Regular message in the JSON
+// (which call it is). It prints a summary per case; --json writes every record.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';

@@ -31,7 +31,7 @@ export interface Service {
   index: ServerIndex;
   logs: LogHub;
   proxy: EditorProxy;
-  /** When each server was last used (proxy traffic, heartbeats). */
+  /** When each server was last used (what a person does through the proxy: docs/idle.md). */
   activity: ActivityTracker;
   /** The editors' CPU and memory, sampled in the background. */
   stats: StatsSampler;
