@@ -207,6 +207,10 @@ export async function buildParts(
   index.on('changed', heartbeatsChanged);
   index.on('deleted', heartbeatsChanged);
   live.onChange(heartbeatsChanged);
+  // A running editor's next idle check was set by the timeout in force then: a new one is looked at now.
+  live.onChange((before, after) => {
+    if (before.editor.idleTimeoutSeconds !== after.editor.idleTimeoutSeconds) for (const name of index.running()) controller.enqueue(name);
+  });
 
   // --- What serves people: access (built above, for the quotas), the proxy, the streams ---
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : index.serverNamed(name));

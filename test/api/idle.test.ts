@@ -2,12 +2,16 @@
 // /healthz heartbeat behaves like code-server's, and is not activity): short timeouts set in
 // hand-written manifests.
 import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Reconciled } from '../../src/index/server-index.ts';
 import { opened } from '../helpers/net.ts';
 import { extensionHostCall, protocolMessage } from '../helpers/vscode-messages.ts';
-import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, portRange, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
+import { writeWhole } from '../templates/fixtures.ts';
 import { nextCall } from '../helpers/wait.ts';
 
 const ALICE = { 'X-Forwarded-Email': 'alice@example.com' };
@@ -294,6 +298,28 @@ describe('wake on open', () => {
     const asAlice = await open(started.port, ALICE);
     expect(asAlice.status).toBe(503);
     await eventually(async () => (await byManifest(service, 'alices')).status === 'running', 20_000);
+  }, 60_000);
+});
+
+describe('an edit of the config\'s idle timeout', () => {
+  it('applies to editors already running: a shorter one stops an idle editor without waiting for the old deadline', async () => {
+    const root = await fs.mkdtemp(join(tmpdir(), 'devbox-idle-config-'));
+    const configFile = join(root, 'devbox.config.yaml');
+    const ports = portRange();
+    // No resync to come to it: only the edit can bring the idle check forward.
+    const write = (idleTimeoutSeconds: number) => writeWhole(configFile, stringify({
+      ports, editor: { idleTimeoutSeconds, readyTimeoutSeconds: 15 }, controller: { resyncSeconds: 3600 },
+    }));
+    await write(3600);
+    const edited = await startTestService({ root, configFile });
+    try {
+      const started = await runningServer(edited, 'long-nap');
+      await write(2);
+      await idleStopped(edited, 'long-nap');
+      expect(processExists(started.pid)).toBe(false);
+    } finally {
+      await edited.stop();
+    }
   }, 60_000);
 });
 
