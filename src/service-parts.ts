@@ -222,6 +222,13 @@ export async function buildParts(
     const name = ports.owner(port);
     if (name !== undefined) activity.touch(name);
   };
+  // The audit trail: every change by a person or by the controller, through every door, chained by hash.
+  const audit = await buildAudit({
+    // A cluster's manifests are its EditorServer objects (their store has an API client); else the folder.
+    dataDir: settings.dataDir, index, access, source: store, door: 'api' in store ? 'cluster' : 'manifest',
+    ...(persistence?.targetStore ? { target: persistence.targetStore } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
+  });
+
   const proxy = new EditorProxy({
     // DEVBOX_ACTIVITY_TRACKING=0 with DEVBOX_METRICS=0 leaves the proxy without an observer (the benchmark's baseline).
     observer: fanOut([settings.activityTracking === false ? undefined : activityObserver(touchPort), metrics?.observer]),
@@ -243,7 +250,13 @@ export async function buildParts(
         return { name, displayName: distinctLabel(server, index.records.values()) };
       },
       wakeState: (name) => index.wakeState(name),
-      wake: (name, why) => commands.wake(name, why),
+      wake: (name, why, req) => {
+        const first = !index.waking(name);
+        const woke = commands.wake(name, why);
+        // A person opening the editor starts it: the trail says who (once: the starting page's polls wake it again).
+        if (woke && first) audit.recordFor(req, { door: 'proxy', action: 'start', server_id: index.serverNamed(name)?.metadata.uid ?? null, server_name: name, outcome: 'ok', detail: why });
+        return woke;
+      },
     }),
     log,
   });
@@ -267,13 +280,6 @@ export async function buildParts(
     logs: { open: logStreams.state.clients, dropped: logStreams.state.dropped },
     watch: { open: watch.state.watchers, dropped: watch.state.dropped_slow },
   }));
-
-  // The audit trail: every change by a person or by the controller, through every door, chained by hash.
-  const audit = await buildAudit({
-    // A cluster's manifests are its EditorServer objects (their store has an API client); else the folder.
-    dataDir: settings.dataDir, index, access, source: store, door: 'api' in store ? 'cluster' : 'manifest',
-    ...(persistence?.targetStore ? { target: persistence.targetStore } : {}), copyEveryMs: () => live.current.persistence.intervalSeconds * 1000, log,
-  });
 
   // --- Templates, git sync, the assistant, health ---
   // Sections of GET /health, added by the parts that have something to report.

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 
 /** Through which door a change came. */
-export type AuditDoor = 'api' | 'dashboard' | 'manifest' | 'cluster' | 'controller';
+export type AuditDoor = 'api' | 'dashboard' | 'proxy' | 'manifest' | 'cluster' | 'controller';
 
 /** How it ended: done, refused before anything changed (a 4xx), or failed on the way (a 5xx, a failed restore). */
 export type AuditOutcome = 'ok' | 'refused' | 'failed';

@@ -40,7 +40,7 @@ export interface AuditPart {
   /** Records a change the recorders here do not see. */
   record(input: AuditInput): void;
   /** Records a change a request made, its actor and door taken from the request (for a route that records by itself). */
-  recordFor(req: { headers: IncomingHttpHeaders }, input: Omit<AuditInput, 'actor' | 'door'>): void;
+  recordFor(req: { headers: IncomingHttpHeaders }, input: Omit<AuditInput, 'actor' | 'door'> & { door?: AuditInput['door'] }): void;
   /**
    * Has the API's recorder record another route, as it does the built-in ones: once answered, with
    * the outcome and error code (`recordRoute({ method: 'POST', path: /^\/servers\/([^/]+)\/share\/?$/,
@@ -104,7 +104,7 @@ export async function buildAudit(deps: AuditDeps): Promise<AuditPart> {
   return {
     log,
     record,
-    recordFor: (req, input) => record({ ...input, actor: actorOf(req.headers), door: doorOf(req.headers) }),
+    recordFor: (req, input) => record({ ...input, actor: actorOf(req.headers), door: input.door ?? doorOf(req.headers) }),
     recordRoute: (route) => void extraRoutes.push(route),
     gitEnqueue: (enqueue) => (name) => {
       void fromGit.changed(name);

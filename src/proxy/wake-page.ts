@@ -15,8 +15,8 @@ export interface WakeOnOpenOptions {
   /** The server on the port when the requester may see it (the proxy's own access rule): its name and display name. */
   serverOn: (port: number, req: IncomingMessage) => { name: string; displayName: string } | undefined;
   wakeState: (name: string) => WakeState | undefined;
-  /** Lifts the server's idle stop so the controller starts it; false when it holds none. */
-  wake: (name: string, why: string) => boolean;
+  /** Lifts the server's idle stop so the controller starts it; false when it holds none. `req` is the request that opened it. */
+  wake: (name: string, why: string, req: IncomingMessage) => boolean;
 }
 
 /** The proxy's `unroutable` hook: answers for a server stopped for idleness or on its way back; false (the 404) for any other. */
@@ -29,7 +29,7 @@ export function wakeOnOpen(options: WakeOnOpenOptions): (port: number, req: Inco
     // Another site's page may not start editors by embedding their URL (an image, a script): only
     // this service's pages, an address typed or a link followed (a navigation) open one.
     if (crossSiteSubresource(req)) return false;
-    options.wake(server.name, `${req.method} /vscode/${port}/ was opened`);
+    options.wake(server.name, `${req.method} /vscode/${port}/ was opened`, req);
     state = options.wakeState(server.name) ?? state;
     answer(req, res, server.displayName, state);
     return true;

@@ -248,6 +248,10 @@ describe('wake on open', () => {
     expect(record).toMatchObject({ status: 'running', reason: null, idle_stopped_at: null });
     expect(processExists(record.pid)).toBe(true);
     expect(record.pid).not.toBe(started.pid);
+    // The audit trail has the start, through the proxy, once (the polls after it woke nothing).
+    const starts = (await service.request('GET', `/audit?server=${record.id}&action=start`)).body.entries;
+    expect(starts.map((e: { actor: string; door: string; outcome: string; detail: string }) => [e.actor, e.door, e.outcome, e.detail]))
+      .toEqual([['local', 'proxy', 'ok', `GET /vscode/${started.port}/ was opened`]]);
   }, 60_000);
 
   it('answers other requests 503 JSON with Retry-After, and wakes the editor too', async () => {

@@ -48,7 +48,7 @@ export type AuditEntry = {
   time: string;
   /** The signed-in identity; `local` without sign-on; `controller` for its own acts; `file` (manifests folder) or `cluster` for the other doors. */
   actor: string;
-  door: "api" | "dashboard" | "manifest" | "cluster" | "controller";
+  door: "api" | "dashboard" | "proxy" | "manifest" | "cluster" | "controller";
   /** create, edit, start, stop, restart, delete, undelete, snapshot, snapshot-restore, share, revoke, idle-stop, capacity-stop, restore, audit-recovered. */
   action: string;
   server_id: string | null;
