@@ -110,7 +110,8 @@ export class ServerTable implements ServerIndex {
     }
     const message = status?.message ?? 'see GET /servers/{id}/logs';
     if (status?.phase === 'Failed') return { state: 'failed', message };
-    if (status?.reason === 'CapacityExceeded' || status?.reason === 'QuotaExceeded') return { state: 'refused', message };
+    if (status?.reason === 'CapacityExceeded') return { state: 'refused', message };
+    if (status?.reason === 'QuotaExceeded') return { state: 'refused', message, quota: true };
     return { state: 'starting' };
   }
 

@@ -118,4 +118,4 @@ export function heldForCapacity(status: EditorServerStatus): boolean {
 }
 
 /** Where a server that was stopped for idleness is on its way back; undefined for any other. */
-export type WakeState = { state: 'starting' } | { state: 'refused' | 'failed'; message: string };
+export type WakeState = { state: 'starting' } | { state: 'refused' | 'failed'; message: string; /** refused by a limit per person, not the fleet's room */ quota?: boolean };

@@ -52,7 +52,7 @@ function answer(req: IncomingMessage, res: ServerResponse, displayName: string, 
   const error = state.state === 'starting'
     ? apiError('EDITOR_STARTING', { server: displayName, seconds: RETRY_AFTER_SECONDS })
     : state.state === 'refused'
-      ? apiError('CAPACITY_EXCEEDED', `server "${displayName}" cannot start now: ${state.message}`)
+      ? apiError(state.quota ? 'QUOTA_EXCEEDED' : 'CAPACITY_EXCEEDED', `server "${displayName}" cannot start now: ${state.message}`)
       : apiError('EDITOR_FAILED', `server "${displayName}" failed to start: ${state.message}`);
   const body = errorBody(error.code, error.message);
   res.writeHead(error.status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body);

@@ -253,3 +253,29 @@ describe('GET /health and /metrics', () => {
     expect(await (await fetch(`${service.url}/metrics`, { headers: ROOT })).text()).not.toContain('bob@example.com');
   });
 });
+
+describe('waking an editor stopped for idleness while its owner is at their quota', () => {
+  it('answers the starting page\'s poll 409 QUOTA_EXCEEDED with the quota\'s message, not the fleet\'s', async () => {
+    const { service, as, created } = await serviceWith({ runningEditors: 1 });
+    await fs.writeFile(join(service.settings.manifestsDir, 'napping.yaml'), stringify({
+      apiVersion: 'devbox.dev/v1alpha1',
+      kind: 'EditorServer',
+      metadata: { name: 'napping', annotations: { 'devbox.dev/owner': 'alice@example.com' } },
+      spec: { displayName: 'napping', running: true, idleTimeoutSeconds: 2 },
+    }));
+    const napping = await eventually(async () => {
+      const found = ((await service.request('GET', '/servers', undefined, ALICE)).body as { manifest: string; status: string; reason: string | null; port: number }[])
+        .find((r) => r.manifest === 'napping');
+      return found?.status === 'stopped' && found.reason === 'IdleTimeout' ? found : undefined;
+    }, 30_000);
+    // Her one editor now runs elsewhere.
+    expect((await as(ALICE).start(await created(ALICE, 'api-1'))).status).toBe(200);
+    const refused = await eventually(async () => {
+      const res = await fetch(`${service.url}/vscode/${napping.port}/`, { headers: { ...ALICE, 'x-devbox-wake': 'poll' } });
+      const body = await res.json();
+      return res.status === 409 ? body : undefined;
+    }, 20_000);
+    expect(refused.error.code).toBe('QUOTA_EXCEEDED');
+    expect(refused.error.message).toMatch(/^server "napping" cannot start now: .*alice@example\.com runs 1 of 1 editors allowed per person \(capacity\.perPerson\.runningEditors\): api-1/);
+  }, 60_000);
+});
