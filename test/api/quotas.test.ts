@@ -272,10 +272,35 @@ describe('waking an editor stopped for idleness while its owner is at their quot
     expect((await as(ALICE).start(await created(ALICE, 'api-1'))).status).toBe(200);
     const refused = await eventually(async () => {
       const res = await fetch(`${service.url}/vscode/${napping.port}/`, { headers: { ...ALICE, 'x-devbox-wake': 'poll' } });
-      const body = await res.json();
+      const body = await res.json() as { error: { code: string; message: string } };
       return res.status === 409 ? body : undefined;
     }, 20_000);
     expect(refused.error.code).toBe('QUOTA_EXCEEDED');
     expect(refused.error.message).toMatch(/^server "napping" cannot start now: .*alice@example\.com runs 1 of 1 editors allowed per person \(capacity\.perPerson\.runningEditors\): api-1/);
+  }, 60_000);
+});
+
+describe('capacity.perPerson.servers and an undelete', () => {
+  it('refuses to bring back a deleted server over its owner\'s servers limit, and brings it back once one is gone', async () => {
+    const keep = await fs.mkdtemp(join(tmpdir(), 'devbox-quotas-keep-'));
+    const service = await startTestService({ requireIdentity: true, persistTo: keep, config: { capacity: { perPerson: { runningEditors: 0, servers: 1, memoryMb: 0 } } } });
+    services.push(service);
+    const kept = (await service.request('POST', '/servers', { name: 'Kept box' }, ALICE)).body;
+    expect((await service.request('DELETE', `/servers/${kept.id}`, undefined, ALICE)).status).toBe(200);
+    await eventually(async () => ((await service.request('GET', '/snapshots/deleted', undefined, ALICE)).body.data?.servers ?? [])
+      .some((s: { name: string }) => s.name === 'kept-box'));
+    const other = await service.request('POST', '/servers', { name: 'Other box' }, ALICE);
+    expect(other.status).toBe(201);
+
+    const refused = await service.request('POST', '/snapshots/deleted/kept-box/restore', undefined, ALICE);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('QUOTA_EXCEEDED');
+    expect(refused.body.error.message).toMatch(/^server "kept-box" was not brought back: alice@example\.com has 1 of 1 servers allowed per person \(capacity\.perPerson\.servers\): other-box; delete one first$/);
+    expect(await fs.readdir(service.settings.manifestsDir)).not.toContain('kept-box.yaml');
+
+    expect((await service.request('DELETE', `/servers/${other.body.id}`, undefined, ALICE)).status).toBe(200);
+    const back = await service.request('POST', '/snapshots/deleted/kept-box/restore', undefined, ALICE);
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(back.body.id).toBe(kept.id);
   }, 60_000);
 });

@@ -7,6 +7,8 @@ import type { RestoreResult, SnapshotInfo } from '../../persistence/types.ts';
 import { FilesUnavailable, StoreError } from '../../persistence/types.ts';
 import { parseManifest } from '../../manifests/parse.ts';
 import { displayNameOf } from '../../manifests/types.ts';
+import { ownerOf } from '../access.ts';
+import { quotaExceeded } from '../quota-errors.ts';
 import { createdView } from '../views.ts';
 import { findServer, phaseIs, type ServersDeps } from './context.ts';
 
@@ -95,13 +97,24 @@ export function snapshotRoutes(deps: ServersDeps, router: Router): void {
     // A name not deleted (or no longer kept) is the service's 404 NOT_DELETED.
     // Only its owner and the admins bring it back (under access: owner; read from the manifest kept of it).
     const who = deps.access.requester(req.headers);
-    await storeCall(() => persistence().undelete(name, (text) => {
-      const kept = parseManifest(name, text);
-      const server = kept.kind === 'ok' ? kept.server : undefined;
-      // Someone it was never shared with learns not even that it is kept: the answer to a name not deleted.
-      if (!deps.access.allows(who, server)) throw apiError('NOT_DELETED', { name, days: deps.retainDeletedDays ?? 7 });
-      if (!deps.access.manages(who, server)) throw apiError('OWNER_ONLY', { server: name, act: 'undelete it' });
-    }));
+    // Room for one more of its owner's servers (capacity.perPerson.servers), held until the index has it back.
+    let held: { bind(name: string): void; release(): void } | undefined;
+    try {
+      await storeCall(() => persistence().undelete(name, (text) => {
+        const kept = parseManifest(name, text);
+        const server = kept.kind === 'ok' ? kept.server : undefined;
+        // Someone it was never shared with learns not even that it is kept: the answer to a name not deleted.
+        if (!deps.access.allows(who, server)) throw apiError('NOT_DELETED', { name, days: deps.retainDeletedDays ?? 7 });
+        if (!deps.access.manages(who, server)) throw apiError('OWNER_ONLY', { server: name, act: 'undelete it' });
+        const quota = deps.quotas?.claimServer(ownerOf(server));
+        if (quota && 'refused' in quota) throw quotaExceeded(`server "${name}" was not brought back`, quota.refused);
+        held = quota;
+      }));
+    } catch (error) {
+      held?.release();
+      throw error;
+    }
+    held?.bind(name);
     deps.commands.enqueue(name);
     // Its files are back once the controller has taken the workspace step after the restore.
     const record = await deps.commands.waitFor(name, (r) => Boolean(r?.server?.status?.port && r.server.status.workspacePath), deps.startTimeoutMs);
