@@ -1,27 +1,13 @@
 // Used and free capacity (GET /health's `capacity`): the limits come from the service, the
 // running editors and their memory from the watch stream, so the figures move with each sample.
 import { useEffect, useState } from 'preact/hooks';
-import type { PerPersonUse } from '../api/openapi-types.ts';
+import type { CapacityHealth } from '../api/openapi-types.ts';
 import { getHealth } from '../api/servers.ts';
 import type { ServerRecord } from '../api/types.ts';
 import { formatMb } from './format.ts';
 
-/** GET /health `capacity`: null limits mean "no limit". */
-export interface CapacityFigures {
-  running: number;
-  starting: number;
-  max_running: number | null;
-  memory_used_mb: number;
-  memory_limit_mb: number | null;
-  memory_free_mb: number | null;
-  memory_limit_source: string;
-  editor_estimate_mb: number;
-  when_full: 'refuse' | 'stopIdlest';
-  idle_after_seconds: number;
-  waiting: string[];
-  /** Each person's use against capacity.perPerson. */
-  per_person?: PerPersonUse;
-}
+/** GET /health `capacity` (the document's CapacityHealth): null limits mean "no limit". */
+export type CapacityFigures = CapacityHealth;
 
 /** The service's capacity figures, asked again whenever the number of running editors changes. */
 export function useCapacity(running: number): CapacityFigures | undefined {
