@@ -103,8 +103,7 @@ export class ServerAccess {
   manages(who: Requester, server: EditorServer | undefined): boolean {
     const config = this.#config();
     if (config.access !== 'owner' || who.local) return true;
-    if (who.user === undefined) return false;
-    return this.#isAdmin(who.user, config.admins) || ownerOf(server) === who.user;
+    return this.#ownerOrAdmin(who, server);
   }
 
   /**
@@ -112,13 +111,12 @@ export class ServerAccess {
    * the list is the owner's word, kept for when `access: owner` applies it.
    */
   changesAccess(who: Requester, server: EditorServer | undefined): boolean {
-    if (who.local || who.user === undefined) return false;
-    return this.#isAdmin(who.user, this.#config().admins) || ownerOf(server) === who.user;
+    return !who.local && this.#ownerOrAdmin(who, server);
   }
 
   /** Whether `who` is one of the config's admins now. */
   isAdmin(who: Requester): boolean {
-    return !who.local && who.user !== undefined && this.#isAdmin(who.user, this.#config().admins);
+    return !who.local && who.user !== undefined && this.isAdminUser(who.user);
   }
 
   /** The policy in force now. */
@@ -174,6 +172,11 @@ export class ServerAccess {
     return 'config: access is "owner", but identity is not required here (not deployed as a Databricks app, or DEVBOX_REQUIRE_IDENTITY=0), '
       + 'so no one signs in: requests without identity headers see and drive every server. Deploy it as a Databricks app '
       + '(or set DEVBOX_REQUIRE_IDENTITY=1 behind a proxy that signs users in) for the policy to hold';
+  }
+
+  /** Is `who`, signed in, the server's owner or an admin? */
+  #ownerOrAdmin(who: Requester & { local: false }, server: EditorServer | undefined): boolean {
+    return who.user !== undefined && (this.isAdminUser(who.user) || ownerOf(server) === who.user);
   }
 
   #isAdmin(user: string, admins: string[]): boolean {
