@@ -14,8 +14,12 @@ beforeAll(async () => {
     editorBin: editor.path,
     config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5 } },
   });
+  // A shell or platform that sets PORT (here to the service's own): code-server obeys it over
+  // --bind-addr, so the editors must not inherit it.
+  process.env.PORT = new URL(service.url).port;
 });
 afterAll(async () => {
+  delete process.env.PORT;
   await service?.stop();
 });
 
