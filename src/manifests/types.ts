@@ -1,4 +1,5 @@
 // The EditorServer resource: one YAML manifest per server, shaped like a Kubernetes object.
+import type { DevcontainerSpec, DevcontainerStatus } from '../devcontainer/types.ts';
 import type { Resources } from './resources.ts';
 
 export type { Resources };
@@ -44,6 +45,8 @@ export interface EditorServerSpec {
   resources?: Resources;
   /** Who besides its owner (and the admins) may open and use it under `access: owner`: identities as the sign-on gives them. */
   access?: { sharedWith?: string[] };
+  /** The workspace's devcontainer.json: `ignore`, or `{ path }` relative to the workspace; unset: `.devcontainer/devcontainer.json`, else `.devcontainer.json`. */
+  devcontainer?: DevcontainerSpec;
 }
 
 export interface Condition {
@@ -88,6 +91,8 @@ export interface EditorServerStatus {
   idleStoppedAt?: string;
   extensions?: ExtensionStatus[];
   conditions?: Condition[];
+  /** What was honoured of the workspace's devcontainer.json, and where its lifecycle commands stand. */
+  devcontainer?: DevcontainerStatus;
 }
 
 export interface EditorServerMetadata {

@@ -17,6 +17,12 @@ export interface EditorStorage {
   workspaceEmpty(name: string): Promise<boolean>;
   /** Puts a source into the empty workspace; aborting the signal ends the work and leaves it empty. An ArchiveError is for good. */
   populate(name: string, source: PopulateSource, signal: AbortSignal): Promise<PopulateOutcome>;
+  /**
+   * A file in the workspace (a path relative to it, such as `.devcontainer/devcontainer.json`), or
+   * undefined when there is none. Never follows a link out of the workspace; a file over `maxBytes`
+   * is an error naming its size.
+   */
+  readWorkspaceFile(name: string, path: string, maxBytes: number): Promise<Buffer | undefined>;
   /** The editor's User/settings.json, or undefined when there is none. */
   readSettings(name: string): Promise<string | undefined>;
   /** Replaces the editor's User/settings.json. */

@@ -3,8 +3,9 @@
 // running after a restart, and reads its output and usage. Whether it serves is not asked here:
 // the editor's /healthz is asked the same way whatever runs it (health.ts, EditorHealth). Every
 // workload passes the same behaviour suite (test/runtime/conformance.ts).
+import type { CommandLine } from '../devcontainer/types.ts';
 import type {
-  EditorEndpoint, EditorOutput, EditorState, EditorUsage, MachineMemory, RunningEditor, RuntimeEvent, RuntimeRef, StartedEditor, StartSpec,
+  CommandEnd, EditorEndpoint, EditorOutput, EditorState, EditorUsage, MachineMemory, RunningEditor, RuntimeEvent, RuntimeRef, StartedEditor, StartSpec,
 } from './interface.ts';
 
 export interface EditorWorkload {
@@ -54,6 +55,29 @@ export interface EditorWorkload {
    * platform keeps nothing the controller does not know of.
    */
   stopStrays?(graceMs: number): Promise<void>;
+  /**
+   * Optional: runs one command beside the server's running editor, where its programs run (a
+   * local process in the workspace with the editor's environment; on a cluster, in the editor's
+   * container), its output line by line to `onOutput`, until it ends or the signal aborts (then
+   * it and everything it started are ended). Absent: the runtime cannot run commands for a server.
+   */
+  run?(name: string, ref: RuntimeRef, command: CommandLine, options: RunOptions): Promise<CommandEnd>;
+  /**
+   * Optional: who listens on a port the editor's programs may use, for the proxy's forwarded
+   * ports: `this` (a program of server `name`'s editor), `other` (anything else on the machine:
+   * never forwarded) or `none`. Absent where every editor has a network of its own (a Pod), so a
+   * port there is the server's.
+   */
+  listenerOf?(name: string, port: number): Promise<'this' | 'other' | 'none'>;
   /** Stops watching (editors keep running). */
   dispose(): void;
+}
+
+export interface RunOptions {
+  /** The folder it runs in (the workspace, as the editor sees it). */
+  cwd: string;
+  /** Variables over the editor's own environment. */
+  env: Record<string, string>;
+  signal: AbortSignal;
+  onOutput(stream: 'stdout' | 'stderr', line: string): void;
 }

@@ -38,6 +38,21 @@ export interface StartSpec {
   resources?: ResourceRequirements;
   /** The server's metadata.uid, for a runtime that labels what it makes with it. */
   uid?: string;
+  /** Variables the editor's environment gains over the runtime's own (devcontainer.json's containerEnv and remoteEnv, substituted). */
+  env?: Record<string, string>;
+  /** The image the editor runs in (devcontainer.json's `image`), for a runtime that runs images; others never receive it. */
+  image?: string;
+}
+
+/** One command run beside a server's editor (a devcontainer.json lifecycle command): a shell string or a program and its arguments. */
+export type { CommandLine } from '../devcontainer/types.ts';
+
+/** How a command run by EditorWorkload.run ended: its exit code, or null with the signal that ended it (or that it could not start). */
+export interface CommandEnd {
+  exitCode: number | null;
+  signal?: string;
+  /** Why it could not be started at all, when that is how it ended. */
+  error?: string;
 }
 
 export interface StartedEditor {

@@ -3,7 +3,7 @@
 // installed there by code-server's own CLI. (Its output, two files the log hub follows, is the
 // workload's: processes.ts.)
 import { promises as fs } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.ts';
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { extractInto } from '../workspace/archive-source.ts';
@@ -31,6 +31,10 @@ export class LocalStorage implements EditorStorage {
     const workspace = this.layout.workspace(name);
     await fs.mkdir(workspace, { recursive: true });
     return workspace;
+  }
+
+  async readWorkspaceFile(name: string, path: string, maxBytes: number): Promise<Buffer | undefined> {
+    return readInside(this.layout.workspace(name), path, maxBytes);
   }
 
   async workspaceEmpty(name: string): Promise<boolean> {
@@ -116,6 +120,31 @@ export class LocalStorage implements EditorStorage {
 async function writeInFolder(file: string, text: string): Promise<void> {
   await fs.mkdir(dirname(file), { recursive: true });
   await writeFileAtomic(file, text, { durable: true });
+}
+
+/**
+ * `path` under `root`, read whole, or undefined when there is none (or it is not a file). A link
+ * is followed only while it stays inside `root` (a repository's devcontainer.json may be a link to
+ * another file of it, never to one of the machine's).
+ */
+export async function readInside(root: string, path: string, maxBytes: number): Promise<Buffer | undefined> {
+  if (isAbsolute(path) || path.split(/[\\/]/).includes('..')) throw new Error(`${path}: must be a path inside the workspace, without ".."`);
+  const realRoot = await fs.realpath(root).catch(() => undefined);
+  if (realRoot === undefined) return undefined;
+  const real = await fs.realpath(join(root, path)).catch(() => undefined);
+  if (real === undefined) return undefined;
+  const inside = relative(realRoot, real);
+  if (inside === '' || inside.startsWith(`..${sep}`) || inside === '..' || isAbsolute(inside)) throw new Error(`${path}: a link to a file outside the workspace is not read`);
+  const handle = await fs.open(real, 'r').catch(() => undefined);
+  if (handle === undefined) return undefined;
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return undefined;
+    if (stat.size > maxBytes) throw new Error(`${path}: ${stat.size} bytes, more than the ${maxBytes} read`);
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
 }
 
 async function readIfThere(file: string): Promise<string | undefined> {

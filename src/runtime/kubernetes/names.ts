@@ -102,3 +102,17 @@ export function uidLabel(uid: string | undefined): Record<string, string> {
 export function selector(name?: string, role?: Role): string {
   return [`${MANAGED_BY}=${MANAGER}`, ...(name ? [`${SERVER_LABEL}=${name}`] : []), ...(role ? [`${ROLE_LABEL}=${role}`] : [])].join(',');
 }
+
+/**
+ * `sh -c READ_INSIDE read <root> <path> <maxBytes>`: prints the file at <path> under <root>, exit
+ * 3 when there is none, and refuses (exit 4, 5) a link that leads out of <root> or a file over
+ * <maxBytes>, so a repository's link never reads the container's other files.
+ */
+export const READ_INSIDE = [
+  'case "$2" in /*|..|../*|*/..|*/../*) echo "must be a path inside the workspace, without \\"..\\"" >&2; exit 4;; esac',
+  'root=$(realpath "$1") || exit 3; f=$(realpath "$1/$2" 2>/dev/null) || exit 3',
+  'case "$f" in "$root"/*) ;; *) echo "a link to a file outside the workspace is not read" >&2; exit 4;; esac',
+  '[ -f "$f" ] || exit 3',
+  'size=$(wc -c < "$f"); [ "$size" -le "$3" ] || { echo "$size bytes, more than the $3 read" >&2; exit 5; }',
+  'cat "$f"',
+].join('\n');

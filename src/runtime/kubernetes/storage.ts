@@ -25,17 +25,14 @@ import type { EditorStorage, FilesOptions, RestoreFiles, ServerFiles } from '../
 import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
 import { messageOf } from './client.ts';
 import type { ClusterApi } from './cluster-api.ts';
-import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
+import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, READ_INSIDE, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
 import { isOver, podIp, podProblem } from './pod-state.ts';
 import { preparedReport } from './prepare.ts';
 import { copyOut, withCommit, type RunInVolume } from './volume-files.ts';
 
 /** A container that mounts the server's volume, to exec in. */
-interface Mounted {
-  pod: string;
-  container: string;
-}
+interface Mounted { pod: string; container: string }
 
 export interface StorageDeps {
   client: ClusterApi;
@@ -125,6 +122,11 @@ export class KubernetesStorage implements EditorStorage {
   /** Forgets what was known of an editor Pod's volume (the Pod is gone). */
   forgetPod(uid: string): void {
     this.#known.delete(uid);
+  }
+
+  async readWorkspaceFile(name: string, path: string, maxBytes: number): Promise<Buffer | undefined> {
+    const read = (await this.#hasClaim(name)) ? await this.#run(name, ['sh', '-c', READ_INSIDE, 'read', WORKSPACE, path, String(maxBytes)]) : undefined;
+    return read === undefined || read.code === 3 ? undefined : read.code === 0 ? read.stdout : Promise.reject(new Error(`${path}: ${read.stderr.trim() || `not read (exit ${read.code})`}`));
   }
 
   async workspaceEmpty(name: string): Promise<boolean> {
