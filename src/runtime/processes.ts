@@ -11,11 +11,12 @@ import { spawnDetached, type DetachedProcess, type ExitInfo } from '../core/supe
 import type { ExtensionInstaller } from '../extensions/installer.ts';
 import { ensureWorkspace, type DataLayout } from '../workspace/layout.ts';
 import { pause } from '../core/pause.ts';
-import type { EditorWorkload } from './editor-workload.ts';
-import type { EditorEndpoint, EditorOutput, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
+import type { EditorWorkload, RunOptions } from './editor-workload.ts';
+import type { CommandEnd, CommandLine, EditorEndpoint, EditorOutput, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
 import { machineMemory, type MachineMemory } from './machine-memory.ts';
 import { discoverEditors, verifyEditor } from './ownership.ts';
 import { Tail, type OutputFiles } from './output-tail.ts';
+import { ProcessCommands } from './process-run.ts';
 import { LocalStorage } from './process-storage.ts';
 import { EDITOR_HOST, portIsFree } from './port-probe.ts';
 
@@ -117,12 +118,15 @@ export class ProcessWorkload implements EditorWorkload {
   /** How tracked editors ended (code and signal, or nulls when an adopted one vanished), newest last. */
   private readonly exits = new Map<string, ExitInfo>();
   private poll: Periodic | undefined;
+  /** Commands run beside the editors (process-run.ts), and what they left running. */
+  private readonly commands: ProcessCommands;
 
   constructor(options: Omit<ProcessRuntimeOptions, 'installer'>) {
     this.layout = options.layout;
     this.outputOf = options.outputOf;
     this.bin = options.bin;
     this.env = options.env ?? process.env;
+    this.commands = new ProcessCommands(this.env);
     this.poll = every(options.pollIntervalMs ?? BACKGROUND_MS, () => this.pollAdopted());
   }
 
@@ -154,9 +158,16 @@ export class ProcessWorkload implements EditorWorkload {
     return { ref: processRef(identity), endpoint };
   }
 
+  /** Runs a command in the server's workspace with its editor's environment (process-run.ts); `ref` is not needed here. */
+  run(name: string, _ref: RuntimeRef, command: CommandLine, options: RunOptions): Promise<CommandEnd> {
+    return this.commands.run(name, command, options);
+  }
+
   async stop(name: string, ref: RuntimeRef, graceMs: number): Promise<boolean> {
     const identity = processOf(ref);
     if (!identity) return false;
+    // What its commands left running goes with the editor, as with a container's.
+    await this.commands.stop(name);
     const child = this.ownChild(name, identity);
     if (!child) return stopEditor(name, identity, graceMs, this.layout.editorsDir);
     await child.stop(graceMs);
