@@ -214,7 +214,7 @@ export async function buildParts(
 
   // --- What serves people: access (built above, for the quotas), the proxy, the streams ---
   const serverNamed = (name: string | undefined) => (name === undefined ? undefined : index.serverNamed(name));
-  const sessions = new EditorSessions(access, (name) => index.serverNamed(name));
+  const sessions = new EditorSessions(access, (name) => index.serverNamed(name), (name) => commands.attached(name));
   index.on('changed', (name) => sessions.recheck(name));
   index.on('deleted', (name) => sessions.recheck(name));
   live.onChange(() => sessions.recheckAll());

@@ -4,6 +4,7 @@ import type { ServerCommands } from '../index/commands.ts';
 import type { Controller } from './controller.ts';
 import { recordHealth } from './ensure-health.ts';
 import { wake } from './ensure-idle.ts';
+import { requestAttach } from './ensure-lifecycle.ts';
 
 export function controllerCommands(controller: Controller): ServerCommands {
   const parts = controller.parts;
@@ -22,5 +23,9 @@ export function controllerCommands(controller: Controller): ServerCommands {
     // cannot carry metadata.deletionTimestamp (DELETE /servers/{id} asked for it).
     requestDeletion: (name) => void parts.presence.deletions.add(name),
     recordHealth: (name, answered) => recordHealth(parts, name, answered),
+    attached: (name) => {
+      requestAttach(parts, name);
+      controller.enqueue(name, 'user');
+    },
   };
 }

@@ -20,6 +20,7 @@ import type { Capacity } from './capacity.ts';
 import type { ExtensionsSeen } from './ensure-extensions.ts';
 import type { HealthProbes } from './ensure-health.ts';
 import type { IdleStops } from './ensure-idle.ts';
+import type { LifecycleRuns } from './ensure-lifecycle.ts';
 import type { PersistenceHooks } from './ensure-restored.ts';
 import type { SettingsApplied } from './ensure-settings.ts';
 import type { Sources } from './ensure-workspace.ts';
@@ -81,6 +82,8 @@ export interface StepParts {
   readonly extensions: ExtensionsSeen;
   /** Wakes asked for, and the fresh heartbeat read an idle stop waits on (ensure-idle.ts). */
   readonly idle: IdleStops;
+  /** The lifecycle commands' start under way and attaches owed (ensure-lifecycle.ts). */
+  readonly lifecycle: LifecycleRuns;
 }
 
 export interface ReconcileContext extends StepParts {

@@ -7,6 +7,7 @@ import type { ReconcileContext, ReconcilerDeps } from './context.ts';
 import { ExtensionsSeen } from './ensure-extensions.ts';
 import { HealthProbes } from './ensure-health.ts';
 import { IdleStops } from './ensure-idle.ts';
+import { LifecycleRuns } from './ensure-lifecycle.ts';
 import { SettingsApplied } from './ensure-settings.ts';
 import { Sources } from './ensure-workspace.ts';
 import type { ServerIdentities } from './identity.ts';
@@ -33,6 +34,7 @@ export function reconcileContext(deps: ReconcilerDeps, table: ServerTable, ident
     settings: new SettingsApplied(),
     extensions: new ExtensionsSeen(),
     idle: new IdleStops(),
+    lifecycle: new LifecycleRuns(),
     commit: (record, uid, status) => commitStatus(ctx, record, uid, status),
     warn: (name, message) => {
       const record = table.records.get(name);

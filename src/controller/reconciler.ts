@@ -15,6 +15,7 @@ import { ensureExtensions } from './ensure-extensions.ts';
 import { clearIdleStop, ensureIdle, holdIdleStop } from './ensure-idle.ts';
 import { observeRunning } from './ensure-health.ts';
 import { ensureIdentity } from './ensure-identity.ts';
+import { cancelLifecycle, ensureLifecycleBeforeStart, ensureLifecycleRunning } from './ensure-lifecycle.ts';
 import { ensurePort } from './ensure-port.ts';
 import { ensureRestored } from './ensure-restored.ts';
 import { ensureCapacity, stopForCapacity } from './ensure-capacity.ts';
@@ -139,6 +140,8 @@ export class Reconciler {
     const name = record.name;
     switch (action.kind) {
       case 'stop': {
+        // Lifecycle commands under way (before the start, or beside the editor) end with it.
+        await cancelLifecycle(ctx, name, 'the server is stopped');
         if (action.stopEditor) await stopProcess(ctx, record, uid, status, 'stopped on request');
         // A start the platform has not placed yet still stands there: withdrawn through list().
         else if (ctx.placement.peek(name)?.notPlaced) await withdrawStart(ctx, name);
@@ -176,7 +179,10 @@ export class Reconciler {
         // the node's kubelet, which may be the very thing that is down).
         const extensions = await ensureExtensions(ctx, record, uid, status, 'running').catch((error: unknown) => error as Error);
         if (extensions instanceof Error) ctx.log(`the extensions of ${name} were not looked at: ${extensions.message}`);
-        return ensureIdle(ctx, record, uid, status, await observeRunning(ctx, record, uid, status, port));
+        const observed = await observeRunning(ctx, record, uid, status, port);
+        // Once it is Running: the lifecycle commands not waited for, and postAttachCommand when someone opened it.
+        await ensureLifecycleRunning(ctx, record, uid, status);
+        return ensureIdle(ctx, record, uid, status, observed);
       }
       default:
         // The editor does not run. holdIdleStop settles the idle stop as decide() read it: it
@@ -201,6 +207,9 @@ export class Reconciler {
     await ensureSettings(ctx, name, record.server!.spec);
     const extensions = await ensureExtensions(ctx, record, uid, status);
     if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;
+    // devcontainer.json's commands up to waitFor: the editor starts once they have ended (or one failed).
+    const lifecycle = await ensureLifecycleBeforeStart(ctx, record, uid, status);
+    if (lifecycle !== 'ready') return lifecycle === 'gone' ? undefined : lifecycle;
     const room = await ensureCapacity(ctx, record, uid, status);
     if (room !== 'admitted') return room;
     // Launched (it counts as running now) or given up: its held slot is not needed any more.

@@ -8,6 +8,7 @@ import type { ServerRecord } from '../index/records.ts';
 import { EditorNotPlaced, isRunning, type ExitInfo, type StartedEditor, type StorageUnavailable } from '../runtime/interface.ts';
 import type { ReconcileContext } from './context.ts';
 import { startProbe } from './ensure-health.ts';
+import { cancelLifecycle } from './ensure-lifecycle.ts';
 import { PerServer } from './per-server.ts';
 import type { ReconcileResult } from './queue.ts';
 import { clearProcess } from './status-commit.ts';
@@ -176,6 +177,8 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
   const { deps } = ctx;
   const name = record.name;
   const ref = ctx.table.editorOf(name)!;
+  // Its lifecycle commands first: cut short by the stop, not failed because the editor went.
+  await cancelLifecycle(ctx, name, why);
   deps.logs.event(name, 'INFO', 'stopping');
   await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
   ctx.health.of(name).probe = undefined;

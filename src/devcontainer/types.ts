@@ -86,6 +86,8 @@ export interface LifecycleState {
   /** The command that failed (its label in the object form, else the step's name), and its last line of output. */
   message?: string;
   at: string;
+  /** For Failed and Skipped: the devcontainer.json, spec and restart request it failed under; it runs again once one of them changes. */
+  under?: string;
 }
 
 /**

@@ -17,6 +17,8 @@ export interface ServerCommands {
   requestDeletion(name: string): void;
   /** What a refresh saw on the editor's /healthz; true when the verdict changed. */
   recordHealth(name: string, answered: boolean): boolean;
+  /** A person opened the server's editor (its first tab, or again once every tab had closed): devcontainer.json's postAttachCommand is owed. */
+  attached(name: string): void;
 }
 
 export type CapacityLimit = 'capacity.maxRunning' | 'capacity.maxMemoryMb' | QuotaLimit;

@@ -1,0 +1,221 @@
+// devcontainer.json's lifecycle commands on the real service (process runtime, stub editor), from
+// repositories made here: a git repository served by `git daemon` and uploaded ZIPs. The commands
+// write into files of the workspace, so what ran, and how often, is read back from the disk.
+import { execFileSync } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { parse } from 'yaml';
+import { postForm } from '../helpers/form.ts';
+import { eventually, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
+import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { buildZip } from '../workspace/zip-fixtures.ts';
+
+let base: string;
+let daemon: GitDaemon;
+const services: TestService[] = [];
+
+beforeAll(async () => {
+  base = await fs.mkdtemp(join(tmpdir(), 'devbox-lifecycle-repos-'));
+  daemon = await serveGitDaemon(base);
+});
+afterAll(async () => {
+  await daemon?.stop();
+  await fs.rm(base, { recursive: true, force: true });
+});
+afterEach(async () => {
+  for (const service of services.splice(0)) await service.stop();
+});
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
+
+/** A git repository under the daemon's base holding these files, committed. */
+async function repoWith(name: string, files: Record<string, string>): Promise<string> {
+  const dir = join(base, name);
+  for (const [path, text] of Object.entries(files)) {
+    await fs.mkdir(join(dir, path, '..'), { recursive: true });
+    await fs.writeFile(join(dir, path), text);
+  }
+  git(dir, 'init', '-q');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'first');
+  return daemon.url(name);
+}
+
+async function service(overrides: Parameters<typeof startTestService>[0] = {}): Promise<TestService> {
+  const started = await startTestService(overrides);
+  services.push(started);
+  return started;
+}
+
+/** The lines of a file in the workspace (none when it is not there yet). */
+async function linesOf(workspace: string, file: string): Promise<string[]> {
+  const text = await fs.readFile(join(workspace, file), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => l !== '');
+}
+
+/** The status the controller wrote into the server's manifest. */
+async function statusOf(s: TestService, name: string) {
+  return parse(await fs.readFile(join(s.settings.manifestsDir, `${name}.yaml`), 'utf8')).status;
+}
+
+const conditionOf = (status: any, type: string) => status?.conditions?.find((c: any) => c.type === type);
+
+async function logsOf(s: TestService, id: string): Promise<string[]> {
+  return (await s.request('GET', `/servers/${id}/logs?lines=1000`)).body.data.logs;
+}
+
+// Every form: a string through the shell, an array with no shell, an object of named commands run side by side.
+const EVERY_FORM = `{
+  // devcontainer.json is JSON with comments
+  "onCreateCommand": "echo on-create >> once.log",
+  "updateContentCommand": ["sh", "-c", "echo update-content >> once.log"],
+  "postCreateCommand": {
+    "first": "echo post-create-first >> once.log",
+    "second": ["sh", "-c", "echo post-create-second >> once.log"]
+  },
+  "postStartCommand": "echo start >> start.log; echo started for $DEVBOX_SERVER_NAME in $(pwd)",
+  "postAttachCommand": "echo attach >> attach.log"
+}
+`;
+
+describe('lifecycle commands from a git repository', () => {
+  it('runs the once-per-workspace commands once across an editor and a service restart, postStart at each start, postAttach at an open', async () => {
+    const url = await repoWith('every-form', { '.devcontainer/devcontainer.json': EVERY_FORM, 'README.md': '# every form\n' });
+    const first = await service();
+    const created = await postForm(`${first.url}/servers/create-with-workspace`, { name: 'Every form', extensions: '[]', github_url: url });
+    expect(created.status).toBe(201);
+    const { id, workspace_path: workspace } = created.body;
+    const started = await first.request('POST', `/servers/${id}/start`);
+    expect(started.status).toBe(200);
+
+    await eventually(async () => (await linesOf(workspace, 'start.log')).length === 1, 20_000);
+    expect((await linesOf(workspace, 'once.log')).sort()).toEqual(['on-create', 'post-create-first', 'post-create-second', 'update-content']);
+    // In order: onCreate, then updateContent, then postCreate's two side by side.
+    expect((await linesOf(workspace, 'once.log')).slice(0, 2)).toEqual(['on-create', 'update-content']);
+    const status = await eventually(async () => {
+      const s = await statusOf(first, 'every-form');
+      return conditionOf(s, 'LifecycleCommands')?.status === 'True' && s;
+    });
+    expect(Object.fromEntries(Object.entries(status.devcontainer.lifecycle).map(([k, v]: [string, any]) => [k, v.state]))).toEqual({
+      onCreateCommand: 'Succeeded', updateContentCommand: 'Succeeded', postCreateCommand: 'Succeeded', postStartCommand: 'Succeeded',
+    });
+    // Output in the server's log, by step (and by name in the object form).
+    const logs = await eventually(async () => {
+      const lines = await logsOf(first, id);
+      return lines.some((l) => l.includes(`[postStartCommand] started for every-form in ${workspace}`)) && lines;
+    });
+    expect(logs.some((l) => /postCreateCommand: running first, second/.test(l))).toBe(true);
+
+    // Opening the editor through the proxy (its WebSocket) runs postAttach; a second tab beside it does not.
+    const port = created.body.port;
+    const tab = await openEditor(first, port);
+    await eventually(async () => (await linesOf(workspace, 'attach.log')).length === 1);
+    const second = await openEditor(first, port);
+    second.close();
+    tab.close();
+    // Every tab closed, then one opened again: postAttach once more.
+    await eventually(async () => {
+      const again = await openEditor(first, port);
+      again.close();
+      return (await linesOf(workspace, 'attach.log')).length === 2;
+    });
+
+    // The editor restarted: postStart again, the once-per-workspace ones not.
+    expect((await first.request('POST', `/servers/${id}/restart`)).status).toBe(200);
+    await eventually(async () => (await linesOf(workspace, 'start.log')).length === 2, 20_000);
+
+    // The service restarted (the editor keeps running and is adopted), then the server stopped and started.
+    const root = join(first.settings.manifestsDir, '..');
+    await first.close({ stopEditors: false });
+    services.splice(services.indexOf(first), 1);
+    const second2 = await service({ root, config: { ports: first.settings.config.ports } });
+    await eventually(async () => (await second2.request('GET', `/servers/${id}`)).body.status === 'running', 20_000);
+    expect((await second2.request('POST', `/servers/${id}/stop`)).status).toBe(200);
+    expect((await second2.request('POST', `/servers/${id}/start`)).status).toBe(200);
+    await eventually(async () => (await linesOf(workspace, 'start.log')).length === 3, 20_000);
+    expect(await linesOf(workspace, 'once.log')).toHaveLength(4);
+  }, 90_000);
+
+  it('runs them again for a new workspace: the server deleted and made again', async () => {
+    const url = await repoWith('made-again', { '.devcontainer.json': '{ "onCreateCommand": "echo on-create >> once.log" }' });
+    const s = await service();
+    for (let round = 1; round <= 2; round++) {
+      const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Made again', extensions: '[]', github_url: url });
+      expect(created.status).toBe(201);
+      expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
+      await eventually(async () => (await linesOf(created.body.workspace_path, 'once.log')).length === 1, 20_000);
+      expect((await s.request('DELETE', `/servers/${created.body.id}`)).status).toBeLessThan(300);
+    }
+  }, 60_000);
+});
+
+describe('lifecycle commands from a ZIP', () => {
+  it('marks the server when a command fails, skips the rest, and still starts the editor', async () => {
+    const zip = buildZip([{ name: 'project/.devcontainer/devcontainer.json', data: JSON.stringify({
+      onCreateCommand: 'echo on-create >> once.log',
+      postCreateCommand: 'echo about to fail; echo "npm ERR! missing script: setup" >&2; exit 2',
+      postStartCommand: 'echo start >> start.log',
+    }) }]);
+    const s = await service();
+    const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Failing', extensions: '[]' }, zip);
+    expect(created.status).toBe(201);
+    expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
+    const status = await eventually(async () => {
+      const st = await statusOf(s, 'failing');
+      return conditionOf(st, 'LifecycleCommands')?.status === 'False' && st;
+    }, 20_000);
+    expect(conditionOf(status, 'LifecycleCommands')).toMatchObject({ reason: 'CommandFailed', message: 'postCreateCommand exited with code 2: npm ERR! missing script: setup' });
+    expect(status.devcontainer.lifecycle.postCreateCommand).toMatchObject({ state: 'Failed', exitCode: 2 });
+    expect(status.devcontainer.lifecycle.postStartCommand).toMatchObject({ state: 'Skipped' });
+    expect(await linesOf(created.body.workspace_path, 'start.log')).toEqual([]);
+    expect((await s.request('GET', `/servers/${created.body.id}`)).body.status).toBe('running');
+    expect((await logsOf(s, created.body.id)).some((l) => l.includes('[ERROR] [controller] postCreateCommand exited with code 2'))).toBe(true);
+  }, 60_000);
+
+  it('keeps the editor from starting until postCreate ends when waitFor says postCreateCommand', async () => {
+    const zip = buildZip([{ name: '.devcontainer.json', data: JSON.stringify({
+      waitFor: 'postCreateCommand',
+      postCreateCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo created >> once.log',
+    }) }]);
+    const s = await service();
+    const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Waits', extensions: '[]' }, zip);
+    const starting = s.request('POST', `/servers/${created.body.id}/start`);
+    await eventually(async () => (await statusOf(s, 'waits'))?.reason === 'RunningLifecycleCommands', 20_000);
+    const held = await statusOf(s, 'waits');
+    expect(held).toMatchObject({ phase: 'Provisioning', message: 'running postCreateCommand' });
+    expect(runningEditors(s.settings.dataDir).map((e) => e.name)).not.toContain('waits');
+    await fs.writeFile(join(created.body.workspace_path, 'go'), '');
+    await eventually(async () => (await s.request('GET', `/servers/${created.body.id}`)).body.status === 'running', 20_000);
+    expect(await linesOf(created.body.workspace_path, 'once.log')).toEqual(['created']);
+    await starting;
+  }, 60_000);
+
+  it('starts the editor while postCreate still runs with the default waitFor', async () => {
+    const zip = buildZip([{ name: '.devcontainer.json', data: JSON.stringify({
+      postCreateCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo created >> once.log',
+    }) }]);
+    const s = await service();
+    const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Goes ahead', extensions: '[]' }, zip);
+    expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
+    await eventually(async () => (await statusOf(s, 'goes-ahead'))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Running', 20_000);
+    expect(runningEditors(s.settings.dataDir).map((e) => e.name)).toContain('goes-ahead');
+    await fs.writeFile(join(created.body.workspace_path, 'go'), '');
+    await eventually(async () => (await statusOf(s, 'goes-ahead'))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Succeeded', 20_000);
+    expect(await linesOf(created.body.workspace_path, 'once.log')).toEqual(['created']);
+  }, 60_000);
+});
+
+/** A tab of the editor: its WebSocket through the service's proxy, open. */
+async function openEditor(s: TestService, port: number): Promise<WebSocket> {
+  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/vscode/${port}/`, { headers: { Origin: s.url } });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+  });
+  return ws;
+}
