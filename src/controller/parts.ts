@@ -9,6 +9,7 @@ import { HealthProbes } from './ensure-health.ts';
 import { IdleStops } from './ensure-idle.ts';
 import { LifecycleRuns } from './ensure-lifecycle.ts';
 import { SettingsApplied } from './ensure-settings.ts';
+import { DevcontainerPlans } from './ensure-devcontainer.ts';
 import { Sources } from './ensure-workspace.ts';
 import type { ServerIdentities } from './identity.ts';
 import { Operations } from './operations.ts';
@@ -31,6 +32,7 @@ export function reconcileContext(deps: ReconcilerDeps, table: ServerTable, ident
     crashes: new CrashHistory(),
     placement: new Placement(),
     sources: new Sources(),
+    devcontainer: new DevcontainerPlans(),
     settings: new SettingsApplied(),
     extensions: new ExtensionsSeen(),
     idle: new IdleStops(),
