@@ -160,7 +160,7 @@ export async function cancelLifecycle(ctx: Pick<ReconcileContext, 'operations'>,
 
 /** The plan when it has lifecycle commands and the runtime can run them (else readPlan warned). */
 function lifecyclePlan(ctx: ReconcileContext, record: ServerRecord): DevcontainerPlan | undefined {
-  const plan = activePlan(ctx, record);
+  const plan = activePlan(ctx, record.name);
   return plan && ctx.deps.workload.run && Object.keys(plan.lifecycle).length > 0 ? plan : undefined;
 }
 

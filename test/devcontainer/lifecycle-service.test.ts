@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { parse } from 'yaml';
 import { postForm } from '../helpers/form.ts';
 import { eventually, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
@@ -57,9 +56,9 @@ async function linesOf(workspace: string, file: string): Promise<string[]> {
   return text.split('\n').filter((l) => l !== '');
 }
 
-/** The status the controller wrote into the server's manifest. */
-async function statusOf(s: TestService, name: string) {
-  return parse(await fs.readFile(join(s.settings.manifestsDir, `${name}.yaml`), 'utf8')).status;
+/** The server's record as the API shows it: phase, reason, message, conditions and what devcontainer.json gave. */
+async function statusOf(s: TestService, id: string) {
+  return (await s.request('GET', `/servers/${id}`)).body;
 }
 
 const conditionOf = (status: any, type: string) => status?.conditions?.find((c: any) => c.type === type);
@@ -97,7 +96,7 @@ describe('lifecycle commands from a git repository', () => {
     // In order: onCreate, then updateContent, then postCreate's two side by side.
     expect((await linesOf(workspace, 'once.log')).slice(0, 2)).toEqual(['on-create', 'update-content']);
     const status = await eventually(async () => {
-      const s = await statusOf(first, 'every-form');
+      const s = await statusOf(first, id);
       return conditionOf(s, 'LifecycleCommands')?.status === 'True' && s;
     });
     expect(Object.fromEntries(Object.entries(status.devcontainer.lifecycle).map(([k, v]: [string, any]) => [k, v.state]))).toEqual({
@@ -133,7 +132,9 @@ describe('lifecycle commands from a git repository', () => {
     await first.close({ stopEditors: false });
     services.splice(services.indexOf(first), 1);
     const second2 = await service({ root, config: { ports: first.settings.config.ports } });
-    await eventually(async () => (await second2.request('GET', `/servers/${id}`)).body.status === 'running', 20_000);
+    await eventually(async () => (await second2.request('GET', `/servers/${id}`)).body.phase === 'Running', 20_000);
+    // Adopted, not started: no postStart for it.
+    expect(await linesOf(workspace, 'start.log')).toHaveLength(2);
     expect((await second2.request('POST', `/servers/${id}/stop`)).status).toBe(200);
     expect((await second2.request('POST', `/servers/${id}/start`)).status).toBe(200);
     await eventually(async () => (await linesOf(workspace, 'start.log')).length === 3, 20_000);
@@ -165,7 +166,7 @@ describe('lifecycle commands from a ZIP', () => {
     expect(created.status).toBe(201);
     expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
     const status = await eventually(async () => {
-      const st = await statusOf(s, 'failing');
+      const st = await statusOf(s, created.body.id);
       return conditionOf(st, 'LifecycleCommands')?.status === 'False' && st;
     }, 20_000);
     expect(conditionOf(status, 'LifecycleCommands')).toMatchObject({ reason: 'CommandFailed', message: 'postCreateCommand exited with code 2: npm ERR! missing script: setup' });
@@ -184,8 +185,8 @@ describe('lifecycle commands from a ZIP', () => {
     const s = await service();
     const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Waits', extensions: '[]' }, zip);
     const starting = s.request('POST', `/servers/${created.body.id}/start`);
-    await eventually(async () => (await statusOf(s, 'waits'))?.reason === 'RunningLifecycleCommands', 20_000);
-    const held = await statusOf(s, 'waits');
+    await eventually(async () => (await statusOf(s, created.body.id))?.reason === 'RunningLifecycleCommands', 20_000);
+    const held = await statusOf(s, created.body.id);
     expect(held).toMatchObject({ phase: 'Provisioning', message: 'running postCreateCommand' });
     expect(runningEditors(s.settings.dataDir).map((e) => e.name)).not.toContain('waits');
     await fs.writeFile(join(created.body.workspace_path, 'go'), '');
@@ -201,10 +202,10 @@ describe('lifecycle commands from a ZIP', () => {
     const s = await service();
     const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Goes ahead', extensions: '[]' }, zip);
     expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
-    await eventually(async () => (await statusOf(s, 'goes-ahead'))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Running', 20_000);
+    await eventually(async () => (await statusOf(s, created.body.id))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Running', 20_000);
     expect(runningEditors(s.settings.dataDir).map((e) => e.name)).toContain('goes-ahead');
     await fs.writeFile(join(created.body.workspace_path, 'go'), '');
-    await eventually(async () => (await statusOf(s, 'goes-ahead'))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Succeeded', 20_000);
+    await eventually(async () => (await statusOf(s, created.body.id))?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Succeeded', 20_000);
     expect(await linesOf(created.body.workspace_path, 'once.log')).toEqual(['created']);
   }, 60_000);
 });
