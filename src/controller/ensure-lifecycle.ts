@@ -152,10 +152,17 @@ export function requestAttach(ctx: Pick<ReconcileContext, 'lifecycle'>, name: st
   ctx.lifecycle.of(name).attachOwed = true;
 }
 
-/** Cuts short the lifecycle commands under way (the editor stops): what they started ends too. */
-export async function cancelLifecycle(ctx: Pick<ReconcileContext, 'operations'>, name: string, why: string): Promise<void> {
+/**
+ * Cuts short the lifecycle commands under way (the server stops): what they started ends too, and
+ * the step cut short is no longer shown Running (it was not done: the next start runs it).
+ */
+export async function cancelLifecycle(ctx: Pick<ReconcileContext, 'operations'>, name: string, why: string, status: EditorServerStatus): Promise<void> {
   const op = ctx.operations.get<Work>(name, KIND);
   if (op && !op.settled) await ctx.operations.cancel(name, why);
+  const lifecycle = status.devcontainer?.lifecycle;
+  for (const [step, state] of Object.entries(lifecycle ?? {})) if (state.state === 'Running') delete lifecycle![step as LifecycleName];
+  const condition = status.conditions?.find((c) => c.type === CONDITION);
+  if (condition?.status === 'Unknown') status.conditions = status.conditions!.filter((c) => c !== condition);
 }
 
 /** The plan when it has lifecycle commands and the runtime can run them (else readPlan warned). */

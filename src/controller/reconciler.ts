@@ -150,7 +150,7 @@ export class Reconciler {
     switch (action.kind) {
       case 'stop': {
         // Lifecycle commands under way (before the start, or beside the editor) end with it.
-        await cancelLifecycle(ctx, name, 'the server is stopped');
+        await cancelLifecycle(ctx, name, 'the server is stopped', status);
         if (action.stopEditor) await stopProcess(ctx, record, uid, status, 'stopped on request');
         // A start the platform has not placed yet still stands there: withdrawn through list().
         else if (ctx.placement.peek(name)?.notPlaced) await withdrawStart(ctx, name);

@@ -182,7 +182,7 @@ export async function stopProcess(ctx: ReconcileContext, record: ServerRecord, u
   const name = record.name;
   const ref = ctx.table.editorOf(name)!;
   // Its lifecycle commands first: cut short by the stop, not failed because the editor went.
-  await cancelLifecycle(ctx, name, why);
+  await cancelLifecycle(ctx, name, why, status);
   deps.logs.event(name, 'INFO', 'stopping');
   await ctx.commit(record, uid, { ...status, phase: 'Stopping' });
   ctx.health.of(name).probe = undefined;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { postForm } from '../helpers/form.ts';
-import { eventually, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
+import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
 
@@ -175,6 +175,23 @@ describe('lifecycle commands from a ZIP', () => {
     expect(await linesOf(created.body.workspace_path, 'start.log')).toEqual([]);
     expect((await s.request('GET', `/servers/${created.body.id}`)).body.status).toBe('running');
     expect((await logsOf(s, created.body.id)).some((l) => l.includes('[ERROR] [controller] postCreateCommand exited with code 2'))).toBe(true);
+
+    // devcontainer.json fixed in the workspace, and a restart (our rebuild): the failed step runs
+    // again, then what it held back; onCreate, which succeeded, does not.
+    const workspace = created.body.workspace_path;
+    await fs.writeFile(join(workspace, '.devcontainer', 'devcontainer.json'), JSON.stringify({
+      onCreateCommand: 'echo on-create >> once.log',
+      postCreateCommand: 'echo post-create >> once.log',
+      postStartCommand: 'echo start >> start.log',
+    }));
+    expect((await s.request('POST', `/servers/${created.body.id}/restart`)).status).toBe(200);
+    const fixed = await eventually(async () => {
+      const st = await statusOf(s, created.body.id);
+      return conditionOf(st, 'LifecycleCommands')?.status === 'True' && st.devcontainer.lifecycle.postStartCommand?.state === 'Succeeded' && st;
+    }, 20_000);
+    expect(fixed.devcontainer.lifecycle.postCreateCommand.state).toBe('Succeeded');
+    expect(await linesOf(workspace, 'once.log')).toEqual(['on-create', 'post-create']);
+    expect(await linesOf(workspace, 'start.log')).toEqual(['start']);
   }, 60_000);
 
   it('keeps the editor from starting until postCreate ends when waitFor says postCreateCommand', async () => {
@@ -184,7 +201,7 @@ describe('lifecycle commands from a ZIP', () => {
     }) }]);
     const s = await service();
     const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Waits', extensions: '[]' }, zip);
-    const starting = s.request('POST', `/servers/${created.body.id}/start`);
+    const starting = s.request('POST', `/servers/${created.body.id}/start`).catch(() => undefined);
     await eventually(async () => (await statusOf(s, created.body.id))?.reason === 'RunningLifecycleCommands', 20_000);
     const held = await statusOf(s, created.body.id);
     expect(held).toMatchObject({ phase: 'Provisioning', message: 'running postCreateCommand' });
@@ -193,6 +210,32 @@ describe('lifecycle commands from a ZIP', () => {
     await eventually(async () => (await s.request('GET', `/servers/${created.body.id}`)).body.status === 'running', 20_000);
     expect(await linesOf(created.body.workspace_path, 'once.log')).toEqual(['created']);
     await starting;
+  }, 60_000);
+
+  it('ends a command under way when the server is stopped or deleted, and runs it again at the next start', async () => {
+    const zip = buildZip([{ name: '.devcontainer.json', data: JSON.stringify({
+      waitFor: 'postCreateCommand',
+      postCreateCommand: 'sleep 600 & echo $! > child.pid; echo $$ >> pc.pid; while [ ! -f go ]; do sleep 0.05; done; echo created >> once.log',
+    }) }]);
+    const s = await service();
+    const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Cut short', extensions: '[]' }, zip);
+    const { id, workspace_path: workspace } = created.body;
+    const pids = async (file: string) => (await linesOf(workspace, file)).map(Number);
+    void s.request('POST', `/servers/${id}/start`).catch(() => undefined);
+    const [first] = await eventually(async () => (await pids('pc.pid')).length === 1 && (await pids('child.pid')).length === 1 && pids('pc.pid'), 20_000);
+    const child = (await pids('child.pid'))[0];
+    expect(processExists(first) && processExists(child)).toBe(true);
+    expect((await s.request('POST', `/servers/${id}/stop`)).status).toBe(200);
+    // The command and what it started are gone, and it counts as not run (not Failed).
+    await eventually(() => !processExists(first) && !processExists(child));
+    expect((await statusOf(s, id)).devcontainer.lifecycle.postCreateCommand).toBeUndefined();
+    expect((await statusOf(s, id)).phase).toBe('Stopped');
+
+    void s.request('POST', `/servers/${id}/start`).catch(() => undefined);
+    const again = await eventually(async () => (await pids('pc.pid')).length === 2 && pids('pc.pid'), 20_000);
+    expect(again[1]).not.toBe(first);
+    expect((await s.request('DELETE', `/servers/${id}`)).status).toBeLessThan(300);
+    await eventually(() => !processExists(again[1]));
   }, 60_000);
 
   it('starts the editor while postCreate still runs with the default waitFor', async () => {
