@@ -115,6 +115,9 @@ export async function ensureExtensions(
     if (mode === 'stopped') seen.ready = key;
     return 'ready';
   }
+  // Another operation (devcontainer.json's lifecycle commands) runs: the installs wait for it, one at a time.
+  const other = operations.running(name);
+  if (other) return mode === 'running' ? 'ready' : { waitFor: other.done };
   const data: Work = { outcomes: new Map(), removed: [], changedWhileRunning: mode === 'running' };
   const steps = unwanted.length + missing.length;
   const first = unwanted.length > 0 ? `uninstalling ${unwanted[0].id}` : `installing ${missing[0]}`;
