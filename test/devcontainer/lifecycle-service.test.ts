@@ -253,6 +253,34 @@ describe('lifecycle commands from a ZIP', () => {
   }, 60_000);
 });
 
+describe('lifecycle commands in a workspace written by hand', () => {
+  it('does not run a failed chain again when the editor crashes and restartPolicy starts it again; a restart does', async () => {
+    const s = await service();
+    const created = await s.request('POST', '/servers', { name: 'Crashes', restart_policy: 'Always' });
+    expect(created.status).toBe(201);
+    const { id, workspace_path: workspace } = created.body;
+    await fs.writeFile(join(workspace, '.devcontainer.json'), JSON.stringify({
+      onCreateCommand: 'echo try >> tries.log; exit 1',
+      postStartCommand: 'echo start >> start.log',
+    }));
+    const started = await s.request('POST', `/servers/${id}/start`);
+    expect(started.status).toBe(200);
+    await eventually(async () => conditionOf(await statusOf(s, id), 'LifecycleCommands')?.reason === 'CommandFailed', 20_000);
+    expect(await linesOf(workspace, 'tries.log')).toEqual(['try']);
+
+    process.kill(started.body.data.pid, 'SIGKILL');
+    await eventually(async () => {
+      const record = await statusOf(s, id);
+      return record.phase === 'Running' && typeof record.pid === 'number' && record.pid !== started.body.data.pid;
+    }, 20_000);
+    expect(await linesOf(workspace, 'tries.log')).toEqual(['try']);
+    expect(await linesOf(workspace, 'start.log')).toEqual([]);
+
+    expect((await s.request('POST', `/servers/${id}/restart`)).status).toBe(200);
+    await eventually(async () => (await linesOf(workspace, 'tries.log')).length === 2, 20_000);
+  }, 60_000);
+});
+
 /** A tab of the editor: its WebSocket through the service's proxy, open. */
 async function openEditor(s: TestService, port: number): Promise<WebSocket> {
   const ws = new WebSocket(`${s.url.replace('http', 'ws')}/vscode/${port}/`, { headers: { Origin: s.url } });
