@@ -66,5 +66,6 @@ export const DEVCONTAINER_SCHEMAS: Record<string, Schema> = {
     exitCode: { type: ['integer', 'null'] },
     message: { type: 'string' },
     at: { type: 'string', format: 'date-time' },
+    under: { type: 'string', description: 'For Failed and Skipped: the devcontainer.json, spec and restart request it failed under, as a key; a change of one runs it again.' },
   }, ['state', 'at']),
 };

@@ -768,4 +768,6 @@ export type DevcontainerLifecycleState = {
   exitCode?: number | null;
   message?: string;
   at: string;
+  /** For Failed and Skipped: the devcontainer.json, spec and restart request it failed under, as a key; a change of one runs it again. */
+  under?: string;
 };
