@@ -28,6 +28,12 @@ const KIND = 'lifecycle commands';
 const CONDITION = 'LifecycleCommands';
 const POST_START: LifecycleName = 'postStartCommand';
 const POST_ATTACH: LifecycleName = 'postAttachCommand';
+/**
+ * Lines a second of one server's lifecycle commands that go to its log; the rest are counted and
+ * said in one line (an npm install's progress must not bury the rest of the log, nor cost the
+ * service its CPU). The editor's own output has the log hub's limit (src/logs/rate-limit.ts).
+ */
+export const LOG_LINES_PER_SECOND = 500;
 
 /** What this step remembers of a server, in memory only: the start under way and the attaches owed. */
 export interface LifecycleMemory {
@@ -245,6 +251,7 @@ function begin(
   // Before a start there is no editor yet: the process runtime needs none (its commands run on this machine).
   const ref: RuntimeRef = ctx.table.editorOf(name) ?? { kind: deps.workload.kind };
   return ctx.operations.start<Work>(name, KIND, key, { results: {} }, async (work, signal, report) => {
+    const log = new OutputBudget((message) => deps.logs.event(name, 'INFO', message));
     for (const step of steps) {
       const commands = plan.lifecycle[step]!.commands;
       work.results[step] = { state: 'Running', at: new Date().toISOString() };
@@ -259,11 +266,12 @@ function begin(
           cwd, env, signal,
           onOutput: (_stream, line) => {
             if (line.trim() !== '') last = line;
-            deps.logs.event(name, 'INFO', `[${prefix}] ${line}`);
+            log.line(`[${prefix}] ${line}`);
           },
         }).catch((error: Error) => ({ exitCode: null, error: error.message }));
         return { label, end, last };
       }));
+      log.flush(step);
       if (signal.aborted) {
         deps.logs.event(name, 'INFO', `${step} cut short: ${(signal.reason as Error | undefined)?.message ?? 'cancelled'}`);
         return; // its Running entry is dropped: it runs again
@@ -323,5 +331,29 @@ function showProgress(status: EditorServerStatus, plan: DevcontainerPlan, op: Op
   else if (Object.values(recorded).some((r) => r.state === 'Succeeded')) {
     const done = LIFECYCLE_ORDER.filter((step) => recorded[step]?.state === 'Succeeded');
     setCondition(status, { type: CONDITION, status: 'True', reason: 'Succeeded', message: `ran ${done.join(', ')}` });
+  }
+}
+
+/** At most LOG_LINES_PER_SECOND output lines a second to the log; what is left out is counted, and said at the step's end. */
+class OutputBudget {
+  readonly #emit: (message: string) => void;
+  #second = 0;
+  #used = 0;
+  #dropped = 0;
+
+  constructor(emit: (message: string) => void) {
+    this.#emit = emit;
+  }
+
+  line(message: string): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.#second) [this.#second, this.#used] = [second, 0];
+    if (++this.#used <= LOG_LINES_PER_SECOND) this.#emit(message);
+    else this.#dropped++;
+  }
+
+  flush(step: LifecycleName): void {
+    if (this.#dropped > 0) this.#emit(`${step}: ${this.#dropped} lines of output not logged (more than ${LOG_LINES_PER_SECOND} lines a second)`);
+    this.#dropped = 0;
   }
 }

@@ -254,6 +254,23 @@ describe('lifecycle commands from a ZIP', () => {
 });
 
 describe('lifecycle commands in a workspace written by hand', () => {
+  it("bounds the lines a command puts into the server's log, and says how many it left out", async () => {
+    const s = await service();
+    const created = await s.request('POST', '/servers', { name: 'Chatty' });
+    await fs.writeFile(join(created.body.workspace_path, '.devcontainer.json'), JSON.stringify({ postCreateCommand: 'seq 1 3000; echo done > done.txt' }));
+    expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
+    const logs = await eventually(async () => {
+      const lines = await logsOf(s, created.body.id);
+      return lines.some((l) => /postCreateCommand finished/.test(l)) && lines;
+    }, 20_000);
+    const output = logs.filter((l) => l.includes('[postCreateCommand] '));
+    expect(output.length).toBeGreaterThan(0);
+    expect(output.length).toBeLessThan(3000);
+    const marker = logs.find((l) => /postCreateCommand: \d+ lines of output not logged/.test(l));
+    expect(Number(/(\d+) lines of output/.exec(marker!)![1]) + output.length).toBe(3000);
+  }, 60_000);
+
+
   it('does not run a failed chain again when the editor crashes and restartPolicy starts it again; a restart does', async () => {
     const s = await service();
     const created = await s.request('POST', '/servers', { name: 'Crashes', restart_policy: 'Always' });
