@@ -17,6 +17,12 @@ import type { CommandEnd } from './interface.ts';
 export const MAX_LINE_CHARS = 4096;
 /** How long a command ended by an abort is given after SIGTERM before its group gets SIGKILL. */
 export const RUN_GRACE_MS = 3000;
+/**
+ * How long, after a command exits, its last output is waited for: its exit can come before the
+ * pipes are read to the end, and the last line names a failure. Not until they close: what it
+ * left in the background may hold them open for as long as it runs.
+ */
+const DRAIN_MS = 500;
 
 /** The program and arguments a command line runs: a string through /bin/sh -c, an array as it is (no shell). */
 export function argvOf(command: CommandLine): [string, string[]] {
@@ -118,11 +124,14 @@ export class ProcessCommands {
       // Both pipes closed: nothing in the group writes any more; what is left (if anything) is
       // ended with the editor.
       let open = 2;
+      let drained = () => {};
+      const closed = new Promise<void>((resolve) => (drained = resolve));
       for (const stream of [child.stdout!, child.stderr!]) {
         stream.once('close', () => {
           if (--open === 0) {
             for (const splitter of splitters) splitter.end();
             if (!groupExists(leader.pid)) this.#forget(name, group);
+            drained();
           }
         });
       }
@@ -134,8 +143,9 @@ export class ProcessCommands {
       options.signal.addEventListener('abort', abort, { once: true });
       child.once('exit', (code, signal) => {
         const end: CommandEnd = code !== null ? { exitCode: code } : { exitCode: null, signal: signal ?? undefined };
-        if (stopping) void stopping.then(() => finish(end));
-        else finish(end);
+        let timer: NodeJS.Timeout | undefined;
+        const read = Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]).finally(() => clearTimeout(timer));
+        void Promise.all([read, stopping]).then(() => finish(end));
       });
     });
   }

@@ -61,6 +61,14 @@ describe('ProcessCommands.run', () => {
     expect(await run({ shell: 'kill -KILL $$' }).ended).toEqual({ exitCode: null, signal: 'SIGKILL' });
   });
 
+  it('has passed on every line, the last one too, by the time it says how the command ended', async () => {
+    // The last words come from a child a moment after the command itself exited.
+    const { lines, ended } = run({ shell: 'seq 1 200000; (sleep 0.2; echo "the last words" >&2) & exit 3' });
+    expect(await ended).toEqual({ exitCode: 3 });
+    expect(lines).toHaveLength(200_001);
+    expect(lines.at(-1)).toEqual(['stderr', 'the last words']);
+  });
+
   it('reports a program that cannot start, without throwing', async () => {
     const end = await run({ argv: [join(dir, 'no-such-program')] }).ended;
     expect(end.exitCode).toBeNull();
