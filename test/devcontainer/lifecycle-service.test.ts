@@ -198,6 +198,29 @@ describe('lifecycle commands from a ZIP', () => {
     expect(await linesOf(workspace, 'start.log')).toEqual(['start']);
   }, 60_000);
 
+  it("runs the object form's named commands side by side, each one's output under its name", async () => {
+    // Each waits for the other to have started: run one after the other, they would never end.
+    // (README.md beside the folder: a ZIP of one folder is unwrapped.)
+    const zip = buildZip([{ name: 'README.md', data: '# side by side\n' }, { name: '.devcontainer/devcontainer.json', data: JSON.stringify({
+      waitFor: 'postCreateCommand',
+      postCreateCommand: {
+        left: 'touch left.started; echo left waits for right; while [ ! -f right.started ]; do sleep 0.05; done',
+        right: ['sh', '-c', 'touch right.started; echo right waits for left; while [ ! -f left.started ]; do sleep 0.05; done'],
+      },
+    }) }]);
+    const s = await service();
+    const created = await postForm(`${s.url}/servers/create-with-workspace`, { name: 'Side by side', extensions: '[]' }, zip);
+    expect((await s.request('POST', `/servers/${created.body.id}/start`)).status).toBe(200);
+    const record = await eventually(async () => {
+      const st = await statusOf(s, created.body.id);
+      return st.devcontainer?.lifecycle?.postCreateCommand?.state === 'Succeeded' && st;
+    }, 20_000);
+    expect(record.status).toBe('running');
+    const logs = await logsOf(s, created.body.id);
+    expect(logs.some((l) => l.endsWith('[postCreateCommand left] left waits for right'))).toBe(true);
+    expect(logs.some((l) => l.endsWith('[postCreateCommand right] right waits for left'))).toBe(true);
+  }, 60_000);
+
   it('keeps the editor from starting until postCreate ends when waitFor says postCreateCommand', async () => {
     const zip = buildZip([{ name: '.devcontainer.json', data: JSON.stringify({
       waitFor: 'postCreateCommand',
