@@ -12,8 +12,9 @@
 // (CommandFailed), and the editor still starts, as VS Code lets one connect to a container whose
 // postCreate failed. A restart is our rebuild: the Failed and Skipped steps run again after a
 // restart request, a spec change (a new generation) or an edit of devcontainer.json, and not at
-// an editor's crash-restart under the same spec. A step cut short (a stop, a spec change, the
-// service stopping) was not done: it runs again at the next start.
+// an editor's crash-restart under the same spec. A step cut short (a stop, a delete, a restart,
+// devcontainer.json edited or turned off, the service stopping) was not done: it runs again at
+// the next start.
 import { LIFECYCLE_ORDER, ONCE_PER_WORKSPACE, type DevcontainerPlan, type LifecycleName, type LifecycleState } from '../devcontainer/types.ts';
 import type { ServerRecord } from '../index/records.ts';
 import { RESTARTED_AT, type EditorServerStatus } from '../manifests/types.ts';
@@ -44,6 +45,12 @@ export interface LifecycleMemory {
   start?: { editor?: string; ran: Set<LifecycleName>; failed?: boolean };
   /** A person opened the editor (its first tab, or again after every tab was closed): postAttachCommand is owed. */
   attachOwed?: boolean;
+  /**
+   * The commands' operation until its outcome is in status. Kept here, not only among the
+   * server's operations: another (extension installs) may take its place there once it settled,
+   * and what it did must not be lost with it.
+   */
+  op?: Operation<Work>;
 }
 
 export class LifecycleRuns extends PerServer<LifecycleMemory> {
@@ -67,6 +74,15 @@ const once = (step: LifecycleName) => ONCE_PER_WORKSPACE.includes(step);
 export function retryKey(record: ServerRecord, plan: DevcontainerPlan): string {
   const server = record.server!;
   return JSON.stringify([plan.sha256, server.metadata.generation ?? null, server.metadata.annotations?.[RESTARTED_AT] ?? null]);
+}
+
+/**
+ * What the commands under way work toward: a start to come (`before`) or the editor running,
+ * under this devcontainer.json and restart request. Another cuts them short (the file changed,
+ * a restart, another editor); other spec changes (an extension added) do not.
+ */
+function workKey(record: ServerRecord, plan: DevcontainerPlan, editor: string): string {
+  return JSON.stringify([editor, plan.sha256, record.server!.metadata.annotations?.[RESTARTED_AT] ?? null]);
 }
 
 /**
@@ -108,9 +124,13 @@ export async function ensureLifecycleBeforeStart(
   // A start after another editor ran (or a first): its per-start steps are owed again.
   if (!memory.start || memory.start.editor !== undefined) memory.start = { ran: new Set() };
   memory.attachOwed = false;
-  if (!plan) return 'ready';
+  if (!plan) {
+    await cancelLifecycle(ctx, name, 'devcontainer.json no longer asks for them', status);
+    return 'ready';
+  }
   const key = retryKey(record, plan);
-  const op = await settle(ctx, record, uid, status, plan, `before:${key}`);
+  const work = workKey(record, plan, 'before');
+  const op = await settle(ctx, record, uid, status, plan, work);
   if (op) return waiting(ctx, record, uid, status, op);
   const steps = stepsBeforeStart(plan, dueSteps(plan, recordOf(status), key, memory.start.ran));
   if (steps.length === 0) {
@@ -120,7 +140,7 @@ export async function ensureLifecycleBeforeStart(
   // Another operation (extension installs) runs: these wait for it, one at a time.
   const other = ctx.operations.running(name);
   if (other) return { waitFor: other.done };
-  return waiting(ctx, record, uid, status, begin(ctx, record, status, plan, steps, `before:${key}`));
+  return waiting(ctx, record, uid, status, begin(ctx, record, status, plan, steps, work));
 }
 
 /**
@@ -137,9 +157,13 @@ export async function ensureLifecycleRunning(ctx: ReconcileContext, record: Serv
     memory.start = { editor, ran: new Set([POST_START]) };
   }
   memory.start.editor ??= editor;
-  if (!plan) return;
+  if (!plan) {
+    await cancelLifecycle(ctx, name, 'devcontainer.json no longer asks for them', status);
+    return;
+  }
   const key = retryKey(record, plan);
-  const op = await settle(ctx, record, uid, status, plan, `after:${editor}:${key}`);
+  const work = workKey(record, plan, editor);
+  const op = await settle(ctx, record, uid, status, plan, work);
   if (!op && status.phase === 'Running' && !ctx.operations.running(name)) {
     const due = dueSteps(plan, recordOf(status), key, memory.start.ran);
     // postAttach follows the steps still due; never after a failure of this start's chain.
@@ -147,9 +171,9 @@ export async function ensureLifecycleRunning(ctx: ReconcileContext, record: Serv
     const attach = memory.attachOwed === true && attachable && due.length === 0;
     const steps = attach ? [POST_ATTACH] : due;
     if (attach || !attachable) memory.attachOwed = false;
-    if (steps.length > 0) begin(ctx, record, status, plan, steps, `after:${editor}:${key}`);
+    if (steps.length > 0) begin(ctx, record, status, plan, steps, work);
   }
-  showProgress(status, plan, ctx.operations.get<Work>(name, KIND));
+  showProgress(status, plan, memory.op);
   await ctx.commit(record, uid, status);
 }
 
@@ -162,9 +186,15 @@ export function requestAttach(ctx: Pick<ReconcileContext, 'lifecycle'>, name: st
  * Cuts short the lifecycle commands under way (the server stops): what they started ends too, and
  * the step cut short is no longer shown Running (it was not done: the next start runs it).
  */
-export async function cancelLifecycle(ctx: Pick<ReconcileContext, 'operations'>, name: string, why: string, status: EditorServerStatus): Promise<void> {
-  const op = ctx.operations.get<Work>(name, KIND);
-  if (op && !op.settled) await ctx.operations.cancel(name, why);
+export async function cancelLifecycle(ctx: Pick<ReconcileContext, 'operations' | 'lifecycle'>, name: string, why: string, status: EditorServerStatus): Promise<void> {
+  const memory = ctx.lifecycle.peek(name);
+  const op = memory?.op;
+  if (op) {
+    await cut(ctx, name, op, why);
+    // What it finished before the cut counts.
+    if (status.devcontainer) takeResults(ctx, name, status, status.devcontainer.plan ?? { lifecycle: {} }, op);
+    memory.op = undefined;
+  }
   const lifecycle = status.devcontainer?.lifecycle;
   for (const [step, state] of Object.entries(lifecycle ?? {})) if (state.state === 'Running') delete lifecycle![step as LifecycleName];
   const condition = status.conditions?.find((c) => c.type === CONDITION);
@@ -201,21 +231,28 @@ async function settle(
     devcontainer.workspaceKey = uid;
     devcontainer.lifecycle = {};
   }
-  let op = ctx.operations.get<Work>(name, KIND);
-  if (op && !op.settled && op.key !== key) {
-    await ctx.operations.cancel(name, 'the spec changed');
-    op = ctx.operations.get<Work>(name, KIND);
-  }
+  const memory = ctx.lifecycle.of(name);
+  const op = memory.op;
+  if (op && !op.settled && op.key !== key) await cut(ctx, name, op, 'devcontainer.json or the editor changed');
   if (op) takeResults(ctx, name, status, plan, op);
   if (op?.settled) {
-    ctx.operations.drop(name);
+    memory.op = undefined;
+    if (ctx.operations.get(name, KIND) === op) ctx.operations.drop(name);
     return undefined;
   }
   return op;
 }
 
+/** Cancels the operation while it is the server's (one under way is: no other starts meanwhile), and waits for its end. */
+async function cut(ctx: Pick<ReconcileContext, 'operations'>, name: string, op: Operation<Work>, why: string): Promise<void> {
+  if (!op.settled && ctx.operations.get(name, KIND) === op) await ctx.operations.cancel(name, why);
+  await op.done;
+}
+
 /** Copies the operation's outcomes into status and the start's memory; a failure marks the later steps Skipped. */
-function takeResults(ctx: ReconcileContext, name: string, status: EditorServerStatus, plan: DevcontainerPlan, op: Operation<Work>): void {
+function takeResults(
+  ctx: Pick<ReconcileContext, 'lifecycle'>, name: string, status: EditorServerStatus, plan: Pick<DevcontainerPlan, 'lifecycle'>, op: Operation<Work>,
+): void {
   const lifecycle = (status.devcontainer!.lifecycle ??= {});
   const memory = ctx.lifecycle.of(name);
   for (const step of LIFECYCLE_ORDER) {
@@ -250,7 +287,7 @@ function begin(
   const env = planEnv(ctx, record, cwd);
   // Before a start there is no editor yet: the process runtime needs none (its commands run on this machine).
   const ref: RuntimeRef = ctx.table.editorOf(name) ?? { kind: deps.workload.kind };
-  return ctx.operations.start<Work>(name, KIND, key, { results: {} }, async (work, signal, report) => {
+  const op = ctx.operations.start<Work>(name, KIND, key, { results: {} }, async (work, signal, report) => {
     const log = new OutputBudget((message) => deps.logs.event(name, 'INFO', message));
     for (const step of steps) {
       const commands = plan.lifecycle[step]!.commands;
@@ -291,6 +328,8 @@ function begin(
       return;
     }
   }, `running ${steps[0]}`);
+  ctx.lifecycle.of(name).op = op;
+  return op;
 }
 
 /** `postCreateCommand exited with code 2: <last line>`, and the like for a signal or a command that could not start. */

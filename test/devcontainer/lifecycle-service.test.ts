@@ -2,7 +2,7 @@
 // repositories made here: a git repository served by `git daemon` and uploaded ZIPs. The commands
 // write into files of the workspace, so what ran, and how often, is read back from the disk.
 import { execFileSync } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -188,7 +188,9 @@ describe('lifecycle commands from a ZIP', () => {
       postCreateCommand: 'echo post-create >> once.log',
       postStartCommand: 'echo start >> start.log',
     }));
-    expect((await s.request('POST', `/servers/${created.body.id}/restart`)).status).toBe(200);
+    const restarted = await s.request('POST', `/servers/${created.body.id}/restart`);
+    if (restarted.status !== 200) console.log(JSON.stringify(restarted.body), s.lines.slice(-20).join('\n'));
+    expect(restarted.status).toBe(200);
     const fixed = await eventually(async () => {
       const st = await statusOf(s, created.body.id);
       return conditionOf(st, 'LifecycleCommands')?.status === 'True' && st.devcontainer.lifecycle.postStartCommand?.state === 'Succeeded' && st;
@@ -255,8 +257,11 @@ describe('lifecycle commands from a ZIP', () => {
     expect((await s.request('POST', `/servers/${id}/stop`)).status).toBe(200);
     // The command and what it started are gone, and it counts as not run (not Failed).
     await eventually(() => !processExists(first) && !processExists(child));
-    expect((await statusOf(s, id)).devcontainer.lifecycle.postCreateCommand).toBeUndefined();
-    expect((await statusOf(s, id)).phase).toBe('Stopped');
+    const stopped = await eventually(async () => {
+      const record = await statusOf(s, id);
+      return record.phase === 'Stopped' && record;
+    });
+    expect(stopped.devcontainer.lifecycle.postCreateCommand).toBeUndefined();
 
     void s.request('POST', `/servers/${id}/start`).catch(() => undefined);
     const again = await eventually(async () => (await pids('pc.pid')).length === 2 && pids('pc.pid'), 20_000);
@@ -297,6 +302,31 @@ describe('lifecycle commands in a workspace written by hand', () => {
     expect(Number(/(\d+) lines of output/.exec(marker!)![1]) + output.length).toBe(3000);
   }, 60_000);
 
+
+  it('lets an extension added while a command runs in the background wait for it, without cutting it short', async () => {
+    const s = await service();
+    const created = await s.request('POST', '/servers', { name: 'Busy' });
+    const { id, workspace_path: workspace } = created.body;
+    await fs.writeFile(join(workspace, '.devcontainer.json'), JSON.stringify({ postCreateCommand: 'echo $$ >> pc.pid; while [ ! -f go ]; do sleep 0.05; done' }));
+    expect((await s.request('POST', `/servers/${id}/start`)).status).toBe(200);
+    await eventually(async () => (await statusOf(s, id)).devcontainer?.lifecycle?.postCreateCommand?.state === 'Running', 20_000);
+    const before = (await statusOf(s, id)).generation;
+    const adding = s.request('POST', `/servers/${id}/install-extension`, { extension: 'acme.later' }).catch(() => undefined);
+    // The spec change was acted on (observed) while the command went on, not started again.
+    await eventually(async () => {
+      const record = await statusOf(s, id);
+      return record.generation > before && record.observed_generation === record.generation;
+    }, 20_000);
+    const [pid] = (await linesOf(workspace, 'pc.pid')).map(Number);
+    expect(await linesOf(workspace, 'pc.pid')).toHaveLength(1);
+    expect(processExists(pid)).toBe(true);
+    await fs.writeFile(join(workspace, 'go'), '');
+    await eventually(() => existsSync(join(s.settings.dataDir, 'editors', 'busy', 'extensions', 'acme.later-1.0.0')), 20_000);
+    expect((await statusOf(s, id)).devcontainer.lifecycle.postCreateCommand.state).toBe('Succeeded');
+    expect(await linesOf(workspace, 'pc.pid')).toHaveLength(1);
+    expect(s.lines.filter((l) => /were not looked at|still running/.test(l))).toEqual([]);
+    await adding;
+  }, 60_000);
 
   it('does not run a failed chain again when the editor crashes and restartPolicy starts it again; a restart does', async () => {
     const s = await service();
