@@ -321,8 +321,8 @@ describe('lifecycle commands in a workspace written by hand', () => {
     expect(await linesOf(workspace, 'pc.pid')).toHaveLength(1);
     expect(processExists(pid)).toBe(true);
     await fs.writeFile(join(workspace, 'go'), '');
-    await eventually(() => existsSync(join(s.settings.dataDir, 'editors', 'busy', 'extensions', 'acme.later-1.0.0')), 20_000);
-    expect((await statusOf(s, id)).devcontainer.lifecycle.postCreateCommand.state).toBe('Succeeded');
+    await eventually(async () => existsSync(join(s.settings.dataDir, 'editors', 'busy', 'extensions', 'acme.later-1.0.0'))
+      && (await statusOf(s, id)).devcontainer.lifecycle.postCreateCommand.state === 'Succeeded', 20_000);
     expect(await linesOf(workspace, 'pc.pid')).toHaveLength(1);
     expect(s.lines.filter((l) => /were not looked at|still running/.test(l))).toEqual([]);
     await adding;
