@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { editorEnvironment } from '../core/child-env.ts';
 import { stopProcessGroup } from '../core/process-group.ts';
-import { groupExists, identityOf, type ProcessIdentity } from '../core/procfs.ts';
+import { groupExists, identityOf, isAlive, readStat, type ProcessIdentity } from '../core/procfs.ts';
 import type { CommandLine } from '../devcontainer/types.ts';
 import type { RunOptions } from './editor-workload.ts';
 import type { CommandEnd } from './interface.ts';
@@ -145,7 +145,11 @@ export class ProcessCommands {
         const end: CommandEnd = code !== null ? { exitCode: code } : { exitCode: null, signal: signal ?? undefined };
         let timer: NodeJS.Timeout | undefined;
         const read = Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]).finally(() => clearTimeout(timer));
-        void Promise.all([read, stopping]).then(() => finish(end));
+        void Promise.all([read, stopping]).then(() => {
+          // Reaped now: a group with no member left is forgotten (its number may be another's one day).
+          if (!groupExists(leader.pid)) this.#forget(name, group);
+          finish(end);
+        });
       });
     });
   }
@@ -154,8 +158,7 @@ export class ProcessCommands {
   async stop(name: string): Promise<void> {
     const groups = [...(this.#groups.get(name) ?? [])];
     await Promise.all(groups.map(async (group) => {
-      // A group with no member left is not signalled: its number could be another's one day.
-      if (groupExists(group.leader.pid)) await stopProcessGroup(group.leader, this.#graceMs);
+      if (stillOurs(group.leader)) await stopProcessGroup(group.leader, this.#graceMs);
       group.close();
     }));
   }
@@ -176,6 +179,18 @@ export class ProcessCommands {
     groups?.delete(group);
     if (groups?.size === 0) this.#groups.delete(name);
   }
+}
+
+/**
+ * True while the group is still the one the command started: its leader itself (pid and start
+ * time), or, the leader gone, the members it left (the kernel gives no process that number while
+ * the group lives). A process under the leader's number that is not the leader means the group
+ * ended and the number went to another: never signalled.
+ */
+export function stillOurs(leader: ProcessIdentity): boolean {
+  if (isAlive(leader)) return true;
+  if (readStat(leader.pid) !== undefined) return false;
+  return groupExists(leader.pid);
 }
 
 function follow(stream: Readable, which: 'stdout' | 'stderr', options: RunOptions): LineSplitter {

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isAlive, identityOf } from '../../src/core/procfs.ts';
 import type { CommandLine } from '../../src/devcontainer/types.ts';
 import type { CommandEnd } from '../../src/runtime/interface.ts';
-import { LineSplitter, MAX_LINE_CHARS, ProcessCommands } from '../../src/runtime/process-run.ts';
+import { LineSplitter, MAX_LINE_CHARS, ProcessCommands, stillOurs } from '../../src/runtime/process-run.ts';
 import { eventually } from '../helpers/wait.ts';
 
 let dir: string;
@@ -106,6 +106,18 @@ describe('ProcessCommands.run', () => {
       await ended;
       await commands.stop('web');
       expect(isAlive(identityOf(stranger.pid!)!)).toBe(true);
+    } finally {
+      stranger.kill('SIGKILL');
+    }
+  });
+
+  it('never takes a process that got a finished group leader\'s number for that group', () => {
+    const stranger = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    try {
+      const identity = identityOf(stranger.pid!)!;
+      expect(stillOurs(identity)).toBe(true);
+      // The same number, another start time: what a reused pid looks like.
+      expect(stillOurs({ pid: identity.pid, startTicks: identity.startTicks - 1 })).toBe(false);
     } finally {
       stranger.kill('SIGKILL');
     }
