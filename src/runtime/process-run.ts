@@ -138,7 +138,9 @@ export class ProcessCommands {
       // Ended by the abort: it resolves once the whole group is gone, not only its leader.
       let stopping: Promise<void> | undefined;
       abort = () => {
-        stopping = stopProcessGroup(leader, this.#graceMs).then(() => group.close());
+        // Unreaped, the leader's number is ours; once reaped, only while the group is still its.
+        const ours = stillOurs(leader) || (child.exitCode === null && child.signalCode === null);
+        stopping = (ours ? stopProcessGroup(leader, this.#graceMs) : Promise.resolve()).then(() => group.close());
       };
       options.signal.addEventListener('abort', abort, { once: true });
       child.once('exit', (code, signal) => {
