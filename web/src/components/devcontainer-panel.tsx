@@ -85,9 +85,9 @@ function PlanDetails({ server, plan, lifecycle }: { server: ServerRecord; plan: 
       </Part>
 
       <Part id="dc-lifecycle" title="Lifecycle commands" empty={steps.length === 0 && 'None given.'}>
-        <div class="table-scroll" tabIndex={0} aria-labelledby="dc-lifecycle">
+        <div class="table-scroll">
           <table aria-labelledby="dc-lifecycle">
-            <thead><tr><th scope="col">Command</th><th scope="col">Runs</th><th scope="col">State</th><th scope="col">Exit code</th><th scope="col">Message</th></tr></thead>
+            <thead><tr><th scope="col">Command</th><th scope="col">State</th><th scope="col">Exit code</th><th scope="col">Message</th></tr></thead>
             <tbody>
               {steps.map((name) => <LifecycleRow key={name} name={name} plan={plan} state={lifecycle[name]} />)}
             </tbody>
@@ -199,6 +199,7 @@ function LifecycleRow({ name, plan, state }: { name: LifecycleName; plan: Devcon
     <tr class={state?.state === 'Failed' ? 'warning' : undefined}>
       <th scope="row">
         <code>{name}</code>
+        <span class="dc-when">{whenText(name, plan.waitFor)}</span>
         {step && (
           <ul class="dc-commands">
             {step.commands.map((c, i) => (
@@ -207,7 +208,6 @@ function LifecycleRow({ name, plan, state }: { name: LifecycleName; plan: Devcon
           </ul>
         )}
       </th>
-      <td>{whenText(name, plan.waitFor)}</td>
       <td class="nowrap">
         <span class={`dc-step dc-step-${word.toLowerCase().replace(/\s+/g, '-')}`}>{word}</span>
         {state?.at && <> <RelativeTime value={state.at} /></>}
@@ -225,7 +225,7 @@ function PortsTable({ server, plan }: { server: ServerRecord; plan: Devcontainer
   return (
     <>
       {listed.error && <p class="muted dc-note">Whether each port is listened on is not known: {listed.error}</p>}
-      <div class="table-scroll" tabIndex={0} aria-labelledby="dc-ports">
+      <div class="table-scroll">
         <table aria-labelledby="dc-ports">
           <thead><tr><th scope="col">Port</th><th scope="col">Label</th><th scope="col">Listening</th><th scope="col">Address</th></tr></thead>
           <tbody>
@@ -244,7 +244,7 @@ function PortsTable({ server, plan }: { server: ServerRecord; plan: Devcontainer
                       Open<span class="visually-hidden"> port {p.port}</span><span aria-hidden="true"> ↗</span>
                     </a>
                   ) : (
-                    <span class="muted">when the editor runs</span>
+                    <span class="muted">editor not running</span>
                   )}
                 </td>
               </tr>
