@@ -1,16 +1,28 @@
 // What came from a server's devcontainer.json (the record's `devcontainer`, status.devcontainer) and
 // the ports it forwards through the proxy (GET /servers/{id}/ports).
-import type { DevcontainerStatus } from '../../../src/devcontainer/types.ts';
 import { request } from './http.ts';
-import type { ServerRecord } from './types.ts';
+import type * as api from './openapi-types.ts';
 
-export type { DevcontainerPlan, DevcontainerStatus, LifecycleName, LifecycleState } from '../../../src/devcontainer/types.ts';
-export { LIFECYCLE_ORDER, ONCE_PER_WORKSPACE } from '../../../src/devcontainer/types.ts';
+export type Devcontainer = api.Devcontainer;
+export type DevcontainerPlan = api.DevcontainerPlan;
+export type LifecycleState = api.DevcontainerLifecycleState;
+export type LifecycleName = api.DevcontainerPlan['waitFor'];
 
-/** The record's `devcontainer`: null (or absent) until the controller has looked at the workspace. */
-export function devcontainerOf(server: ServerRecord): DevcontainerStatus | null {
-  return (server as ServerRecord & { devcontainer?: DevcontainerStatus | null }).devcontainer ?? null;
+/** Each lifecycle command's place in the order they run (the type makes sure none is left out). */
+const PLACE = {
+  onCreateCommand: 0, updateContentCommand: 1, postCreateCommand: 2, postStartCommand: 3, postAttachCommand: 4,
+} satisfies Record<LifecycleName, number>;
+
+/** The lifecycle commands, in the order they run. */
+export const LIFECYCLE_ORDER = (Object.keys(PLACE) as LifecycleName[]).sort((a, b) => PLACE[a] - PLACE[b]);
+
+/** When a command runs: the first three once per workspace, then every start, then when a person opens the editor. */
+export function whenRun(name: LifecycleName): 'once per workspace' | 'every start' | 'when opened' {
+  return PLACE[name] <= PLACE.postCreateCommand ? 'once per workspace' : name === 'postStartCommand' ? 'every start' : 'when opened';
 }
+
+/** Whether the editor waits for `name` before it starts (it waits for waitFor and what comes before it). */
+export const waitedFor = (name: LifecycleName, waitFor: LifecycleName) => PLACE[name] <= PLACE[waitFor];
 
 /** One port of GET /servers/{id}/ports: declared in devcontainer.json, listened on now, or both. */
 export interface ForwardedPortView {

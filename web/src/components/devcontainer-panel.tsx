@@ -7,8 +7,8 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
-  devcontainerOf, getPorts, LIFECYCLE_ORDER, ONCE_PER_WORKSPACE,
-  type DevcontainerPlan, type DevcontainerStatus, type ForwardedPortView, type LifecycleName,
+  getPorts, LIFECYCLE_ORDER, waitedFor, whenRun,
+  type Devcontainer, type DevcontainerPlan, type ForwardedPortView, type LifecycleName, type LifecycleState,
 } from '../api/devcontainer.ts';
 import { getManifest } from '../api/servers.ts';
 import type { ServerRecord } from '../api/types.ts';
@@ -17,7 +17,7 @@ import { RelativeTime } from './time.tsx';
 import './devcontainer-panel.css';
 
 export function DevcontainerPanel({ server }: { server: ServerRecord }) {
-  const status = devcontainerOf(server);
+  const status = server.devcontainer;
   return (
     <section aria-labelledby="section-devcontainer" class="card devcontainer">
       <h2 id="section-devcontainer">Dev container</h2>
@@ -27,16 +27,16 @@ export function DevcontainerPanel({ server }: { server: ServerRecord }) {
   );
 }
 
-function Summary({ status }: { status: DevcontainerStatus | null }) {
+function Summary({ status }: { status: Devcontainer | null }) {
   if (status === null) {
-    return <p class="muted">Not read yet: devcontainer.json is looked for once the workspace has its content.</p>;
+    return <p class="muted">Not looked for yet: devcontainer.json is read before the editor's first start, or once a workspace source has put its content in.</p>;
   }
   const file = status.plan?.path;
   switch (status.state) {
     case 'ignored':
       return <p><span class="dc-state dc-ignored">Ignored</span> The manifest says <code>spec.devcontainer: ignore</code>: nothing from devcontainer.json is applied.</p>;
     case 'none':
-      return <p><span class="dc-state dc-none">None</span> {status.message ?? 'No devcontainer.json in the workspace (looked for .devcontainer/devcontainer.json and .devcontainer.json).'}</p>;
+      return <p><span class="dc-state dc-none">None</span> {status.message ?? 'no devcontainer.json in the workspace'}.</p>;
     case 'invalid':
       return (
         <div class="inline-error">
@@ -49,13 +49,12 @@ function Summary({ status }: { status: DevcontainerStatus | null }) {
         <p>
           <span class="dc-state dc-applied">Applied</span> from <code>{file}</code>
           {status.plan && <span class="muted"> (sha256 <abbr title={status.plan.sha256}>{status.plan.sha256.slice(0, 12)}</abbr>)</span>}
-          {status.message && <span class="muted"> — {status.message}</span>}
         </p>
       );
   }
 }
 
-function PlanDetails({ server, plan, lifecycle }: { server: ServerRecord; plan: DevcontainerPlan; lifecycle: NonNullable<DevcontainerStatus['lifecycle']> }) {
+function PlanDetails({ server, plan, lifecycle }: { server: ServerRecord; plan: DevcontainerPlan; lifecycle: NonNullable<Devcontainer['lifecycle']> }) {
   const envNames = [...new Set([...Object.keys(plan.containerEnv), ...Object.keys(plan.remoteEnv)])];
   const steps = LIFECYCLE_ORDER.filter((name) => plan.lifecycle[name] || lifecycle[name]);
   return (
@@ -80,7 +79,7 @@ function PlanDetails({ server, plan, lifecycle }: { server: ServerRecord; plan: 
       <Part id="dc-env" title="Environment" empty={envNames.length === 0 && 'No variables set.'}>
         <p class="muted dc-note">Names only: the values may be secrets.</p>
         <ul class="dc-chips" aria-labelledby="dc-env">
-          {envNames.map((name) => <li key={name}><code>{name}</code></li>)}
+          {envNames.map((name) => <li key={name}><code>{name}</code>{plan.remoteEnv[name] === null && <span class="muted"> unset</span>}</li>)}
         </ul>
       </Part>
 
@@ -188,11 +187,10 @@ function useManifestSettingKeys(id: string): Set<string> | undefined {
 
 /** When a step runs, and whether the editor waits for it. */
 function whenText(name: LifecycleName, waitFor: LifecycleName): string {
-  const when = ONCE_PER_WORKSPACE.includes(name) ? 'once per workspace' : name === 'postStartCommand' ? 'every start' : 'when opened';
-  return LIFECYCLE_ORDER.indexOf(name) <= LIFECYCLE_ORDER.indexOf(waitFor) ? `${when}, before the editor` : when;
+  return waitedFor(name, waitFor) ? `${whenRun(name)}, before the editor` : whenRun(name);
 }
 
-function LifecycleRow({ name, plan, state }: { name: LifecycleName; plan: DevcontainerPlan; state?: NonNullable<DevcontainerStatus['lifecycle']>[LifecycleName] }) {
+function LifecycleRow({ name, plan, state }: { name: LifecycleName; plan: DevcontainerPlan; state?: LifecycleState }) {
   const step = plan.lifecycle[name];
   const word = state?.state ?? 'Not run';
   return (
