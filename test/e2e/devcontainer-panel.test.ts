@@ -213,7 +213,7 @@ describe('the Dev container panel', () => {
       const cells = async (name: string) => (await rows.filter({ hasText: name }).getByRole('cell').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
       // The commands run as the controller gets to them: the page follows the record.
       await eventually(async () => (await cells('postCreateCommand'))[0]?.startsWith('Failed'), 60_000, 200);
-      expect((await cells('onCreateCommand')).slice(0, 2)).toEqual([expect.stringMatching(/^Succeeded/), '0']);
+      expect((await cells('onCreateCommand'))[0]).toMatch(/^Succeeded/);
       const failed = await cells('postCreateCommand');
       expect(failed[1]).toBe('3');
       expect(failed[2]).toContain('cannot migrate');
