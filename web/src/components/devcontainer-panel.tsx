@@ -73,7 +73,7 @@ function PlanDetails({ server, plan, lifecycle }: { server: ServerRecord; plan: 
       </Part>
 
       <Part id="dc-settings" title="Settings" empty={Object.keys(plan.settings).length === 0 && 'None set.'}>
-        <SettingsList id={server.id} settings={plan.settings} />
+        <SettingsList server={server} settings={plan.settings} />
       </Part>
 
       <Part id="dc-env" title="Environment" empty={envNames.length === 0 && 'No variables set.'}>
@@ -151,8 +151,8 @@ function ExtensionList({ server, ids }: { server: ServerRecord; ids: string[] })
 }
 
 /** The file's settings, each marked where the manifest's spec.settings says otherwise (and wins). */
-function SettingsList({ id, settings }: { id: string; settings: Record<string, unknown> }) {
-  const manifestKeys = useManifestSettingKeys(id);
+function SettingsList({ server, settings }: { server: ServerRecord; settings: Record<string, unknown> }) {
+  const manifestKeys = useManifestSettingKeys(server.id, server.generation);
   return (
     <ul class="dc-rows" aria-labelledby="dc-settings">
       {Object.entries(settings).map(([key, value]) => {
@@ -169,8 +169,8 @@ function SettingsList({ id, settings }: { id: string; settings: Record<string, u
   );
 }
 
-/** The keys of the manifest's spec.settings, from its YAML (the parser is loaded only here). */
-function useManifestSettingKeys(id: string): Set<string> | undefined {
+/** The keys of the manifest's spec.settings, from its YAML (the parser is loaded only here), read again when the spec changes. */
+function useManifestSettingKeys(id: string, generation: number | null): Set<string> | undefined {
   const [keys, setKeys] = useState<Set<string>>();
   useEffect(() => {
     let current = true;
@@ -181,7 +181,7 @@ function useManifestSettingKeys(id: string): Set<string> | undefined {
     return () => {
       current = false;
     };
-  }, [id]);
+  }, [id, generation]);
   return keys;
 }
 
@@ -254,21 +254,39 @@ function PortsTable({ server, plan }: { server: ServerRecord; plan: Devcontainer
   );
 }
 
+/** How often the ports are asked again while the editor runs: a program may start or stop listening at any time. */
+const PORTS_POLL_MS = 5000;
+
 /**
- * The ports, from GET /servers/{id}/ports (asked again when the server's state changes); the
- * plan's own list, with addresses made the proxy's way, while that cannot be read.
+ * The ports, from GET /servers/{id}/ports: asked when the server's state changes, and again every
+ * few seconds while its editor runs and the page is visible; the plan's own list, with addresses
+ * made the proxy's way, while that cannot be read (then it is not asked again until the state changes).
  */
 function usePorts(server: ServerRecord, plan: DevcontainerPlan): { ports: ForwardedPortView[]; error?: string } {
   const [state, setState] = useState<{ ports?: ForwardedPortView[]; error?: string }>({});
+  const running = server.status === 'running';
   const key = JSON.stringify([server.id, server.status, server.pid, plan.sha256]);
   useEffect(() => {
     let current = true;
-    getPorts(server.id).then(
-      (ports) => current && setState({ ports }),
-      (error: Error) => current && setState({ error: error.message }),
-    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ask = () => {
+      if (document.visibilityState !== 'visible') {
+        timer = setTimeout(ask, PORTS_POLL_MS);
+        return;
+      }
+      getPorts(server.id).then(
+        (ports) => {
+          if (!current) return;
+          setState({ ports });
+          if (running) timer = setTimeout(ask, PORTS_POLL_MS);
+        },
+        (error: Error) => current && setState({ error: error.message }),
+      );
+    };
+    ask();
     return () => {
       current = false;
+      clearTimeout(timer);
     };
   }, [key]);
   if (state.ports) return { ports: state.ports };
