@@ -177,6 +177,11 @@ export class Capacity implements CapacityGate {
     };
   }
 
+  /** The memory all editors together may use (capacity.maxMemoryMb, or what auto leaves of the machine), or undefined when none is set. */
+  memoryLimit(): { limitMb: number; source: string } | undefined {
+    return this.#memoryLimit();
+  }
+
   /** What each person with a server uses now (running editors and starts holding a slot, their memory, their servers). */
   people(): { people: PersonUse[]; total: number } {
     const estimate = this.#estimate();

@@ -136,7 +136,7 @@ export function startKey(ctx: ReconcileContext, record: ServerRecord, devcontain
 
 /**
  * The host requirements this machine cannot meet, in words, or undefined: cores, memory (the
- * machine's, or its cgroup's) and free space where the workspaces are. Only where editors run on
+ * machine's, or its cgroup's, and the editors' capacity limit) and free space where the workspaces are. Only where editors run on
  * this machine (a cluster's scheduler weighs a Pod's requests itself).
  */
 export async function unmetRequirements(ctx: ReconcileContext, plan: DevcontainerPlan | undefined): Promise<string | undefined> {
@@ -147,12 +147,14 @@ export async function unmetRequirements(ctx: ReconcileContext, plan: Devcontaine
   const cores = availableParallelism();
   if (needs.cpus !== undefined && needs.cpus > cores) problems.push(`${needs.cpus} CPUs (this machine has ${cores})`);
   const mb = needs.memoryBytes === undefined ? 0 : Math.ceil(needs.memoryBytes / 2 ** 20);
+  const limit = ctx.deps.capacity?.memoryLimit();
   if (mb > memory.totalMb) problems.push(`${mb} MB of memory (this machine has ${memory.totalMb} MB, ${memory.source})`);
+  else if (limit && mb > limit.limitMb) problems.push(`${mb} MB of memory (all editors together may use ${limit.limitMb} MB, ${limit.source})`);
   if (needs.storageBytes !== undefined) {
     const free = await statfs(ctx.deps.layout.dataDir).then((s) => s.bavail * s.bsize, () => undefined);
     if (free !== undefined && needs.storageBytes > free) problems.push(`${gb(needs.storageBytes)} of storage (${gb(free)} free where the workspaces are)`);
   }
-  return problems.length ? `${plan!.path} asks hostRequirements this machine cannot meet: ${problems.join(', ')}` : undefined;
+  return problems.length ? `${plan!.path} asks hostRequirements that cannot be met here: ${problems.join(', ')}` : undefined;
 }
 
 function gb(bytes: number): string {

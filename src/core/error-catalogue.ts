@@ -132,6 +132,10 @@ export const ERRORS = {
 
   // --- 409 Conflict ---
   CAPACITY_EXCEEDED: { status: 409, message: 'the server cannot start now: no room under the capacity limits' },
+  HOST_REQUIREMENTS_UNMET: {
+    status: 409,
+    message: 'the workspace\'s devcontainer.json asks hostRequirements this machine or the capacity limits cannot give: lower them in the file, or set spec.devcontainer: ignore',
+  },
   CONFLICT: { status: 409, message: 'the manifest kept changing while it was being written: try again' },
   MANAGED_BY_GIT: {
     status: 409,

@@ -73,7 +73,7 @@ beforeAll(async () => {
   process.env.DC_TEST_LOCAL = 'from the service';
   service = await startTestService({
     editorBin: bin,
-    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5 } },
+    config: { editor: { startTimeoutSeconds: 60, readyTimeoutSeconds: 60, stopGraceSeconds: 5 }, capacity: { maxMemoryMb: 4000 } },
   });
   delete process.env.DEVBOX_VSIX_DIR;
 }, 60_000);
@@ -144,19 +144,28 @@ describe('devcontainer.json on the process runtime', () => {
     const zip = buildZip([
       { name: '.devcontainer.json', data: JSON.stringify({ hostRequirements: { cpus: 64, memory: '8tb' } }) },
       { name: 'alt/devcontainer.json', data: '// another file\n{ "customizations": { "vscode": { "settings": { "files.eol": "\\n" } } }, "containerEnv": { "ALT": "yes" } }' },
+      { name: 'big/devcontainer.json', data: JSON.stringify({ hostRequirements: { memory: '5gb' } }) },
       { name: 'main.py', data: 'print(1)\n' },
     ]);
     const created = await postForm(`${service.url}/servers/create-with-workspace`, { name: 'Zipped', extensions: '[]' }, zip);
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const { id } = created.body;
     const refused = await service.request('POST', `/servers/${id}/start`);
-    expect(refused.status).not.toBe(200);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('HOST_REQUIREMENTS_UNMET');
     const failed = await eventually(async () => {
       const r = await record(id);
       return r.reason === 'HostRequirementsUnmet' ? r : undefined;
     }, 30_000);
     expect(failed).toMatchObject({ status: 'failed', pid: null });
-    expect(failed.message).toMatch(/\.devcontainer\.json asks hostRequirements this machine cannot meet: 64 CPUs \(this machine has \d+\), 8388608 MB of memory/);
+    expect(failed.message).toMatch(/\.devcontainer\.json asks hostRequirements that cannot be met here: 64 CPUs \(this machine has \d+\), 8388608 MB of memory/);
+
+    // Within the machine, but over what the config lets all editors use together.
+    await editManifest('zipped', (m) => { m.spec.devcontainer = 'big/devcontainer.json'; });
+    await eventually(async () => (await record(id)).generation === 2, 10_000);
+    const again = await service.request('POST', `/servers/${id}/start`);
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: 'HOST_REQUIREMENTS_UNMET', message: expect.stringContaining('5120 MB of memory (all editors together may use 4000 MB, capacity.maxMemoryMb)') });
 
     // spec.devcontainer names another file: that one is honoured instead.
     await editManifest('zipped', (m) => { m.spec.devcontainer = 'alt/devcontainer.json'; });

@@ -114,6 +114,8 @@ export function lifecycleRoutes(deps: ServersDeps, router: Router): void {
     const display = displayNameOf(server);
     if (server.status?.phase === 'Running') {
       res.json(envelope(done, `server "${display}" ${verb} on port ${server.status.port}`));
+    } else if (server.status?.phase === 'Failed' && server.status.reason === 'HostRequirementsUnmet') {
+      throw apiError('HOST_REQUIREMENTS_UNMET', `server "${display}" cannot start: ${server.status.message}`, { details: lifecycleView(done) });
     } else if (server.status?.phase === 'Failed') {
       throw apiError('EDITOR_FAILED', `server "${display}" failed to start (${server.status.reason}): ${server.status.message ?? 'see GET /servers/{id}/logs'}`, { details: lifecycleView(done) });
     } else {
