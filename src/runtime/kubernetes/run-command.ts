@@ -26,7 +26,7 @@ const MAX_LINE = 16 * 1024;
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** `sh -c RUN_SCRIPT run <cwd> NAME=value… -- program args…`: the variables exported, then the program run in <cwd>. */
+/** `sh -c RUN_SCRIPT sh <cwd> NAME=value… -- program args…`: the variables exported, then the program run in <cwd>. */
 export const RUN_SCRIPT = [
   'cd "$1" || exit 126; shift',
   'while [ "$1" != -- ]; do export "$1"; shift; done; shift',
@@ -46,7 +46,7 @@ export const SIGNAL_SCRIPT = [
 export function runArgv(command: CommandLine, cwd: string, env: Record<string, string>, id: string): string[] {
   const program = 'shell' in command ? ['sh', '-c', command.shell] : command.argv;
   const pairs = Object.entries({ ...env, [RUN_ID_VARIABLE]: id }).map(([name, value]) => `${name}=${value}`);
-  return ['sh', '-c', RUN_SCRIPT, 'run', cwd, ...pairs, '--', ...program];
+  return ['sh', '-c', RUN_SCRIPT, 'sh', cwd, ...pairs, '--', ...program];
 }
 
 /** A stream cut into lines (a last line without its newline given at the end; `\r\n` as `\n`). */
