@@ -41,9 +41,7 @@ const PLACE_TIMEOUT_MS = 60_000;
  * options' kubeconfig (the service's); tests give an in-memory cluster. The storage reaches a
  * volume through the Pods the workload watches, so the workload makes it.
  */
-export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(
-  options: KubernetesRuntimeOptions, client?: C,
-): EditorRuntime & { workload: KubernetesWorkload<C>; storage: KubernetesStorage } {
+export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(options: KubernetesRuntimeOptions, client?: C): EditorRuntime & { workload: KubernetesWorkload<C>; storage: KubernetesStorage } {
   const workload = new KubernetesWorkload(options, client);
   return { kind: 'kubernetes', output: 'stream', workload, storage: workload.storage };
 }
