@@ -98,7 +98,9 @@ export async function startProcess(
     const env = planEnv(ctx, record, status.workspacePath ?? '');
     const image = deps.workload.runsImages ? activePlan(ctx, name)?.image : undefined;
     launched = await deps.workload.start({ name, port, uid, ...(resources ? { resources } : {}), ...(Object.keys(env).length ? { env } : {}), ...(image ? { image } : {}) });
-    if (status.devcontainer) status.devcontainer.startedWith = startKey(ctx, record, status.devcontainer);
+    // What it started with of devcontainer.json: content that arrives later and asks for more starts it again.
+    status.devcontainer = { ...(status.devcontainer ?? { state: 'none', message: 'not read yet: the workspace is filled once the editor runs' }) };
+    status.devcontainer.startedWith = startKey(ctx, record, status.devcontainer);
   } catch (error) {
     if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, error);
     const message = `could not launch the editor: ${(error as Error).message}`;
