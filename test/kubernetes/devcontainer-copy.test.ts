@@ -3,7 +3,8 @@
 // busybox image with a self-contained code-server install mounted at /opt/editor-image (the real
 // code-server from the host's cache, hard-linked into the layout of the published image's
 // /usr/lib/code-server: bin/code-server that runs lib/node from its own folder); the editor runs
-// in the toolchain image, which has no code-server, from the copy. A second start copies nothing.
+// in the toolchain image, which has no code-server, from the copy. A second start copies nothing;
+// a start in the editor image itself removes the copy.
 import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,7 +76,7 @@ function ranFor(pod: any, container: string): number {
 }
 
 describe.skipIf(!cluster || !editor)(cluster ? (editor ? 'code-server copied into the volume on the test cluster' : NO_EDITOR) : NO_CLUSTER, { timeout: 400_000 }, () => {
-  it("copies code-server into the volume once, runs the editor from the copy in an image without one, and copies nothing at the next start", async () => {
+  it("copies code-server into the volume once, runs the editor from the copy in an image without one, copies nothing at the next start, and removes the copy once no start needs it", async () => {
     const first = await runtime!.start({ name: 'copied', port: 8080, image: TOOLCHAIN });
     const pod = await serving('copied', first.ref);
     expect(pod.spec.containers[0].image).toBe(TOOLCHAIN);
@@ -98,5 +99,13 @@ describe.skipIf(!cluster || !editor)(cluster ? (editor ? 'code-server copied int
     const again = await serving('copied', second.ref);
     expect(provideReport(again)).toEqual({ kept: true });
     console.log(`[measure] the next start's init container: ${ranFor(again, 'provide-code-server')} s (kept, nothing copied)`);
+
+    // A start in the editor image itself (devcontainer.json's image gone): the copy goes with it.
+    await runtime!.stop('copied', second.ref, 2000);
+    await eventually(async () => (await getObject(cluster!, ['pod', 'devbox-copied-0', '-n', namespace!.name]))?.metadata?.uid !== second.ref.uid, 120_000, 500);
+    const third = await runtime!.start({ name: 'copied', port: 8080 });
+    const plain = await serving('copied', third.ref);
+    expect(plain.spec.containers[0].image).toBe('devbox.local/busybox:1');
+    expect((await runtime!.client.exec(plain.metadata.name, 'editor', ['ls', '/data/editor'])).stdout.toString().split('\n')).not.toContain('code-server');
   });
 });

@@ -17,7 +17,7 @@ import type { ResourceRequirements } from '../interface.ts';
 import {
   ALREADY_RAN, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, PREPARE_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
-import { foreignEditor } from './foreign-image.ts';
+import { COPIES_DIR, foreignEditor } from './foreign-image.ts';
 import { PREPARE_SCRIPT } from './prepare.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
@@ -134,7 +134,8 @@ export class ServerObjects {
             terminationGracePeriodSeconds: 10,
             // The volume made ready in the editor's own Pod: no other Pod is needed to start it.
             initContainers: [
-              init({ name: PREPARE_CONTAINER, command: ['sh', '-c', PREPARE_SCRIPT] }),
+              // A copy of code-server (foreign-image.ts) an earlier start left goes once no start needs it: it holds hundreds of MB.
+              init({ name: PREPARE_CONTAINER, command: ['sh', '-c', foreign?.init ? PREPARE_SCRIPT : `rm -rf ${COPIES_DIR}\n${PREPARE_SCRIPT}`] }),
               // In an image of the server's own, code-server copied into the volume (when the mounts do not hold it).
               ...(foreign?.init ? [init(foreign.init)] : []),
             ],

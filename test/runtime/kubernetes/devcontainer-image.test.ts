@@ -33,6 +33,7 @@ describe("an editor in the server's own image", () => {
     const key = copyKey('example/code-server:1', 'code-server');
     expect(pod.initContainers[1].command.slice(3)).toEqual(['provide', 'code-server', key]);
     expect(pod.initContainers[1].volumeMounts[0]).toEqual({ name: 'data', mountPath: '/data' });
+    expect(pod.initContainers[0].command[2], 'the copy is kept while a start needs it').not.toContain('rm -rf /data/editor/code-server');
     const [editor] = pod.containers;
     expect(editor.image).toBe('example/toolchain:2');
     expect(editor.command.slice(3)).toEqual(['code-server', `/data/editor/code-server/${key}/devbox-launcher`]);
@@ -46,6 +47,7 @@ describe("an editor in the server's own image", () => {
     expect(codeServerSource({ ...options, extraMounts: [] })).toBe('copy');
     const pod = (new ServerObjects(names, options).statefulSet('alpha', owner, 1, 8010, undefined, undefined, { image: 'example/toolchain:2' }) as any).spec.template.spec;
     expect(pod.initContainers.map((c: any) => c.name)).toEqual(['prepare']);
+    expect(pod.initContainers[0].command[2].split('\n')[0], 'a copy an earlier start left goes').toBe('rm -rf /data/editor/code-server');
     expect(pod.containers[0].image).toBe('example/toolchain:2');
     expect(pod.containers[0].command.slice(3)).toEqual(['code-server', 'sh', '/cache/code-server-4/bin/code-server']);
     expect(pod.containers[0].volumeMounts.map((m: any) => m.mountPath)).toContain('/cache');
