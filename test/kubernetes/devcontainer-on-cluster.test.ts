@@ -5,7 +5,8 @@
 // the end state is a Pod whose editor container runs the toolchain image with the requirements as
 // its requests, the real code-server (from the host's cache, brought by the config's mounts)
 // serving through the proxy, and the toolchain there for what runs in the editor's container. A
-// second repository asks for 64 cores: its server stays Pending with the scheduler's words.
+// second repository asks for 64 cores: its server stays Pending with the scheduler's words; a
+// third names an image the node cannot have: the kubelet's reason is the server's.
 // Then the runtime alone: a command run in such an editor's container (EditorWorkload.run), and
 // an abort that ends it.
 import { execFileSync } from 'node:child_process';
@@ -82,6 +83,7 @@ beforeAll(async () => {
     '}',
   ].join('\n'));
   await repository('too-big', '{ "image": "devbox.local/toolchain:1", "hostRequirements": { "cpus": 64 } }');
+  await repository('no-image', '{ "image": "devbox.local/no-such-image:1" }');
   daemon = await serveGitDaemon(repos);
   namespace = await testNamespace(cluster, 'devbox-e2e-dc');
   ns = namespace.name;
@@ -146,6 +148,16 @@ describe.skipIf(!cluster || !editor)(title, { timeout: 400_000 }, () => {
     const pod = await editorPod(cluster!, ns, 'too-big');
     expect(quantityValue(pod.spec.containers[0].resources.requests.cpu)).toBe(64);
     expect(pod.spec.nodeName).toBeUndefined();
+  });
+
+  it("shows an image the node cannot have in the server's status, with the kubelet's words", async () => {
+    await declare('no-image', 'no-image');
+    const entry = await eventually(async () => {
+      const found = await listed('no-image');
+      return found?.reason === 'ErrImageNeverPull' && found;
+    }, SETTLE_MS, 500);
+    expect(entry).toMatchObject({ phase: 'Starting', devcontainer: { state: 'applied', plan: { image: 'devbox.local/no-such-image:1' } } });
+    expect(entry.message).toContain('devbox.local/no-such-image:1');
   });
 });
 
