@@ -78,7 +78,7 @@ beforeAll(async () => {
     '{',
     '  // The repository\'s own image: its toolchain, with code-server brought to it.',
     `  "image": "${TOOLCHAIN}",`,
-    '  "hostRequirements": { "cpus": 0.25, "memory": "256mb" },',
+    '  "hostRequirements": { "cpus": 0.25, "memory": "256mb", "storage": "20gb" },',
     '  "containerEnv": { "PROJECT_KIND": "toolchain-demo" },',
     '}',
   ].join('\n'));
@@ -122,6 +122,13 @@ describe.skipIf(!cluster || !editor)(title, { timeout: 400_000 }, () => {
     expect(quantityValue(container.resources.requests.cpu)).toBe(0.25);
     expect(quantityValue(container.resources.requests.memory)).toBe(Math.ceil(memoryBytes / 2 ** 20) * 2 ** 20);
     expect(container.resources.limits.memory).toBe('1Gi');
+    // The volume was made at the first start, before the file was read, and the test cluster's
+    // StorageClass cannot expand it: the server says so, and keeps the volume it has.
+    const said = await eventually(async () => {
+      const text = JSON.stringify((await service.request('GET', `/servers/${entry.id}/logs`)).body);
+      return text.includes('hostRequirements.storage asks for 20Gi') && text;
+    }, 30_000, 500);
+    expect(said).toContain('cannot be expanded');
     // code-server came from the config's mounts (the host's cache): no copy into the volume.
     expect(pod.spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['prepare']);
 
