@@ -16,6 +16,9 @@
 #   scripts/test-cluster.sh start COMPONENT    start it again with up's flags; returns once ready
 #   scripts/test-cluster.sh kill-container ID  SIGKILL a container's task through containerd
 #
+#   scripts/test-cluster.sh images   build and import the local images into a running cluster
+#                                    (`up` does it; for a cluster started before one was added)
+#
 # Binaries are cached in ${DEVBOX_CACHE_DIR:-~/.cache/devbox-controller}/kubernetes-1.20.2 (like
 # the editor cache); a running cluster lives in ${DEVBOX_TEST_CLUSTER_DIR:-/tmp/devbox-test-cluster}.
 # See docs/kubernetes-test-cluster.md. Needs root (containerd, runc, the kubelet, iptables).
@@ -48,6 +51,7 @@ HOST_IP="$POD_SUBNET_PREFIX.1"
 NODE_NAME=devbox-node
 PAUSE_IMAGE=devbox.local/pause:1
 BUSYBOX_IMAGE=devbox.local/busybox:1
+TOOLCHAIN_IMAGE=devbox.local/toolchain:1
 STORAGE_CLASS=devbox-local
 # The volume provisioner is plain JavaScript: the project's Node.js when installed, else the machine's.
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -385,9 +389,12 @@ write_cni_config() {
 JSON
 }
 
-# Two images without a registry: a busybox-static root file system as one layer, and the same
-# layer as the pause image (a static binary that sleeps forever is all a sandbox needs). Written
-# as one OCI image layout by hand and imported with ctr.
+# Three images without a registry: a busybox-static root file system as one layer, the same
+# layer as the pause image (a static binary that sleeps forever is all a sandbox needs), and a
+# "toolchain" image, the busybox layer and a second one with a marker program
+# (/opt/toolchain/bin/toolchain-hello, on the image's PATH), for an editor that runs in a
+# repository's own image (devcontainer.json's `image`). Written as one OCI image layout by hand
+# and imported with ctr.
 build_images() {
   local work="$RUN_DIR/images" rootfs="$RUN_DIR/images/rootfs" layout="$RUN_DIR/images/layout"
   rm -rf "$work"; mkdir -p "$rootfs/bin" "$rootfs"/{etc,tmp,proc,sys,dev,root} "$layout/blobs/sha256"
@@ -397,26 +404,70 @@ build_images() {
   chmod 1777 "$rootfs/tmp"
   echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
   echo 'root:x:0:' >"$rootfs/etc/group"
-  # Reproducible bytes, so the digests only change when busybox does.
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$work/layer.tar" .
-  local diff_id; diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
-  gzip -n -c "$work/layer.tar" >"$work/layer.tar.gz"
-  local layer; layer=$(blob "$work/layer.tar.gz" "$layout")
-  local index_entries="" name cmd
-  for name in "$BUSYBOX_IMAGE" "$PAUSE_IMAGE"; do
-    if [ "$name" = "$PAUSE_IMAGE" ]; then cmd='["/bin/sleep","2147483647"]'; else cmd='["/bin/sh"]'; fi
-    printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-      "$cmd" "$diff_id" >"$work/config.json"
-    local config; config=$(blob "$work/config.json" "$layout")
-    printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
-      "${config% *}" "${config#* }" "${layer% *}" "${layer#* }" >"$work/manifest.json"
-    local manifest; manifest=$(blob "$work/manifest.json" "$layout")
-    index_entries+="${index_entries:+,}{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:${manifest% *}\",\"size\":${manifest#* },\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"},\"annotations\":{\"io.containerd.image.name\":\"$name\",\"org.opencontainers.image.ref.name\":\"${name##*:}\"}}"
-  done
+  local tools="$work/toolchain"
+  mkdir -p "$tools/opt/toolchain/bin"
+  printf '#!/bin/sh\necho "toolchain-hello: the repository'"'"'s own toolchain"\n' >"$tools/opt/toolchain/bin/toolchain-hello"
+  chmod 755 "$tools/opt/toolchain/bin/toolchain-hello"
+  local base tool
+  base=$(image_layer "$rootfs" "$work/base" "$layout")
+  tool=$(image_layer "$tools" "$work/tool" "$layout")
+  local path='PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  local index_entries=""
+  index_entries+=$(image_entry "$BUSYBOX_IMAGE" '["/bin/sh"]' "$path" "$work" "$layout" "$base")
+  index_entries+=,$(image_entry "$PAUSE_IMAGE" '["/bin/sleep","2147483647"]' "$path" "$work" "$layout" "$base")
+  index_entries+=,$(image_entry "$TOOLCHAIN_IMAGE" '["/bin/sh"]' "PATH=/opt/toolchain/bin:${path#PATH=}" "$work" "$layout" "$base" "$tool")
   echo '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
   echo "{\"schemaVersion\":2,\"manifests\":[$index_entries]}" >"$layout/index.json"
   tar -C "$layout" -cf "$work/images.tar" .
-  rm -rf "$rootfs" "$layout" "$work/layer.tar"
+  rm -rf "$rootfs" "$tools" "$layout"
+}
+
+# One layer of FOLDER into the layout: prints "diff_id digest size" (the uncompressed tar's
+# sha256, then the gzipped blob's). Reproducible bytes, so the digests only change when the
+# content does.
+image_layer() {
+  local folder=$1 out=$2 layout=$3
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$folder" -cf "$out.tar" .
+  local diff_id; diff_id=$(sha256sum "$out.tar" | cut -d' ' -f1)
+  gzip -n -c "$out.tar" >"$out.tar.gz"
+  rm -f "$out.tar"
+  echo "$diff_id $(blob "$out.tar.gz" "$layout")"
+}
+
+# The index entry of image NAME (its config and manifest written into the layout), with command
+# CMD, the one variable ENV, and the LAYERS ("diff_id digest size" each) in order.
+image_entry() {
+  local name=$1 cmd=$2 env=$3 work=$4 layout=$5; shift 5
+  local diff_ids="" layers="" layer
+  for layer in "$@"; do
+    set -- $layer
+    diff_ids+="${diff_ids:+,}\"sha256:$1\""
+    layers+="${layers:+,}{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"sha256:$2\",\"size\":$3}"
+  done
+  printf '{"architecture":"amd64","os":"linux","config":{"Env":["%s"],"Cmd":%s},"rootfs":{"type":"layers","diff_ids":[%s]}}' \
+    "$env" "$cmd" "$diff_ids" >"$work/config.json"
+  local config; config=$(blob "$work/config.json" "$layout")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
+    "${config% *}" "${config#* }" "$layers" >"$work/manifest.json"
+  local manifest; manifest=$(blob "$work/manifest.json" "$layout")
+  printf '{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}' \
+    "${manifest% *}" "${manifest#* }" "$name" "${name##*:}"
+}
+
+# The local images, built and imported into the cluster's containerd (again: an import of an
+# image already there changes nothing).
+import_images() {
+  build_images
+  ctr_ images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
+    || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
+}
+
+# `images`: the local images imported into a running cluster (one started before an image was added).
+cmd_images() {
+  need_root images; need_cluster
+  daemon_pid containerd >/dev/null || die "containerd is not running"
+  import_images
+  log "images imported: $BUSYBOX_IMAGE, $PAUSE_IMAGE, $TOOLCHAIN_IMAGE"
 }
 
 # Copies a file into the layout's blobs; prints "sha256hex size".
@@ -490,9 +541,7 @@ cmd_up() {
   write_containerd_config
   write_cni_config
   start_component containerd
-  build_images
-  ctr_ images import "$RUN_DIR/images/images.tar" >"$RUN_DIR/logs/image-import.log" 2>&1 \
-    || { cat "$RUN_DIR/logs/image-import.log" >&2; die "ctr could not import the local images"; }
+  import_images
   log "containerd ready, images imported ($((SECONDS - started)) s)"
 
   start_component kubelet
@@ -865,5 +914,6 @@ case "${1:-}" in
   kill) cmd_kill "${2:-}" ;;
   start) cmd_start "${2:-}" ;;
   kill-container) cmd_kill_container "${2:-}" ;;
+  images) cmd_images ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

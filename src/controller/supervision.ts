@@ -97,8 +97,12 @@ export async function startProcess(
     // now: an edit of any applies at this start; so do the plan's environment and image.
     const resources = planResources(ctx, record, deps.defaultResources?.());
     const env = planEnv(ctx, record, status.workspacePath ?? '');
-    const image = deps.workload.runsImages ? activePlan(ctx, name)?.image : undefined;
-    launched = await deps.workload.start({ name, port, uid, ...(resources ? { resources } : {}), ...(Object.keys(env).length ? { env } : {}), ...(image ? { image } : {}) });
+    const plan = deps.workload.runsImages ? activePlan(ctx, name) : undefined;
+    const { image } = plan ?? {};
+    const storageBytes = plan?.hostRequirements?.storageBytes;
+    launched = await deps.workload.start({
+      name, port, uid, ...(resources ? { resources } : {}), ...(Object.keys(env).length ? { env } : {}), ...(image ? { image } : {}), ...(storageBytes ? { storageBytes } : {}),
+    });
     // What it started with of devcontainer.json: content that arrives later and asks for more starts it again.
     status.devcontainer = { ...(status.devcontainer ?? { state: 'none', message: 'not read yet: the workspace is filled once the editor runs' }) };
     status.devcontainer.startedWith = startKey(ctx, record, status.devcontainer);

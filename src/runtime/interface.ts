@@ -42,6 +42,12 @@ export interface StartSpec {
   env?: Record<string, string>;
   /** The image the editor runs in (devcontainer.json's `image`), for a runtime that runs images; others never receive it. */
   image?: string;
+  /**
+   * The least the server's volume must hold, in bytes (devcontainer.json's hostRequirements.storage),
+   * for a runtime that makes volumes: a new one asks for at least that, one that exists grows where
+   * the platform can grow it.
+   */
+  storageBytes?: number;
 }
 
 /** One command run beside a server's editor (a devcontainer.json lifecycle command): a shell string or a program and its arguments. */

@@ -63,7 +63,7 @@ export class FakeCluster implements ClusterApi {
   /** Every call made of it, in order. */
   readonly calls: Call[] = [];
   /** What an exec answers (by default: success, no output). */
-  execHandler: (pod: string, container: string, command: string[], stdin?: Readable, stdout?: Writable) => ExecResult | Promise<ExecResult> = () => ({ code: 0, stdout: Buffer.alloc(0), stderr: '' });
+  execHandler: (pod: string, container: string, command: string[], stdin?: Readable, stdout?: Writable, stderr?: Writable) => ExecResult | Promise<ExecResult> = () => ({ code: 0, stdout: Buffer.alloc(0), stderr: '' });
   /** Each node's kubelet summary. */
   readonly summaries = new Map<string, KubeletSummary>();
   /** When true, a deleted Pod stays, being deleted, until finishDeletion(); else it goes at once. */
@@ -164,9 +164,9 @@ export class FakeCluster implements ClusterApi {
     };
   }
 
-  async exec(pod: string, container: string, command: string[], options: { stdin?: Readable; stdout?: Writable } = {}): Promise<ExecResult> {
+  async exec(pod: string, container: string, command: string[], options: { stdin?: Readable; stdout?: Writable; stderr?: Writable } = {}): Promise<ExecResult> {
     this.calls.push({ verb: 'exec', kind: 'Pod', name: pod });
-    return this.execHandler(pod, container, command, options.stdin, options.stdout);
+    return this.execHandler(pod, container, command, options.stdin, options.stdout, options.stderr);
   }
 
   async containerLog(pod: string, container: string, options: LogOptions, onText: (text: string) => void, signal: AbortSignal): Promise<void> {

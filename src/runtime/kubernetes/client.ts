@@ -123,9 +123,10 @@ export class KubeClient implements ClusterApi {
   /**
    * Runs a command in a container and collects its output (at most 8 MiB). `stdin` is written
    * whole and not closed (the v4 exec protocol cannot): commands read exactly its length. With
-   * `stdout`, the output goes there as it comes, however much there is (a volume's files as a tar).
+   * `stdout`, the output goes there as it comes, however much there is (a volume's files as a tar);
+   * with `stderr`, the error output likewise (a command's lines as they come).
    */
-  async exec(pod: string, container: string, command: string[], options: { stdin?: Readable; stdout?: Writable; signal?: AbortSignal } = {}): Promise<ExecResult> {
+  async exec(pod: string, container: string, command: string[], options: { stdin?: Readable; stdout?: Writable; stderr?: Writable; signal?: AbortSignal } = {}): Promise<ExecResult> {
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let kept = 0;
@@ -155,7 +156,7 @@ export class KubeClient implements ClusterApi {
       // said how it ended: the bytes go through a stream that never ends, ended with the exec.
       const stdin = options.stdin ? new PassThrough() : null;
       if (stdin) options.stdin!.pipe(stdin, { end: false });
-      new Exec(this.config).exec(this.namespace, pod, container, command, options.stdout ?? sink(stdout), sink(stderr), stdin, false, (status) => {
+      new Exec(this.config).exec(this.namespace, pod, container, command, options.stdout ?? sink(stdout), options.stderr ?? sink(stderr), stdin, false, (status) => {
         stdin?.destroy();
         finish(status);
       })

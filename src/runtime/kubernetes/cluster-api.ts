@@ -55,9 +55,10 @@ export interface ClusterApi {
   transport<T extends ClusterObject>(apiVersion: string, kind: string, path: string, labelSelector: string): ListWatchTransport<T>;
   /**
    * Runs a command in a container and collects its output; `stdin` is written whole and not
-   * closed. With `stdout`, the command's output is written there as it comes (not collected).
+   * closed. With `stdout` (`stderr`), the command's output (error output) is written there as it
+   * comes (not collected).
    */
-  exec(pod: string, container: string, command: string[], options?: { stdin?: Readable; stdout?: Writable; signal?: AbortSignal }): Promise<ExecResult>;
+  exec(pod: string, container: string, command: string[], options?: { stdin?: Readable; stdout?: Writable; stderr?: Writable; signal?: AbortSignal }): Promise<ExecResult>;
   /**
    * A container's log, each line after its RFC 3339 time, given to `onText` as it comes; resolves
    * once the log is read (followed: once the container ends), or the signal aborts. Never throws:

@@ -17,6 +17,7 @@ import type { ResourceRequirements } from '../interface.ts';
 import {
   ALREADY_RAN, CONFIG_PATH, uidLabel, DATA_ROOT, EDITOR_CONTAINER, EDITOR_ROOT, EXTENSIONS_DIR, HELPER_CONTAINER, PREPARE_CONTAINER, USER_DATA_DIR, WORKSPACE, type Names,
 } from './names.ts';
+import { COPIES_DIR, foreignEditor } from './foreign-image.ts';
 import { PREPARE_SCRIPT } from './prepare.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 
@@ -26,6 +27,14 @@ export type KubeObject = { apiVersion: string; kind: string; metadata: Record<st
 export interface Owner {
   uid: string;
   name: string;
+}
+
+/** What a start asks of the editor's container beyond its port and resources (StartSpec's image and env). */
+export interface EditorExtras {
+  /** An image of the server's own (devcontainer.json's `image`); code-server is brought to it (foreign-image.ts). */
+  image?: string;
+  /** Variables over the runtime's own, in the editor's container. */
+  env?: Record<string, string>;
 }
 
 /** The code-server arguments the editor runs with in its Pod: the process runtime's, on the Pod's address and the volume's folders. */
@@ -69,8 +78,9 @@ export class ServerObjects {
     };
   }
 
-  claim(name: string, owner: Owner): KubeObject {
-    const { size, storageClassName } = this.#options.storage;
+  /** The volume's claim; `size` (claim-size.ts) over the configured size. */
+  claim(name: string, owner: Owner, size = this.#options.storage.size): KubeObject {
+    const { storageClassName } = this.#options.storage;
     return {
       apiVersion: 'v1', kind: 'PersistentVolumeClaim',
       metadata: this.#meta(name, this.#names.object(name), owner),
@@ -96,9 +106,19 @@ export class ServerObjects {
   }
 
   /** The editor listens on the server's route number on its own Pod's address (each Pod has its own: no two collide). */
-  statefulSet(name: string, owner: Owner, replicas: 0 | 1, port: number, resources: ResourceRequirements | undefined, uid?: string): KubeObject {
+  statefulSet(name: string, owner: Owner, replicas: 0 | 1, port: number, resources: ResourceRequirements | undefined, uid?: string, extras: EditorExtras = {}): KubeObject {
     const labels = this.#names.labels(name, 'editor');
     const meta = this.#meta(name, this.#names.object(name), owner);
+    const foreign = foreignEditor(this.#options, extras.image);
+    const init = (container: { name: string; command: string[] }) => ({
+      ...container,
+      image: this.#options.image,
+      imagePullPolicy: this.#options.imagePullPolicy,
+      env: this.#env(),
+      resources: mergeResources(this.#options.resources, resources),
+      securityContext: CONTAINER_SECURITY,
+      volumeMounts: this.#mounts(),
+    });
     return {
       apiVersion: 'apps/v1', kind: 'StatefulSet',
       metadata: { ...meta, labels: { ...meta.labels, ...uidLabel(uid) } },
@@ -113,25 +133,21 @@ export class ServerObjects {
             ...this.#podBasics(),
             terminationGracePeriodSeconds: 10,
             // The volume made ready in the editor's own Pod: no other Pod is needed to start it.
-            initContainers: [{
-              name: PREPARE_CONTAINER,
-              image: this.#options.image,
-              imagePullPolicy: this.#options.imagePullPolicy,
-              command: ['sh', '-c', PREPARE_SCRIPT],
-              env: this.#env(),
-              resources: mergeResources(this.#options.resources, resources),
-              securityContext: CONTAINER_SECURITY,
-              volumeMounts: this.#mounts(),
-            }],
+            initContainers: [
+              // A copy of code-server (foreign-image.ts) an earlier start left goes once no start needs it: it holds hundreds of MB.
+              init({ name: PREPARE_CONTAINER, command: ['sh', '-c', foreign?.init ? PREPARE_SCRIPT : `rm -rf ${COPIES_DIR}\n${PREPARE_SCRIPT}`] }),
+              // In an image of the server's own, code-server copied into the volume (when the mounts do not hold it).
+              ...(foreign?.init ? [init(foreign.init)] : []),
+            ],
             containers: [{
               name: EDITOR_CONTAINER,
-              image: this.#options.image,
+              image: foreign ? extras.image : this.#options.image,
               imagePullPolicy: this.#options.imagePullPolicy,
               // Run once per Pod: the controller's restartPolicy decides about a second run, not the kubelet.
-              command: ['sh', '-c', RUN_ONCE, 'code-server', ...this.#options.command],
+              command: ['sh', '-c', RUN_ONCE, 'code-server', ...(foreign?.command ?? this.#options.command)],
               args: editorArgs(port),
               ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
-              env: this.#env(),
+              env: this.#env(extras.env),
               readinessProbe: { httpGet: { path: '/healthz', port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 },
               resources: mergeResources(this.#options.resources, resources),
               securityContext: CONTAINER_SECURITY,
@@ -180,10 +196,16 @@ export class ServerObjects {
     };
   }
 
-  #env() {
+  /**
+   * The container's variables: the server's own (`own`, from devcontainer.json) under the fixed
+   * ones and the config's, so a repository never moves HOME off the volume. `$(` in its values
+   * is escaped: the kubelet would otherwise read `$(NAME)` as a reference to another variable.
+   */
+  #env(own: Record<string, string> = {}) {
     // Everything code-server and its tools write goes to the volume, never the image.
     const fixed = { HOME: `${EDITOR_ROOT}/home`, XDG_CONFIG_HOME: `${EDITOR_ROOT}/home/.config`, XDG_DATA_HOME: `${EDITOR_ROOT}/home/.local/share` };
-    return Object.entries({ ...fixed, ...this.#options.env }).map(([name, value]) => ({ name, value }));
+    const escaped = Object.fromEntries(Object.entries(own).map(([name, value]) => [name, value.replaceAll('$(', '$$$$(')]));
+    return Object.entries({ ...escaped, ...fixed, ...this.#options.env }).map(([name, value]) => ({ name, value }));
   }
 
   #mounts() {

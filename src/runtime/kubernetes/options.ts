@@ -18,6 +18,13 @@ export type KubernetesRuntimeOptions = Omit<KubernetesConfig, 'source' | 'leader
   namespace: string;
   /** The editor's image. */
   image: string;
+  /**
+   * How code-server reaches an editor that runs in an image of its own (devcontainer.json's
+   * `image`): `copy` (an init container copies it out of the editor image into the volume) or
+   * `mounts` (the extra mounts hold it). Unset: `mounts` when the command's launcher lies in an
+   * extra mount, else `copy` (foreign-image.ts).
+   */
+  codeServerFrom?: 'copy' | 'mounts';
   /** Log lines for the service's own log. */
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 };

@@ -13,9 +13,9 @@
 // ClusterApi (cluster-api.ts): KubeClient in the service, an in-memory cluster in tests.
 import { EventEmitter } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { EditorWorkload } from '../editor-workload.ts';
+import type { EditorWorkload, RunOptions } from '../editor-workload.ts';
 import {
-  EditorNotPlaced, type EditorEndpoint, type EditorOutput, type EditorRuntime, type EditorState, type EditorUsage,
+  EditorNotPlaced, type CommandEnd, type CommandLine, type EditorEndpoint, type EditorOutput, type EditorRuntime, type EditorState, type EditorUsage,
   type RunningEditor, type RuntimeEvent, type RuntimeRef, type StartedEditor, type StartSpec,
 } from '../interface.ts';
 import { KubeClient, messageOf } from './client.ts';
@@ -28,6 +28,7 @@ import { ServerObjects } from './objects.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
 import { containerPort, editorEnded, editorStatus, isOver, isRunningContainer, podEndpoint, podIp, podProblem, restarted, type ContainerEnd } from './pod-state.ts';
 import { lastOutput, podLogs } from './pod-logs.ts';
+import { runInEditor } from './run-command.ts';
 import { cachedSummaries, summaryTrouble, summaryUsage } from './usage.ts';
 import { KubernetesStorage } from './storage.ts';
 import { Workload } from './workload.ts';
@@ -40,9 +41,7 @@ const PLACE_TIMEOUT_MS = 60_000;
  * options' kubeconfig (the service's); tests give an in-memory cluster. The storage reaches a
  * volume through the Pods the workload watches, so the workload makes it.
  */
-export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(
-  options: KubernetesRuntimeOptions, client?: C,
-): EditorRuntime & { workload: KubernetesWorkload<C>; storage: KubernetesStorage } {
+export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(options: KubernetesRuntimeOptions, client?: C): EditorRuntime & { workload: KubernetesWorkload<C>; storage: KubernetesStorage } {
   const workload = new KubernetesWorkload(options, client);
   return { kind: 'kubernetes', output: 'stream', workload, storage: workload.storage };
 }
@@ -80,7 +79,7 @@ export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements Ed
     this.#names = new Names(options.namePrefix, options.namespace);
     this.#objects = new ServerObjects(this.#names, options);
     this.storage = new KubernetesStorage({
-      client: this.client, names: this.#names, objects: this.#objects, editorCommand: options.command,
+      client: this.client, names: this.#names, objects: this.#objects, editorCommand: options.command, storageSize: options.storage.size,
       runningEditor: (name) => this.#servingPod(name),
       helperPod: (name) => this.#pods.get(this.#names.storagePod(name)),
       known: (name) => this.#know(name),
@@ -253,11 +252,10 @@ export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements Ed
     await this.#ended.cleanedUp(name);
     const earlier = this.#ended.uidsOf(name);
     const owner = await this.storage.owner(name);
-    await this.storage.ensureClaim(name);
-    // One Pod on the volume at a time: a storage helper (if a call made one) goes before the editor comes.
-    await this.storage.releaseHelper(name);
+    const { short } = await this.storage.readyForEditor(name, spec.storageBytes);
+    for (const listener of short ? this.#eventListeners : []) listener(name, { level: 'WARN', reason: 'VolumeTooSmall', message: short! });
     await this.client.apply(this.#objects.service(name, owner, spec.port));
-    await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid });
+    await this.#workload.scale(name, 1, { port: spec.port, resources: spec.resources, uid: spec.uid, extras: { image: spec.image, env: spec.env } });
     await this.#workload.replaceUnstarted(name, this.#editorPod(name));
     const deadline = Date.now() + PLACE_TIMEOUT_MS;
     while (true) {
@@ -341,6 +339,12 @@ export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements Ed
       if (name && this.#editorPod(name) === pod) found.push({ name, ref: this.#names.refOf(pod), port: podEndpoint(pod)?.port ?? containerPort(pod) });
     }
     return found;
+  }
+
+  /** A command in the editor's container (run-command.ts), while `ref` is the server's running editor. */
+  run(name: string, ref: RuntimeRef, command: CommandLine, options: RunOptions): Promise<CommandEnd> {
+    const pod = this.#servingPod(name);
+    return runInEditor(this.client, pod?.metadata?.uid === this.#names.podOf(name, ref)?.uid ? pod?.metadata?.name : undefined, name, command, options);
   }
 
   /** The cluster's scheduler decides where editors fit: no memory of ours to share out. */

@@ -16,19 +16,21 @@ import { createReadStream, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
 import { extensionFolder, extensionName, findVsix, isVsixPath, parseExtensionsList, pinnedVersion } from '../../extensions/extensions-folder.ts';
 import { judgeInstall, judgeUninstall } from '../../extensions/installer.ts';
 import { extractInto } from '../../workspace/archive-source.ts';
 import { cloneInto } from '../../workspace/git-source.ts';
 import type { EditorStorage, FilesOptions, RestoreFiles, ServerFiles } from '../editor-storage.ts';
-import { StorageUnavailable, type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
+import { type ExtensionOutcome, type InstalledExtensions, type PopulateOutcome, type PopulateSource } from '../interface.ts';
+import { claimSize } from './claim-size.ts';
 import { messageOf } from './client.ts';
 import type { ClusterApi } from './cluster-api.ts';
 import { APPLIED_FILE, CONFIG_PATH, DATA_ROOT, EDITOR_CONTAINER, EXTENSIONS_DIR, HELPER_CONTAINER, READ_INSIDE, SETTINGS_FILE, USER_DATA_DIR, WORKSPACE, type Names } from './names.ts';
 import type { Owner, ServerObjects } from './objects.ts';
-import { isOver, podIp, podProblem } from './pod-state.ts';
+import { editorCommandOf } from './foreign-image.ts';
 import { preparedReport } from './prepare.ts';
+import { StorageHelpers } from './storage-helper.ts';
 import { copyOut, withCommit, type RunInVolume } from './volume-files.ts';
 
 /** A container that mounts the server's volume, to exec in. */
@@ -42,8 +44,10 @@ export interface StorageDeps {
   runningEditor(name: string): V1Pod | undefined;
   /** The server's helper Pod in the runtime's view of its Pods, if there is one. */
   helperPod(name: string): V1Pod | undefined;
-  /** The command that runs code-server in the image (its extension CLI). */
+  /** The command that runs code-server in the image (its extension CLI); a running editor's own Pod says its own (foreign-image.ts). */
   editorCommand: string[];
+  /** The configured size of a new volume (runtime.kubernetes.storage.size). */
+  storageSize: string;
   /** A server the storage was asked about: its objects' events are its events from now on. */
   known(name: string): void;
   /** The server's storage was removed: whatever else is kept of it may go. */
@@ -55,22 +59,19 @@ export interface StorageDeps {
 }
 
 const EXTENSION_TIMEOUT_MS = 180_000;
-/** How long a helper Pod waits for more storage work before it goes. */
-const HELPER_IDLE_MS = 60_000;
-/** How long a helper Pod may stay Unschedulable before a storage call says so (StorageUnavailable). */
-const HELPER_PLACE_MS = 10_000;
 
 export class KubernetesStorage implements EditorStorage {
   readonly #deps: StorageDeps;
   /** Anchors made in this run, by server: the owner of the server's other objects. */
   readonly #owners = new Map<string, Owner>();
-  /** When each helper Pod goes unless used again: a stopped server keeps no Pod for long. */
-  readonly #helperTimers = new Map<string, NodeJS.Timeout>();
+  /** The helper Pods that mount a volume while no editor runs. */
+  readonly #helpers: StorageHelpers;
   /** What each running editor's volume is known to hold, by Pod uid (its report, then this service's changes). */
   readonly #known = new Map<string, { workspaceUsed?: true; extensions?: InstalledExtensions }>();
 
   constructor(deps: StorageDeps) {
     this.#deps = deps;
+    this.#helpers = new StorageHelpers({ ...deps, owner: (name) => this.owner(name), ensureClaim: (name) => this.ensureClaim(name) });
   }
 
   /** Nothing on the cluster yet: the claim comes with the first start (a server never started costs nothing there). */
@@ -95,10 +96,22 @@ export class KubernetesStorage implements EditorStorage {
     return owner;
   }
 
-  /** The server's anchor and claim (applied: made when missing); the editor's start makes them. */
-  async ensureClaim(name: string): Promise<void> {
+  /**
+   * The server's anchor and claim (applied: made when missing); the editor's start makes them,
+   * with `minBytes` the least its volume must hold (claim-size.ts). Says why, when the volume
+   * that exists is smaller and cannot grow.
+   */
+  async ensureClaim(name: string, minBytes?: number): Promise<{ short?: string }> {
+    const { client, names, objects } = this.#deps;
     const owner = await this.owner(name);
-    await this.#deps.client.apply(this.#deps.objects.claim(name, owner));
+    const existing = await client.read<V1PersistentVolumeClaim>('v1', 'PersistentVolumeClaim', names.object(name));
+    const { size, short } = await claimSize(this.#deps.storageSize, existing?.spec?.resources?.requests?.storage, minBytes, async () => {
+      const className = existing?.spec?.storageClassName;
+      const found = className ? await client.read<V1StorageClass>('storage.k8s.io/v1', 'StorageClass', className).catch(() => undefined) : undefined;
+      return found?.allowVolumeExpansion === true;
+    });
+    await client.apply(objects.claim(name, owner, size));
+    return short ? { short } : {};
   }
 
   /** True while the server has no claim (a server that never ran); nothing is started to find that out. */
@@ -246,7 +259,8 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   ): Promise<ExtensionOutcome> {
     // A running editor's init container made the config; a helper's volume may lack it.
     if (!this.#deps.runningEditor(name)) await this.#writeFile(name, CONFIG_PATH, 'auth: none\ncert: false\n', { ifMissing: true });
-    const command = [...this.#deps.editorCommand, '--config', CONFIG_PATH, '--extensions-dir', EXTENSIONS_DIR, '--user-data-dir', USER_DATA_DIR, ...action];
+    const launcher = editorCommandOf(this.#deps.runningEditor(name)) ?? this.#deps.editorCommand;
+    const command = [...launcher, '--config', CONFIG_PATH, '--extensions-dir', EXTENSIONS_DIR, '--user-data-dir', USER_DATA_DIR, ...action];
     const bounded = AbortSignal.any([signal, AbortSignal.timeout(EXTENSION_TIMEOUT_MS)]);
     // What the editor's volume holds changes: read again at the next question.
     const editor = this.#deps.runningEditor(name);
@@ -287,18 +301,18 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   }
 
   /**
-   * Ends the helper Pod as the editor starts. Not waited for (a Pod's deletion takes seconds):
-   * its work is done, it only sleeps, and a ReadWriteOnce volume may be mounted by two Pods of
-   * one node; on another node the editor's Pod waits for the volume by itself.
+   * The claim made (at least `minBytes`, see ensureClaim) and the helper Pod ended, as the editor
+   * starts: one Pod on the volume at a time.
    */
-  async releaseHelper(name: string): Promise<void> {
-    clearTimeout(this.#helperTimers.get(name));
-    this.#helperTimers.delete(name);
-    const { client, names } = this.#deps;
-    // From the runtime's view of its Pods: a server that never had a helper costs no request.
-    const pod = this.#deps.helperPod(name);
-    if (!pod || names.serverOf(pod.metadata) !== name) return;
-    await client.delete('v1', 'Pod', names.storagePod(name), { uid: pod.metadata?.uid, graceSeconds: 0 });
+  async readyForEditor(name: string, minBytes?: number): Promise<{ short?: string }> {
+    const claim = await this.ensureClaim(name, minBytes);
+    await this.releaseHelper(name);
+    return claim;
+  }
+
+  /** Ends the helper Pod as the editor starts (storage-helper.ts). */
+  releaseHelper(name: string): Promise<void> {
+    return this.#helpers.release(name);
   }
 
   async #readFile(name: string, path: string): Promise<string | undefined> {
@@ -327,60 +341,12 @@ for d in */; do if [ -f "$d/package.json" ]; then echo "\${d%/}"; fi; done`;
   async #mounted(name: string): Promise<Mounted> {
     const editor = this.#deps.runningEditor(name);
     if (editor?.metadata?.name) return { pod: editor.metadata.name, container: EDITOR_CONTAINER };
-    const pod = await this.#helper(name);
-    this.#releaseLater(name);
-    return { pod, container: HELPER_CONTAINER };
-  }
-
-  /** The helper Pod goes a minute after its last use (a start or remove ends it sooner). */
-  #releaseLater(name: string): void {
-    clearTimeout(this.#helperTimers.get(name));
-    const timer = setTimeout(() => {
-      this.#helperTimers.delete(name);
-      this.releaseHelper(name).catch(() => undefined);
-    }, HELPER_IDLE_MS);
-    timer.unref();
-    this.#helperTimers.set(name, timer);
+    return { pod: await this.#helpers.use(name), container: HELPER_CONTAINER };
   }
 
   /** Forgets the helpers' timers (the service stops; a helper left behind ends by its own deadline). */
   dispose(): void {
-    for (const timer of this.#helperTimers.values()) clearTimeout(timer);
-    this.#helperTimers.clear();
-  }
-
-  /** The helper Pod, started when missing, once it runs. */
-  async #helper(name: string): Promise<string> {
-    const { client, names, objects } = this.#deps;
-    const podName = names.storagePod(name);
-    const deadline = Date.now() + (this.#deps.helperTimeoutMs ?? 120_000);
-    const placeBy = Date.now() + HELPER_PLACE_MS;
-    while (true) {
-      let pod = await client.read<V1Pod>('v1', 'Pod', podName);
-      if (pod && names.serverOf(pod.metadata) !== name) throw new Error(`a Pod named ${podName} that this service did not make is in the way: delete or rename it`);
-      if (pod && isOver(pod)) {
-        await client.delete('v1', 'Pod', podName, { uid: pod.metadata?.uid, graceSeconds: 0 });
-        pod = undefined;
-      }
-      if (!pod) {
-        await this.ensureClaim(name);
-        await client.apply(objects.storagePod(name, await this.owner(name))).catch((error) => {
-          // Still being deleted: the next round makes it.
-          if (!/being deleted|already exists|object is being deleted/i.test(messageOf(error))) throw error;
-        });
-      } else if (pod.status?.phase === 'Running' && podIp(pod)) {
-        return podName;
-      } else {
-        // Its image cannot be had (or its container made): said at once, and the controller asks
-        // again. Not placed: after a while, as a claim being bound makes a moment's Unschedulable.
-        const problem = podProblem(pod, HELPER_CONTAINER);
-        if (problem && (problem.reason !== 'Unschedulable' || Date.now() > placeBy)) {
-          throw new StorageUnavailable({ reason: problem.reason, message: `the Pod ${podName} that mounts the server's volume cannot run: ${problem.message}` });
-        }
-      }
-      if (Date.now() > deadline) throw new Error(`the storage helper ${podName} did not run within ${(this.#deps.helperTimeoutMs ?? 120_000) / 1000} s`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    this.#helpers.dispose();
   }
 
   /** The server's files copied out of its volume into a staging folder (volume-files.ts); empty folders while it has no claim. */

@@ -5,7 +5,7 @@ import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { StartSpec } from '../interface.ts';
 import type { ClusterApi } from './cluster-api.ts';
 import { EDITOR_CONTAINER, UID_LABEL, type Names } from './names.ts';
-import type { Owner, ServerObjects } from './objects.ts';
+import type { EditorExtras, Owner, ServerObjects } from './objects.ts';
 import { editorStatus } from './pod-state.ts';
 
 /** The label the StatefulSet controller gives each Pod: the template revision it was made from. */
@@ -15,6 +15,8 @@ interface Launch {
   port: number;
   resources?: StartSpec['resources'];
   uid?: string;
+  /** StartSpec's image and env (objects.ts, EditorExtras). */
+  extras?: EditorExtras;
 }
 
 export interface WorkloadDeps {
@@ -47,7 +49,7 @@ export class Workload {
       await client.scale(names.object(name), replicas);
       return;
     }
-    await client.apply(objects.statefulSet(name, owner, replicas, last.port, last.resources, last.uid));
+    await client.apply(objects.statefulSet(name, owner, replicas, last.port, last.resources, last.uid, last.extras));
   }
 
   /** The port (and resources) the server's Pod runs with, when the runtime's view has it. */
@@ -55,7 +57,11 @@ export class Workload {
     const pod = this.#deps.lastEditorPod(name);
     const container = pod?.spec?.containers?.find((c) => c.name === EDITOR_CONTAINER);
     const port = container?.ports?.[0]?.containerPort;
-    return port ? { port, resources: container?.resources as StartSpec['resources'], uid: pod?.metadata?.labels?.[UID_LABEL] } : undefined;
+    if (!port) return undefined;
+    // Its image and variables as they are (a scale to zero keeps the template as it was).
+    const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value ?? '']));
+    const extras = { image: container?.image, env };
+    return { port, resources: container?.resources as StartSpec['resources'], uid: pod?.metadata?.labels?.[UID_LABEL], extras };
   }
 
   /**

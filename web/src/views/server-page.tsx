@@ -16,6 +16,7 @@ import { ServerHistory } from './server-history.tsx';
 import { uptimeSeconds } from './servers.tsx';
 import { AccessPanel } from './access-panel.tsx';
 import { UsagePanel } from './usage-panel.tsx';
+import { DevcontainerPanel } from '../components/devcontainer-panel.tsx';
 
 export function ServerPage({ id }: { id: string }) {
   const { servers, loaded } = useServers();
@@ -147,6 +148,8 @@ function ServerDetails({ server, servers }: { server: ServerRecord; servers: Map
       <Section title="Extensions">
         <ExtensionsTable server={server} />
       </Section>
+
+      <DevcontainerPanel server={server} />
 
       <AccessPanel server={server} label={name.label} />
 

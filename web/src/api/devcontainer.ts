@@ -1,0 +1,45 @@
+// What came from a server's devcontainer.json (the record's `devcontainer`, status.devcontainer) and
+// the ports it forwards through the proxy (GET /servers/{id}/ports).
+import { request } from './http.ts';
+import type * as api from './openapi-types.ts';
+
+export type Devcontainer = api.Devcontainer;
+export type DevcontainerPlan = api.DevcontainerPlan;
+export type LifecycleState = api.DevcontainerLifecycleState;
+export type LifecycleName = api.DevcontainerPlan['waitFor'];
+
+/** Each lifecycle command's place in the order they run (the type makes sure none is left out). */
+const PLACE = {
+  onCreateCommand: 0, updateContentCommand: 1, postCreateCommand: 2, postStartCommand: 3, postAttachCommand: 4,
+} satisfies Record<LifecycleName, number>;
+
+/** The lifecycle commands, in the order they run. */
+export const LIFECYCLE_ORDER = (Object.keys(PLACE) as LifecycleName[]).sort((a, b) => PLACE[a] - PLACE[b]);
+
+/** When a command runs: the first three once per workspace, then every start, then when a person opens the editor. */
+export function whenRun(name: LifecycleName): 'once per workspace' | 'every start' | 'when opened' {
+  return PLACE[name] <= PLACE.postCreateCommand ? 'once per workspace' : name === 'postStartCommand' ? 'every start' : 'when opened';
+}
+
+/** Whether the editor waits for `name` before it starts (it waits for waitFor and what comes before it). */
+export const waitedFor = (name: LifecycleName, waitFor: LifecycleName) => PLACE[name] <= PLACE[waitFor];
+
+/** One port of GET /servers/{id}/ports: declared in devcontainer.json, listened on now, or both. */
+export interface ForwardedPortView {
+  port: number;
+  label?: string;
+  protocol?: 'http' | 'https';
+  onAutoForward?: string;
+  declared: boolean;
+  /** undefined: not known (the listing could not be read). */
+  listening?: boolean;
+  /** The proxy's path for it, under the editor's address. */
+  url: string;
+}
+
+/** GET /servers/{id}/ports. */
+export async function getPorts(id: string): Promise<ForwardedPortView[]> {
+  const answer = await request<{ data: ForwardedPortView[] | { ports: ForwardedPortView[] } } | ForwardedPortView[]>('GET', `servers/${encodeURIComponent(id)}/ports`);
+  const data = Array.isArray(answer) ? answer : answer.data;
+  return Array.isArray(data) ? data : data.ports;
+}
