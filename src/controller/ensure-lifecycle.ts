@@ -15,13 +15,15 @@
 // an editor's crash-restart under the same spec. A step cut short (a stop, a delete, a restart,
 // devcontainer.json edited or turned off, the service stopping) was not done: it runs again at
 // the next start.
-import { LIFECYCLE_ORDER, ONCE_PER_WORKSPACE, type DevcontainerPlan, type LifecycleName, type LifecycleState } from '../devcontainer/types.ts';
+import { chainBlocked, dueSteps, failure, indexOf, once, stepsBeforeStart, type LifecycleRecord } from '../devcontainer/lifecycle.ts';
+import { LIFECYCLE_ORDER, type DevcontainerPlan, type LifecycleName } from '../devcontainer/types.ts';
 import type { ServerRecord } from '../index/records.ts';
 import { RESTARTED_AT, type EditorServerStatus } from '../manifests/types.ts';
 import type { CommandEnd, RuntimeRef } from '../runtime/interface.ts';
 import { setCondition } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
 import { activePlan, planEnv } from './ensure-devcontainer.ts';
+import { OutputBudget } from './lifecycle-output.ts';
 import type { Operation } from './operations.ts';
 import { PerServer } from './per-server.ts';
 
@@ -29,12 +31,6 @@ const KIND = 'lifecycle commands';
 const CONDITION = 'LifecycleCommands';
 const POST_START: LifecycleName = 'postStartCommand';
 const POST_ATTACH: LifecycleName = 'postAttachCommand';
-/**
- * Lines a second of one server's lifecycle commands that go to its log; the rest are counted and
- * said in one line (an npm install's progress must not bury the rest of the log, nor cost the
- * service its CPU). The editor's own output has the log hub's limit (src/logs/rate-limit.ts).
- */
-export const LOG_LINES_PER_SECOND = 500;
 
 /** What this step remembers of a server, in memory only: the start under way and the attaches owed. */
 export interface LifecycleMemory {
@@ -61,11 +57,8 @@ export class LifecycleRuns extends PerServer<LifecycleMemory> {
 
 /** What the operation did: each step's outcome as it goes (Running, then how it ended). */
 interface Work {
-  results: Partial<Record<LifecycleName, LifecycleState>>;
+  results: LifecycleRecord;
 }
-
-const indexOf = (step: LifecycleName) => LIFECYCLE_ORDER.indexOf(step);
-const once = (step: LifecycleName) => ONCE_PER_WORKSPACE.includes(step);
 
 /**
  * The spec, restart request and devcontainer.json a failure is recorded under: while they stay
@@ -83,32 +76,6 @@ export function retryKey(record: ServerRecord, plan: DevcontainerPlan): string {
  */
 function workKey(record: ServerRecord, plan: DevcontainerPlan, editor: string): string {
   return JSON.stringify([editor, plan.sha256, record.server!.metadata.annotations?.[RESTARTED_AT] ?? null]);
-}
-
-/**
- * The steps due for the start under way, in order (postAttach is never among them: it follows
- * an attach). A once-per-workspace step is due unless it Succeeded, or it Failed (or was Skipped)
- * under the same key; one of those blocks the whole chain. A per-start step is due unless it ran
- * for this start.
- */
-export function dueSteps(
-  plan: Pick<DevcontainerPlan, 'lifecycle'>, recorded: Partial<Record<LifecycleName, LifecycleState>>, key: string, ranThisStart: ReadonlySet<LifecycleName>,
-): LifecycleName[] {
-  const present = LIFECYCLE_ORDER.filter((step) => plan.lifecycle[step] !== undefined && step !== POST_ATTACH);
-  if (chainBlocked(plan, recorded, key)) return [];
-  return present.filter((step) => (once(step) ? onceDue(recorded[step], key) : !ranThisStart.has(step)));
-}
-
-function onceDue(state: LifecycleState | undefined, key: string): boolean {
-  if (!state || state.state === 'Running') return true; // never run, or cut short
-  if (state.state === 'Succeeded') return false;
-  return state.under !== key;
-}
-
-/** The due steps the editor waits for: up to and including waitFor (postStart at the latest: postAttach needs a person). */
-export function stepsBeforeStart(plan: Pick<DevcontainerPlan, 'waitFor'>, due: readonly LifecycleName[]): LifecycleName[] {
-  const last = Math.min(indexOf(plan.waitFor), indexOf(POST_START));
-  return due.filter((step) => indexOf(step) <= last);
 }
 
 /**
@@ -207,14 +174,8 @@ function lifecyclePlan(ctx: ReconcileContext, record: ServerRecord): Devcontaine
   return plan && ctx.deps.workload.run && Object.keys(plan.lifecycle).length > 0 ? plan : undefined;
 }
 
-function recordOf(status: EditorServerStatus): Partial<Record<LifecycleName, LifecycleState>> {
+function recordOf(status: EditorServerStatus): LifecycleRecord {
   return status.devcontainer?.lifecycle ?? {};
-}
-
-/** A once-per-workspace step Failed, or was Skipped, under this key: the chain runs no further until the key changes. */
-function chainBlocked(plan: Pick<DevcontainerPlan, 'lifecycle'>, recorded: Partial<Record<LifecycleName, LifecycleState>>, key: string): boolean {
-  return ONCE_PER_WORKSPACE.some((step) => plan.lifecycle[step] !== undefined
-    && (recorded[step]?.state === 'Failed' || recorded[step]?.state === 'Skipped') && recorded[step]?.under === key);
 }
 
 /**
@@ -332,15 +293,6 @@ function begin(
   return op;
 }
 
-/** `postCreateCommand exited with code 2: <last line>`, and the like for a signal or a command that could not start. */
-export function failure(step: LifecycleName, label: string | undefined, end: CommandEnd, last: string): string {
-  const who = label === undefined ? step : `${step} (${label})`;
-  const how = end.error !== undefined ? `could not start: ${end.error}`
-    : end.exitCode !== null ? `exited with code ${end.exitCode}`
-      : `was ended by ${end.signal ?? 'a signal'}`;
-  return `${who} ${how}${last && end.error === undefined ? `: ${last}` : ''}`;
-}
-
 function describe(command: { shell: string } | { argv: string[] }): string {
   const text = 'shell' in command ? command.shell : command.argv.join(' ');
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
@@ -373,26 +325,3 @@ function showProgress(status: EditorServerStatus, plan: DevcontainerPlan, op: Op
   }
 }
 
-/** At most LOG_LINES_PER_SECOND output lines a second to the log; what is left out is counted, and said at the step's end. */
-class OutputBudget {
-  readonly #emit: (message: string) => void;
-  #second = 0;
-  #used = 0;
-  #dropped = 0;
-
-  constructor(emit: (message: string) => void) {
-    this.#emit = emit;
-  }
-
-  line(message: string): void {
-    const second = Math.floor(Date.now() / 1000);
-    if (second !== this.#second) [this.#second, this.#used] = [second, 0];
-    if (++this.#used <= LOG_LINES_PER_SECOND) this.#emit(message);
-    else this.#dropped++;
-  }
-
-  flush(step: LifecycleName): void {
-    if (this.#dropped > 0) this.#emit(`${step}: ${this.#dropped} lines of output not logged (more than ${LOG_LINES_PER_SECOND} lines a second)`);
-    this.#dropped = 0;
-  }
-}

@@ -1,7 +1,7 @@
 // Which lifecycle commands are due, and which the editor waits for: the rules of
-// src/controller/ensure-lifecycle.ts over hand-made plans and records.
+// src/devcontainer/lifecycle.ts over hand-made plans and records.
 import { describe, expect, it } from 'vitest';
-import { dueSteps, failure, stepsBeforeStart } from '../../src/controller/ensure-lifecycle.ts';
+import { dueSteps, failure, stepsBeforeStart } from '../../src/devcontainer/lifecycle.ts';
 import type { DevcontainerPlan, LifecycleName, LifecycleState, LifecycleStep } from '../../src/devcontainer/types.ts';
 
 const step = (name: LifecycleName): LifecycleStep => ({ name, commands: [{ command: { shell: `echo ${name}` } }] });
