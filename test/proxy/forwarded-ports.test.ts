@@ -2,6 +2,7 @@
 // at code-server's own port-proxy paths under the editor's address (/vscode/{port}/proxy/{p}/ and
 // /absproxy/), HTTP and WebSocket, with the editor's access rules; and refused when the program
 // listening is another server's or no server's, when nothing listens, and for a stranger.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { freePort, opened } from '../helpers/net.ts';
@@ -32,8 +33,10 @@ async function startServer(name: string, who: Who) {
 
 beforeAll(async () => {
   service = await startTestService({ requireIdentity: true, config: { access: 'owner', admins: [] } });
-  alpha = await startServer('Alpha', ALICE);
-  beta = await startServer('Beta', BOB);
+  // Names no other test's servers have: a program is a server's by its DEVBOX_SERVER_NAME, on the machine every test shares.
+  const tag = randomUUID().slice(0, 8);
+  alpha = await startServer(`Alpha ${tag}`, ALICE);
+  beta = await startServer(`Beta ${tag}`, BOB);
   alphas = await startPortProgram({ server: alpha.manifest });
   betas = await startPortProgram({ server: beta.manifest });
   nobodys = await startPortProgram({});
