@@ -179,4 +179,16 @@ describe('what is refused', () => {
     // No identity at all: the platform's front door would have signed them in.
     expect((await fetch(`${service.url}/vscode/${alpha.port}/proxy/${alphas.port}/`)).status).toBe(401);
   });
+
+  it('lets in someone the server is shared with, and closes their socket when the owner revokes it', async () => {
+    expect((await service.request('POST', `/servers/${alpha.id}/access`, { person: 'bob@example.com' }, ALICE)).status).toBe(200);
+    const answer = await get(`/vscode/${alpha.port}/proxy/${alphas.port}/shared`, BOB);
+    expect(await answer.json()).toMatchObject({ pid: alphas.pid, url: '/shared' });
+    const { ws } = await handshake(`/vscode/${alpha.port}/proxy/${alphas.port}/socket`, BOB);
+    expect(await reply(ws!, 'hi')).toBe('echo /socket: hi');
+    const closed = new Promise((resolve) => ws!.once('close', resolve));
+    expect((await service.request('DELETE', `/servers/${alpha.id}/access/bob@example.com`, undefined, ALICE)).status).toBe(200);
+    await closed;
+    expect((await get(`/vscode/${alpha.port}/proxy/${alphas.port}/shared`, BOB)).status).toBe(404);
+  });
 });
