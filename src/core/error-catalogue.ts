@@ -102,7 +102,7 @@ export const ERRORS = {
   },
   PORT_NOT_FORWARDED: {
     status: 403,
-    message: ({ port, why }: { port: number; why: string }) => `port ${port} is not forwarded through this editor's address: ${why}`,
+    message: ({ port, why }: { port: number | string; why: string }) => `port ${port} is not forwarded through this editor's address: ${why}`,
   },
 
   // --- 404 Not Found ---

@@ -10,7 +10,13 @@ import { apiError } from '../core/error-catalogue.ts';
 import type { HttpError } from '../core/errors.ts';
 import type { Route } from './route.ts';
 
-const FORWARDED = /^\/(proxy|absproxy)\/(\d{1,5})(\/.*)?$/;
+/**
+ * Every path code-server's own router would take for its port proxy, in any case (express matches
+ * without it), whatever follows: a port that is not plain digits is refused here, not left to
+ * code-server, whose parseInt would read `8013x` as 8013. (The editors also run with
+ * --disable-proxy: this proxy is the only one.)
+ */
+const FORWARDED = /^\/(proxy|absproxy)(?:\/([^/]*)(\/.*)?)?$/i;
 
 /** `this`: a program of the editor's server listens on the port; `other`: something else does; `none`: nothing. */
 export type PortListener = 'this' | 'other' | 'none';
@@ -59,12 +65,12 @@ export class ForwardedPorts {
    * whose target is known (the requester may reach it).
    */
   async resolve(route: Route): Promise<Route | HttpError> {
-    const [, kind, digits, rest] = FORWARDED.exec(route.path)!;
-    const port = Number(digits);
+    const [, kind, segment = '', rest] = FORWARDED.exec(route.path)!;
+    const port = /^\d{1,5}$/.test(segment) ? Number(segment) : Number.NaN;
     const editor = route.target!;
-    const why = port < 1 || port > 65535 ? 'it is not a port number (1 to 65535)'
-      : port === route.port || port === editor.port ? 'it is the editor\'s own port, open the editor itself'
-        : port === this.#servicePort?.() ? 'it is this service\'s own port' : undefined;
+    if (!(port >= 1 && port <= 65535)) return apiError('PORT_NOT_FORWARDED', { port: JSON.stringify(segment), why: 'it is not a port number (1 to 65535)' });
+    const why = port === route.port || port === editor.port ? 'it is the editor\'s own port, open the editor itself'
+      : port === this.#servicePort?.() ? 'it is this service\'s own port' : undefined;
     if (why) return apiError('PORT_NOT_FORWARDED', { port, why });
     let listener: PortListener;
     try {
@@ -74,7 +80,7 @@ export class ForwardedPorts {
     }
     if (listener === 'none') return apiError('PORT_NOT_LISTENING', { port });
     if (listener === 'other') return apiError('PORT_NOT_FORWARDED', { port, why: ANOTHER_PROGRAM });
-    const whole = kind === 'absproxy';
+    const whole = kind.toLowerCase() === 'absproxy';
     return {
       // Nothing is stripped for absproxy: its redirects and links are the app's own, whole.
       prefix: whole ? '' : `${route.prefix}/proxy/${port}`,

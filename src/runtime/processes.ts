@@ -53,6 +53,8 @@ export function editorArguments(spec: LaunchSpec): string[] {
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
+    // Its port proxy reaches any port of the machine: the service's proxy forwards a server's own ports instead.
+    '--disable-proxy',
     '--config', spec.configPath,
     '--user-data-dir', spec.userDataDir,
     '--extensions-dir', spec.extensionsDir,

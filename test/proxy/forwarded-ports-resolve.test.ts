@@ -35,6 +35,11 @@ describe('ForwardedPorts.resolve', () => {
     expect(resolved).toMatchObject({ prefix: '', path: '/vscode/8012/absproxy/3000/app/', target: { port: 3000 } });
   });
 
+  it('takes the paths in any case, as code-server\'s router would', async () => {
+    expect(await ports().forwarded.resolve(podRoute('/AbsProxy/3000/x'))).toMatchObject({ prefix: '', path: '/vscode/8012/AbsProxy/3000/x', target: { port: 3000 } });
+    expect(await ports().forwarded.resolve(podRoute('/PROXY/3000/x'))).toMatchObject({ prefix: '/vscode/8012/proxy/3000', path: '/x' });
+  });
+
   it('reaches an editor\'s ports on 127.0.0.1 at both loopbacks', async () => {
     const route: Route = { prefix: '/editor/8012', port: 8012, target: { host: '127.0.0.1', port: 8012 }, path: '/proxy/5173/', search: '' };
     expect(await ports().forwarded.resolve(route)).toMatchObject({ target: { host: LOOPBACKS, port: 5173 } });
@@ -48,7 +53,10 @@ describe('ForwardedPorts.resolve', () => {
       expect(refused).toMatchObject({ status: 403, code: 'PORT_NOT_FORWARDED' });
       expect((refused as HttpError).message).toContain('the editor\'s own port');
     }
-    expect((await forwarded.resolve(podRoute('/proxy/70000/'))) as HttpError).toMatchObject({ status: 403, code: 'PORT_NOT_FORWARDED' });
+    // Whatever code-server's own router would take for its proxy (it reads `8013x` as 8013) is refused here.
+    for (const path of ['/proxy/70000/', '/proxy/8013x/', '/absproxy/+8013/', '/PROXY/0/', '/proxy', '/proxy/']) {
+      expect(await forwarded.resolve(podRoute(path)), path).toMatchObject({ status: 403, code: 'PORT_NOT_FORWARDED', message: expect.stringContaining('not a port number') });
+    }
     expect(asked).toEqual([]);
   });
 
