@@ -43,6 +43,9 @@ describe('the real code-server\'s port proxy', () => {
   it('is replaced by the service\'s, which forwards the server\'s own port and refuses another program\'s in any spelling', async () => {
     const through = await fetch(`${service.url}/vscode/${editor.port}/proxy/${mine.port}/hello`);
     expect(await through.json()).toMatchObject({ pid: mine.pid, url: '/hello' });
+    // The listing has the program's port, and none of code-server's own.
+    const listed = await service.request('GET', `/servers/${editor.id}/ports`);
+    expect(listed.body.map((p: { port: number }) => p.port)).toEqual([mine.port]);
     for (const path of [`/proxy/${foreign.port}/`, `/PROXY/${foreign.port}/`, `/proxy/${foreign.port}x/`]) {
       const refused = await fetch(`${service.url}/vscode/${editor.port}${path}`);
       expect(refused.status, path).toBe(403);
