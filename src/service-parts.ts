@@ -51,6 +51,7 @@ import { activityObserver, fanOut } from './proxy/observers.ts';
 import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
 import { httpHealth } from './runtime/health.ts';
+import { listeningPorts } from './runtime/listeners.ts';
 import { isRunning, type EditorEndpoint } from './runtime/interface.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
@@ -340,7 +341,7 @@ export async function buildParts(
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
       usageRouter({ index, access, usage }),
-      portsRouter({ index, access, servicePort: () => address.port, ...(workload.portsOf ? { listeningPorts: (name) => workload.portsOf!(name) } : {}) }),
+      portsRouter({ index, access, servicePort: () => address.port, listeningPorts: listeningPorts(workload) }),
       configRouter(live, localMode),
       audit.router,
       syncRouter(gitops),

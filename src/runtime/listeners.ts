@@ -5,10 +5,13 @@
 // that process's DEVBOX_SERVER_NAME, which every program started inside an editor inherits.
 import { readdirSync, readlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { endianness } from 'node:os';
 import { SERVER_NAME_VARIABLE } from '../core/child-env.ts';
 import { environValue } from '../core/leftovers.ts';
 import { listPids } from '../core/procfs.ts';
+import type { EditorWorkload } from './editor-workload.ts';
+import type { EditorEndpoint } from './interface.ts';
 
 /** `this`: a program of the server asked about; `other`: anything else (never forwarded); `none`: nothing listens. */
 export type PortListener = 'this' | 'other' | 'none';
@@ -175,4 +178,31 @@ export class ListenerTable {
     });
     return this.#reading;
   }
+}
+
+/** Whether something accepts a connection at host:port within the time given. */
+export function portAnswers(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (answer: boolean): void => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * The ports of a running server that listen now, for its listing: those its programs listen on,
+ * where the workload can tell (portsOf, on one machine); else, where every port of the editor's
+ * address is the server's (a Pod), which of `declared` accept a connection there.
+ */
+export function listeningPorts(workload: Pick<EditorWorkload, 'portsOf'>) {
+  return async (name: string, endpoint: EditorEndpoint, declared: readonly number[]): Promise<number[]> => {
+    if (workload.portsOf) return workload.portsOf(name);
+    const answers = await Promise.all(declared.map((port) => portAnswers(endpoint.host, port)));
+    return declared.filter((_, i) => answers[i]);
+  };
 }

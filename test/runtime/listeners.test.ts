@@ -3,7 +3,7 @@
 // not reach; two programs sharing a port; and how long an answer is kept.
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ListenerTable, loopbackListeners, socketHolders } from '../../src/runtime/listeners.ts';
+import { listeningPorts, ListenerTable, loopbackListeners, portAnswers, socketHolders } from '../../src/runtime/listeners.ts';
 import { freePort } from '../helpers/net.ts';
 import { startPortProgram, type PortProgram } from '../helpers/port-program.ts';
 
@@ -96,5 +96,20 @@ describe('ListenerTable', () => {
     expect(await table.of('alpha', port)).toBe('other');
     now = 1200;
     expect(await table.of('alpha', port)).toBe('none');
+  });
+});
+
+describe('listeningPorts', () => {
+  it('asks the workload where it can tell, else which declared ports accept a connection at the editor\'s address (a Pod\'s)', async () => {
+    const open = await program({});
+    const free = await freePort();
+    const endpoint = { host: '127.0.0.1', port: 1 };
+    expect(await portAnswers('127.0.0.1', open.port)).toBe(true);
+    expect(await portAnswers('127.0.0.1', free)).toBe(false);
+    expect(await listeningPorts({})('alpha', endpoint, [free, open.port])).toEqual([open.port]);
+    const asked: string[] = [];
+    const workload = { portsOf: async (name: string) => (asked.push(name), [4242]) };
+    expect(await listeningPorts(workload)('alpha', endpoint, [open.port])).toEqual([4242]);
+    expect(asked).toEqual(['alpha']);
   });
 });

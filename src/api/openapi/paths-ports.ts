@@ -46,7 +46,8 @@ export const PORTS_PATHS: Record<string, Json> = {
     get: {
       tags: ['servers'], operationId: 'listServerPorts', summary: 'A server\'s forwarded ports and where each answers',
       description: 'The ports its devcontainer.json declares (forwardPorts, with portsAttributes), in the file\'s order; then, on the process '
-        + 'runtime, the other ports its programs listen on now, by number. The editor\'s own port and the service\'s are never listed.',
+        + 'runtime, the other ports its programs listen on now, by number. The editor\'s own port and the service\'s are never listed. '
+        + 'Nothing listens while the server is not running.',
       parameters: [param('ServerId')],
       responses: {
         200: json(ref('ServerPorts'), 'The ports.'),
@@ -71,7 +72,7 @@ export const PORTS_SCHEMAS: Record<string, Json> = {
         protocol: { enum: ['http', 'https'], description: 'portsAttributes\' protocol; `http` when none is given.' },
         onAutoForward: { type: 'string', description: 'portsAttributes\' onAutoForward (notify, openBrowser, openPreview, silent, ignore); `notify`, the default, when none is given.' },
         declared: { type: 'boolean', description: 'In devcontainer.json\'s forwardPorts.' },
-        listening: { type: 'boolean', description: 'A program of the server listens on it now; known on the process runtime only (false elsewhere).' },
+        listening: { type: 'boolean', description: 'A program of the server listens on it now (on a cluster, where only the declared ports are looked at: it accepts a connection at the Pod\'s address).' },
         url: { type: 'string', description: 'Where it answers through the proxy: `/vscode/{port}/proxy/{forwarded_port}/`.' },
       },
     },

@@ -1,16 +1,18 @@
 // GET /servers/{id}/ports: a server's forwarded ports, each with the address it answers at through
 // the proxy (`/vscode/{port}/proxy/{p}/`, src/proxy/forwarded-ports.ts). The ports its
 // devcontainer.json declares (forwardPorts, with portsAttributes), and, where the runtime can tell
-// (local processes), those its programs listen on now. Read as the server's other reads are: an
+// (local processes), those its programs listen on now; on a cluster, whether each declared one
+// accepts a connection at the Pod's address. Read as the server's other reads are: an
 // id the requester may not see is 404.
 import { Router } from 'express';
 import type { ForwardedPort } from '../../devcontainer/types.ts';
+import type { EditorEndpoint } from '../../runtime/interface.ts';
 import { forwardedUrl } from '../../proxy/index.ts';
 import { findServer, type ServersDeps } from './context.ts';
 
 export interface PortsRouteDeps extends Pick<ServersDeps, 'index' | 'access'> {
-  /** The ports server `name`'s programs listen on now; absent where the runtime cannot tell (a Pod). */
-  listeningPorts?: (name: string) => Promise<number[]>;
+  /** The ports of server `name`'s running editor that listen now: all of them where the runtime can tell, else which of `declared` do. */
+  listeningPorts: (name: string, endpoint: EditorEndpoint, declared: readonly number[]) => Promise<number[]>;
   /** The service's own port, never listed. */
   servicePort: () => number;
 }
@@ -25,7 +27,7 @@ export interface PortView {
   onAutoForward: string;
   /** In devcontainer.json's forwardPorts. */
   declared: boolean;
-  /** A program of the server listens on it now (known on the process runtime only: false elsewhere). */
+  /** A program of the server listens on it now (on a cluster, where only declared ports are looked at: it accepts a connection at the Pod's address). */
   listening: boolean;
   /** Where it answers through the proxy. */
   url: string;
@@ -41,7 +43,8 @@ export function portsRouter(deps: PortsRouteDeps): Router {
     const endpoint = deps.index.endpointOf(record.name);
     // Only a running editor's programs are looked for; never the editor's own port, nor the service's.
     const own = new Set([editorPort, endpoint?.port, deps.servicePort()]);
-    const listening = new Set(endpoint && deps.listeningPorts ? (await deps.listeningPorts(record.name)).filter((p) => !own.has(p)) : []);
+    const found = endpoint ? await deps.listeningPorts(record.name, endpoint, declared.map((p) => p.port)) : [];
+    const listening = new Set(found.filter((p) => !own.has(p)));
     res.json(portViews(editorPort, declared, listening));
   });
   return router;

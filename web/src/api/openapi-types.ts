@@ -464,7 +464,7 @@ export type ServerPorts = Array<{
   onAutoForward: string;
   /** In devcontainer.json's forwardPorts. */
   declared: boolean;
-  /** A program of the server listens on it now; known on the process runtime only (false elsewhere). */
+  /** A program of the server listens on it now (on a cluster, where only the declared ports are looked at: it accepts a connection at the Pod's address). */
   listening: boolean;
   /** Where it answers through the proxy: `/vscode/{port}/proxy/{forwarded_port}/`. */
   url: string;
