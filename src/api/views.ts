@@ -80,6 +80,8 @@ export function serverView(record: ServerRecord, stats: ProcessStats | undefined
     observed_generation: status?.observedGeneration ?? null,
     // Its snapshots (src/persistence): last_snapshot_at, last_snapshot_id, size_bytes, files, last_error, in_progress.
     persistence,
+    // What it took from its workspace's devcontainer.json (status.devcontainer); null before it was looked for.
+    devcontainer: status?.devcontainer ?? null,
     ...(record.problems ? { manifest_errors: record.problems } : {}),
   };
 }

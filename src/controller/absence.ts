@@ -60,7 +60,7 @@ export async function deleteServer(ctx: ReconcileContext, name: string): Promise
 /** The controller stops knowing the server (its files, if any, stay): every part forgets it. */
 export function forget(ctx: ReconcileContext, name: string): ReconcileResult {
   void ctx.operations.cancel(name, 'the server is no longer managed');
-  for (const part of [ctx.presence, ctx.health, ctx.crashes, ctx.placement, ctx.sources, ctx.settings, ctx.extensions, ctx.idle]) part.forget(name);
+  for (const part of [ctx.presence, ctx.health, ctx.crashes, ctx.placement, ctx.sources, ctx.devcontainer, ctx.settings, ctx.extensions, ctx.idle]) part.forget(name);
   ctx.unannounced.delete(name);
   ctx.table.drop(name);
   ctx.deps.ports.release(name);

@@ -17,6 +17,7 @@ import type { DataLayout } from '../workspace/layout.ts';
 import type { Presence } from './absence.ts';
 import type { ActivityTracker } from './activity.ts';
 import type { Capacity } from './capacity.ts';
+import type { DevcontainerPlans } from './ensure-devcontainer.ts';
 import type { ExtensionsSeen } from './ensure-extensions.ts';
 import type { HealthProbes } from './ensure-health.ts';
 import type { IdleStops } from './ensure-idle.ts';
@@ -75,6 +76,8 @@ export interface StepParts {
   readonly placement: Placement;
   /** The workspace prepared, and failed workspace sources' back-off (ensure-workspace.ts). */
   readonly sources: Sources;
+  /** The devcontainer.json plan read last (ensure-devcontainer.ts). */
+  readonly devcontainer: DevcontainerPlans;
   /** The settings last applied (ensure-settings.ts). */
   readonly settings: SettingsApplied;
   /** The extensions last found in place, unknown groups said, reloads owed (ensure-extensions.ts). */

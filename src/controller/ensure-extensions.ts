@@ -10,6 +10,7 @@ import type { ServerRecord } from '../index/records.ts';
 import type { EditorServerStatus, ExtensionStatus } from '../manifests/types.ts';
 import { setCondition } from './conditions.ts';
 import type { ReconcileContext } from './context.ts';
+import { activePlan } from './ensure-devcontainer.ts';
 import type { Operation } from './operations.ts';
 import { PerServer } from './per-server.ts';
 
@@ -191,8 +192,12 @@ function wantedExtensions(ctx: ReconcileContext, record: ServerRecord): string[]
     seen.unknownGroups = unknown;
     ctx.deps.logs.event(record.name, 'WARN', `spec.extensionGroups names groups the config does not define: ${unknown.join(', ')}`);
   }
-  return [...new Set([
+  const own = [...new Set([
     ...(spec.extensionGroups ?? []).flatMap((g) => (Object.hasOwn(groups, g) ? groups[g].extensions : [])),
     ...(spec.extensions ?? []),
   ])];
+  // devcontainer.json's extensions, where the manifest and its groups name none of the same extension (theirs win: a pinned version).
+  const named = new Set(own.map((id) => (isVsixPath(id) ? id : extensionName(id))));
+  const fromFile = (activePlan(ctx, record.name)?.extensions ?? []).filter((id) => !named.has(extensionName(id)));
+  return [...own, ...fromFile];
 }

@@ -1,4 +1,4 @@
-// Step: the groups' user_settings and spec.settings, merged into the editor's User/settings.json
+// Step: the groups' user_settings, devcontainer.json's settings and spec.settings, merged into the editor's User/settings.json
 // without overwriting what the user changed inside the editor (see extensions/user-settings.ts).
 // What the controller last wrote is kept beside the editor's data (the runtime's storage), so this
 // holds across restarts of the service and of the editor.
@@ -6,6 +6,7 @@ import { sameData } from '../core/equal.ts';
 import { desiredSettings, mergeSettings, parseJsonc } from '../extensions/user-settings.ts';
 import type { EditorServerSpec } from '../manifests/types.ts';
 import type { ReconcileContext } from './context.ts';
+import { activePlan } from './ensure-devcontainer.ts';
 import { PerServer } from './per-server.ts';
 
 /** The desired settings (groups' user_settings and spec.settings, as JSON) last applied to settings.json, by server. */
@@ -20,10 +21,14 @@ export class SettingsApplied extends PerServer<{ text?: string }> {
  * a server that asks for none (most of them) costs no read until its editor starts or runs, where
  * what an earlier spec applied is taken out.
  */
-export async function ensureSettings(ctx: Pick<ReconcileContext, 'deps' | 'settings'>, name: string, spec: EditorServerSpec, whenAsked = false): Promise<void> {
+export async function ensureSettings(
+  ctx: Pick<ReconcileContext, 'deps' | 'settings' | 'devcontainer' | 'table'>, name: string, spec: EditorServerSpec, whenAsked = false,
+): Promise<void> {
   const { deps } = ctx;
   const applied = ctx.settings.of(name);
-  const desired = desiredSettings(deps.config.extensionGroups, spec.extensionGroups, spec.settings);
+  // devcontainer.json's settings under the manifest's: where both speak, the manifest wins.
+  const fromFile = activePlan(ctx, name)?.settings;
+  const desired = desiredSettings(deps.config.extensionGroups, spec.extensionGroups, fromFile ? { ...fromFile, ...spec.settings } : spec.settings);
   const key = JSON.stringify(desired);
   // Acted on when the desired settings change (and once per name after a restart), not on
   // every reconcile: between changes the file is the user's.

@@ -8,6 +8,7 @@ import { ExtensionsSeen } from './ensure-extensions.ts';
 import { HealthProbes } from './ensure-health.ts';
 import { IdleStops } from './ensure-idle.ts';
 import { SettingsApplied } from './ensure-settings.ts';
+import { DevcontainerPlans } from './ensure-devcontainer.ts';
 import { Sources } from './ensure-workspace.ts';
 import type { ServerIdentities } from './identity.ts';
 import { Operations } from './operations.ts';
@@ -30,6 +31,7 @@ export function reconcileContext(deps: ReconcilerDeps, table: ServerTable, ident
     crashes: new CrashHistory(),
     placement: new Placement(),
     sources: new Sources(),
+    devcontainer: new DevcontainerPlans(),
     settings: new SettingsApplied(),
     extensions: new ExtensionsSeen(),
     idle: new IdleStops(),

@@ -11,6 +11,7 @@ import { StorageUnavailable } from '../runtime/interface.ts';
 import { deleteServer, markInvalid, whileMissing } from './absence.ts';
 import type { ReconcileContext } from './context.ts';
 import { decide, type Action } from './decide.ts';
+import { activePlan, ensureDevcontainer, unmetRequirements } from './ensure-devcontainer.ts';
 import { ensureExtensions } from './ensure-extensions.ts';
 import { clearIdleStop, ensureIdle, holdIdleStop } from './ensure-idle.ts';
 import { observeRunning } from './ensure-health.ts';
@@ -107,6 +108,8 @@ export class Reconciler {
       throw error;
     });
     if (source !== 'ready') return source === 'gone' ? undefined : source;
+    // devcontainer.json, read once content arrived (before a start it is read again, below).
+    const { restart: restartForPlan } = await ensureDevcontainer(ctx, record, status, false);
     await ensureSettings(ctx, name, server.spec, true);
     const { alive, wait } = await observeProcess(ctx, name, status, port);
     if (wait) return wait;
@@ -129,6 +132,12 @@ export class Reconciler {
       nextRestartAt: crashes.nextRestartAt,
       now,
     });
+    // The workspace's content came after its editor started (a cluster fills the volume through
+    // the running Pod) and its devcontainer.json asks for another image, resources or environment.
+    if (action.kind === 'supervise' && restartForPlan) {
+      await stopProcess(ctx, record, uid, status, 'stopped to start again as the workspace\'s devcontainer.json asks (image, resources, environment)');
+      return this.#act({ kind: 'start', wake: false }, record, uid, status, port, now);
+    }
     return this.#act(action, record, uid, status, port, now);
   }
 
@@ -198,6 +207,14 @@ export class Reconciler {
         if (action.kind === 'wait') return { requeueAfterMs: action.untilMs - now };
     }
 
+    // devcontainer.json as it is now (a person may have edited it), and what it requires of the host.
+    await ensureDevcontainer(ctx, record, status, true);
+    const unmet = await unmetRequirements(ctx, activePlan(ctx, name));
+    if (unmet) {
+      if (status.reason !== 'HostRequirementsUnmet' || status.message !== unmet) deps.logs.event(name, 'WARN', unmet);
+      await ctx.commit(record, uid, { ...clearProcess(status), phase: 'Failed', reason: 'HostRequirementsUnmet', message: unmet });
+      return;
+    }
     await ensureSettings(ctx, name, record.server!.spec);
     const extensions = await ensureExtensions(ctx, record, uid, status);
     if (extensions !== 'ready') return extensions === 'gone' ? undefined : extensions;

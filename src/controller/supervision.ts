@@ -2,11 +2,11 @@
 // own (spec.restartPolicy, with backoff and crash-loop detection), or when the platform has not
 // placed it anywhere yet (a Pod the scheduler cannot fit: Pending, asked again with backoff).
 import { backoffMs } from '../core/backoff.ts';
-import { effectiveResources } from '../manifests/resources.ts';
 import type { EditorServerStatus, Phase } from '../manifests/types.ts';
 import type { ServerRecord } from '../index/records.ts';
 import { EditorNotPlaced, isRunning, type ExitInfo, type StartedEditor, type StorageUnavailable } from '../runtime/interface.ts';
 import type { ReconcileContext } from './context.ts';
+import { activePlan, planEnv, planResources, startKey } from './ensure-devcontainer.ts';
 import { startProbe } from './ensure-health.ts';
 import { PerServer } from './per-server.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -92,9 +92,15 @@ export async function startProcess(
   if (!placement.notPlaced) deps.logs.event(name, 'INFO', `starting code-server on port ${port}`);
   let launched: StartedEditor;
   try {
-    // The manifest's resources over the config's, read now: an edit of either applies at this start.
-    const resources = effectiveResources(deps.defaultResources?.(), record.server?.spec.resources);
-    launched = await deps.workload.start({ name, port, uid, ...(resources ? { resources } : {}) });
+    // The manifest's resources over devcontainer.json's host requirements over the config's, read
+    // now: an edit of any applies at this start; so do the plan's environment and image.
+    const resources = planResources(ctx, record, deps.defaultResources?.());
+    const env = planEnv(ctx, record, status.workspacePath ?? '');
+    const image = deps.workload.runsImages ? activePlan(ctx, name)?.image : undefined;
+    launched = await deps.workload.start({ name, port, uid, ...(resources ? { resources } : {}), ...(Object.keys(env).length ? { env } : {}), ...(image ? { image } : {}) });
+    // What it started with of devcontainer.json: content that arrives later and asks for more starts it again.
+    status.devcontainer = { ...(status.devcontainer ?? { state: 'none', message: 'not read yet: the workspace is filled once the editor runs' }) };
+    status.devcontainer.startedWith = startKey(ctx, record, status.devcontainer);
   } catch (error) {
     if (error instanceof EditorNotPlaced) return notPlaced(ctx, record, uid, status, error);
     const message = `could not launch the editor: ${(error as Error).message}`;

@@ -65,7 +65,8 @@ export interface DevcontainerPlan {
   settings: Record<string, unknown>;
   /** containerEnv and remoteEnv as written: substituted when used, since the workspace folder is the runtime's. */
   containerEnv: Record<string, string>;
-  remoteEnv: Record<string, string>;
+  /** remoteEnv: a null value removes the variable from the editor's environment. */
+  remoteEnv: Record<string, string | null>;
   /** The lifecycle commands given, by name. */
   lifecycle: Partial<Record<LifecycleName, LifecycleStep>>;
   /** The last command the editor waits for before it starts (devcontainer.json's waitFor; default updateContentCommand). */
@@ -98,10 +99,16 @@ export interface DevcontainerStatus {
   message?: string;
   plan?: DevcontainerPlan;
   lifecycle?: Partial<Record<LifecycleName, LifecycleState>>;
+  /** The WorkspaceReady condition's transition the file was read after (content arriving later is read again). */
+  readAfter?: string;
+  /** What the running editor was started with of the plan (image, requirements, environment), as a key: a different one needs a new start. */
+  startedWith?: string;
+  /** The workspace the once-per-workspace lifecycle commands ran for. */
+  workspaceKey?: string;
 }
 
-/** spec.devcontainer: `ignore`, or where the file is (relative to the workspace). Unset: looked for in the usual places. */
-export type DevcontainerSpec = 'ignore' | { path: string };
+/** spec.devcontainer: `ignore`, or the file's path relative to the workspace. Unset: looked for in the usual places (DEFAULT_PATHS). */
+export type DevcontainerSpec = 'ignore' | (string & {});
 
 /** The places looked at, in order, when spec.devcontainer names none. */
 export const DEFAULT_PATHS = ['.devcontainer/devcontainer.json', '.devcontainer.json'] as const;

@@ -45,7 +45,7 @@ export interface EditorServerSpec {
   resources?: Resources;
   /** Who besides its owner (and the admins) may open and use it under `access: owner`: identities as the sign-on gives them. */
   access?: { sharedWith?: string[] };
-  /** The workspace's devcontainer.json: `ignore`, or `{ path }` relative to the workspace; unset: `.devcontainer/devcontainer.json`, else `.devcontainer.json`. */
+  /** The workspace's devcontainer.json: `ignore`, or the path of the file relative to the workspace; unset: `.devcontainer/devcontainer.json`, else `.devcontainer.json`. */
   devcontainer?: DevcontainerSpec;
 }
 

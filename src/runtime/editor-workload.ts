@@ -11,6 +11,8 @@ import type {
 export interface EditorWorkload {
   /** Names the runtime in logs and in the references it makes (RuntimeRef.kind). */
   readonly kind: string;
+  /** True when the workload runs each editor in an image, so a StartSpec's image is honoured (a cluster); absent: it is not. */
+  readonly runsImages?: boolean;
   /**
    * Optional: true when the route number can be given to an editor now (local processes: nothing
    * on this machine listens on it). Absent where the route number is no port of this machine

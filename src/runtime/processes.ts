@@ -146,7 +146,8 @@ export class ProcessWorkload implements EditorWorkload {
       command: this.bin,
       args: editorArguments({ name: spec.name, port: spec.port, workspacePath, ...editor }),
       cwd: workspacePath,
-      env: editorEnvironment(this.env, spec.name),
+      // devcontainer.json's variables over the service's cleaned environment; the server's name stays the service's (adoption reads it).
+      env: { ...editorEnvironment(this.env), ...spec.env, ...editorEnvironment({}, spec.name) },
       stdoutPath: output.stdout,
       stderrPath: output.stderr,
       unref: true,

@@ -3,6 +3,7 @@
 // here: they are the files of schemas/api/, read as they are (document.ts).
 
 import { AUDIT_SCHEMAS } from './paths-audit.ts';
+import { DEVCONTAINER_SCHEMAS } from './shapes-devcontainer.ts';
 import { QUOTA_SCHEMAS } from './shapes-quota.ts';
 import { PORTS_SCHEMAS } from './paths-ports.ts';
 import { SHARING_SCHEMAS } from './paths-sharing.ts';
@@ -90,11 +91,15 @@ export const SCHEMAS: Record<string, Schema> = {
       anyOf: [ref('PersistenceState'), { type: 'null' }],
       description: 'Its snapshots at the persistence target (DEVBOX_PERSIST_TO); null when the service keeps none.',
     },
+    devcontainer: {
+      anyOf: [ref('Devcontainer'), { type: 'null' }],
+      description: 'What it took from its workspace\'s devcontainer.json (status.devcontainer); null until the file was looked for (before the first start).',
+    },
   }, [
     'id', 'name', 'port', 'workspace_path', 'extensions', 'status', 'pid', 'start_time', 'uptime', 'cpu_percent', 'memory_mb',
     'manifest', 'owner', 'phase', 'reason', 'message', 'restart_policy', 'idle_timeout_seconds', 'idle_stopped_at', 'resources',
     'extension_status', 'conditions', 'generation', 'observed_generation', 'persistence',
-    'shared_with',
+    'shared_with', 'devcontainer',
   ]),
 
   Resources: object({
@@ -369,4 +374,5 @@ export const SCHEMAS: Record<string, Schema> = {
   }, undefined, { description: 'One text frame of the log streams.' }),
 
   ...QUOTA_SCHEMAS,
+  ...DEVCONTAINER_SCHEMAS,
 };

@@ -50,6 +50,7 @@ export function createKubernetesRuntime<C extends ClusterApi = KubeClient>(
 /** The Kubernetes runtime's workload half: each editor the one Pod of a StatefulSet, watched through the project's list-then-watch loop. */
 export class KubernetesWorkload<C extends ClusterApi = KubeClient> implements EditorWorkload {
   readonly kind = 'kubernetes';
+  readonly runsImages = true;
   readonly #options: KubernetesRuntimeOptions;
   /** Its conversations with the API server, shared with what else the service asks of that cluster and namespace. */
   readonly client: C;

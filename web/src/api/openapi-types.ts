@@ -167,6 +167,8 @@ export type ServerRecord = {
   manifest_errors?: string[];
   /** Its snapshots at the persistence target (DEVBOX_PERSIST_TO); null when the service keeps none. */
   persistence: PersistenceState | null;
+  /** What it took from its workspace's devcontainer.json (status.devcontainer); null until the file was looked for (before the first start). */
+  devcontainer: Devcontainer | null;
 };
 
 export type Resources = { requests?: ResourceAmounts; limits?: ResourceAmounts; };
@@ -665,4 +667,122 @@ export type QuotaRefusal = {
   servers: Array<{ id?: string; manifest: string; name: string; }>;
   /** How many servers use it in all. */
   total: number;
+};
+
+/** What was honoured of the workspace's devcontainer.json (status.devcontainer); docs/devcontainer.md says what is and is not. */
+export type Devcontainer = {
+  /** `applied`: the plan is in effect; `ignored`: spec.devcontainer says ignore; `none`: no file in the workspace; `invalid`: the file could not be read (message says where and why). */
+  state: "applied" | "ignored" | "none" | "invalid";
+  message?: string;
+  plan?: DevcontainerPlan;
+  /** Where each lifecycle command stands for this server. */
+  lifecycle?: {
+    onCreateCommand?: DevcontainerLifecycleState;
+    updateContentCommand?: DevcontainerLifecycleState;
+    postCreateCommand?: DevcontainerLifecycleState;
+    postStartCommand?: DevcontainerLifecycleState;
+    postAttachCommand?: DevcontainerLifecycleState;
+  };
+  /** The WorkspaceReady transition the file was read after. */
+  readAfter?: string;
+  /** What the running editor was started with of the plan, as a key. */
+  startedWith?: string;
+  /** The workspace the once-per-workspace commands ran for. */
+  workspaceKey?: string;
+};
+
+export type DevcontainerPlan = {
+  /** The file, relative to the workspace. */
+  path: string;
+  /** The hash of its bytes. */
+  sha256: string;
+  /** customizations.vscode.extensions, installed like spec.extensions (the manifest's win for the same extension). */
+  extensions: string[];
+  /** customizations.vscode.settings, under spec.settings. */
+  settings: { [key: string]: unknown; };
+  containerEnv: { [key: string]: string; };
+  remoteEnv: { [key: string]: string | null; };
+  /** The lifecycle commands given, by name (the object form's commands run in parallel). */
+  lifecycle: {
+    onCreateCommand?: {
+      name: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+      commands: Array<{
+        label?: string;
+        command: {
+          /** Run by /bin/sh -c. */
+          shell: string;
+        } | {
+          /** A program and its arguments, no shell. */
+          argv: string[];
+        };
+      }>;
+    };
+    updateContentCommand?: {
+      name: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+      commands: Array<{
+        label?: string;
+        command: {
+          /** Run by /bin/sh -c. */
+          shell: string;
+        } | {
+          /** A program and its arguments, no shell. */
+          argv: string[];
+        };
+      }>;
+    };
+    postCreateCommand?: {
+      name: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+      commands: Array<{
+        label?: string;
+        command: {
+          /** Run by /bin/sh -c. */
+          shell: string;
+        } | {
+          /** A program and its arguments, no shell. */
+          argv: string[];
+        };
+      }>;
+    };
+    postStartCommand?: {
+      name: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+      commands: Array<{
+        label?: string;
+        command: {
+          /** Run by /bin/sh -c. */
+          shell: string;
+        } | {
+          /** A program and its arguments, no shell. */
+          argv: string[];
+        };
+      }>;
+    };
+    postAttachCommand?: {
+      name: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+      commands: Array<{
+        label?: string;
+        command: {
+          /** Run by /bin/sh -c. */
+          shell: string;
+        } | {
+          /** A program and its arguments, no shell. */
+          argv: string[];
+        };
+      }>;
+    };
+  };
+  /** The last lifecycle command the editor waits for before it starts. */
+  waitFor: "onCreateCommand" | "updateContentCommand" | "postCreateCommand" | "postStartCommand" | "postAttachCommand";
+  forwardPorts: Array<{ port: number; label?: string; protocol?: "http" | "https"; onAutoForward?: string; }>;
+  hostRequirements?: { cpus?: number; memoryBytes?: number; storageBytes?: number; };
+  /** The editor's image on a runtime that runs images (Kubernetes). */
+  image?: string;
+  /** Each field not honoured, and why. */
+  warnings: string[];
+};
+
+export type DevcontainerLifecycleState = {
+  state: "Running" | "Succeeded" | "Failed" | "Skipped";
+  exitCode?: number | null;
+  message?: string;
+  at: string;
 };
