@@ -1,12 +1,11 @@
 // GET /servers/{id}/ports against the running service: the ports a server's programs listen on now
 // (never another server's, the editor's own or the service's), the ports its devcontainer.json
-// declares with their attributes, each with the proxy address it answers at; read with the
-// access rules of GET /servers/{id}.
+// (from an uploaded ZIP) declares with their attributes, each with the proxy address it answers
+// at; read with the access rules of GET /servers/{id}.
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { portViews } from '../../src/api/routes/ports.ts';
-import { projectFile } from '../../src/core/project.ts';
+import { freePort } from '../helpers/net.ts';
 import { startPortProgram, type PortProgram } from '../helpers/port-program.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
@@ -77,32 +76,39 @@ describe('GET /servers/{id}/ports', () => {
     expect((await portsOf('00000000-0000-4000-8000-00000000dead')).status).toBe(404);
   });
 
-  // Declared ports come from the plan the controller keeps in status.devcontainer, read from the
-  // workspace by the devcontainer step (src/controller/ensure-devcontainer.ts).
-  it.skipIf(!existsSync(projectFile('src/controller/ensure-devcontainer.ts')))('lists the ports devcontainer.json declares, with portsAttributes, listening or not', async () => {
+  it('lists the ports devcontainer.json declares, with portsAttributes, listening or not', async () => {
     const declaredFree = 20;
-    const running = await program();
+    const foreign = await program();
+    const own = await freePort();
     const devcontainer = JSON.stringify({
-      // JSON with comments, as the reference allows.
-      forwardPorts: [running.port, declaredFree],
-      portsAttributes: { [String(declaredFree)]: { label: 'Docs', protocol: 'https', onAutoForward: 'silent' } },
+      forwardPorts: [foreign.port, declaredFree, own],
+      portsAttributes: { [String(declaredFree)]: { label: 'Docs', protocol: 'https', onAutoForward: 'silent' }, [String(own)]: { label: 'App' } },
     });
     const form = new FormData();
     form.append('name', `Declared ${randomUUID().slice(0, 8)}`);
-    form.append('zip_file', new Blob([buildZip([{ name: '.devcontainer/devcontainer.json', data: `// ports\n${devcontainer}` }])]), 'project.zip');
+    // Two entries at the top: a single top folder would be taken for the archive's wrapper. JSON with comments, as the reference allows.
+    const zip = buildZip([{ name: '.devcontainer/devcontainer.json', data: `// ports\n${devcontainer}` }, { name: 'main.py', data: 'print(1)\n' }]);
+    form.append('zip_file', new Blob([zip]), 'project.zip');
     const created = await fetch(`${service.url}/servers/create-with-workspace`, { method: 'POST', body: form, headers: ALICE });
     expect(created.status).toBe(201);
     const { id, port } = (await created.json()) as { id: string; port: number };
     expect((await service.request('POST', `/servers/${id}/start`, undefined, ALICE)).status).toBe(200);
+    const manifest = (await service.request('GET', `/servers/${id}`, undefined, ALICE)).body.manifest;
+    const app = await startPortProgram({ server: manifest, port: own });
+    programs.push(app);
     const listed = await eventually(async () => {
       const { body } = await portsOf(id);
-      return body.length === 2 && body;
+      return body.length === 3 && body[2].listening && body;
     }, 15_000);
+    const url = (p: number) => `/vscode/${port}/proxy/${p}/`;
     expect(listed).toEqual([
       // A program of no server listens on it: not this server's, so not listening for it.
-      { port: running.port, label: null, protocol: 'http', onAutoForward: 'notify', declared: true, listening: false, url: `/vscode/${port}/proxy/${running.port}/` },
-      { port: declaredFree, label: 'Docs', protocol: 'https', onAutoForward: 'silent', declared: true, listening: false, url: `/vscode/${port}/proxy/${declaredFree}/` },
+      { port: foreign.port, label: null, protocol: 'http', onAutoForward: 'notify', declared: true, listening: false, url: url(foreign.port) },
+      { port: declaredFree, label: 'Docs', protocol: 'https', onAutoForward: 'silent', declared: true, listening: false, url: url(declaredFree) },
+      { port: own, label: 'App', protocol: 'http', onAutoForward: 'notify', declared: true, listening: true, url: url(own) },
     ]);
+    const through = await fetch(service.url + url(own), { headers: ALICE });
+    expect(await through.json()).toMatchObject({ pid: app.pid });
   });
 });
 
