@@ -132,6 +132,7 @@ export class EditorProxy {
       }
       if (this.#ports && isForwardedPath(route)) {
         void this.#ports.resolve(route).then((forwarded) => {
+          if (res.destroyed) return; // the client left meanwhile
           if (forwarded instanceof HttpError) writeError(res, forwarded);
           else this.#send(req, res, forwarded);
         });
