@@ -194,7 +194,8 @@ export class EditorProxy {
       method: req.method,
       path: editorPath(req, route),
       headers: editorRequestHeaders(req, route.prefix, this.#observer?.socketMessage ? DROPPED_READ_UPGRADE_HEADERS : DROPPED_UPGRADE_HEADERS),
-      agent: this.#agent,
+      // A forwarded port's upgrade gets a connection of its own, never one kept from another server's.
+      agent: route.forwarded === undefined ? this.#agent : false,
       ...(target.host === LOOPBACKS ? { lookup: LOOPBACK_LOOKUP, autoSelectFamily: true } : {}),
     });
     proxyReq.on('error', fail);
@@ -243,8 +244,11 @@ export class EditorProxy {
     this.#pools.clear();
   }
 
-  #pool(target: EditorEndpoint): Pool {
-    const key = `${target.host}:${target.port}`;
+  #pool(route: Route): Pool {
+    const target = route.target!;
+    // A forwarded port's connections are its server's alone: one kept open to a program that
+    // stopped listening must not serve another server that listens on the port next.
+    const key = `${route.forwarded === undefined ? '' : `${route.port}>`}${target.host}:${target.port}`;
     let pool = this.#pools.get(key);
     if (!pool) {
       const Pool = loadPool();
@@ -286,7 +290,7 @@ export class EditorProxy {
       }
     });
     res.on('drain', () => forwarding.controller?.resume());
-    this.#pool(route.target!).dispatch(
+    this.#pool(route).dispatch(
       { method: req.method ?? 'GET', path: editorPath(req, route), headers, body: hasBody ? req : null },
       forwarding,
     );

@@ -106,7 +106,10 @@ export function socketHolders(inodes: readonly number[]): Map<number, number | u
 export interface ListenerTableOptions {
   /** How long one read of the socket tables answers for. Default 1 s. */
   ttlMs?: number;
-  /** A port found with nothing on it is looked for again when the tables are older than this (a program that just started). Default 250 ms. */
+  /**
+   * A port found with nothing on it is looked for again in a read begun after the question (a
+   * program may have just started), reads for that at least this far apart. Default 50 ms.
+   */
   recheckMs?: number;
   now?: () => number;
   tables?: readonly string[];
@@ -130,15 +133,17 @@ export class ListenerTable {
 
   constructor(options: ListenerTableOptions = {}) {
     this.#ttlMs = options.ttlMs ?? 1000;
-    this.#recheckMs = options.recheckMs ?? 250;
+    this.#recheckMs = options.recheckMs ?? 50;
     this.#now = options.now ?? Date.now;
     this.#tables = options.tables ?? SOCKET_TABLES;
   }
 
   /** Whether the program listening on the port (every socket a loopback connection may reach) is one of server `name`'s. */
   async of(name: string, port: number): Promise<PortListener> {
-    let inodes = (await this.#current(false)).get(port) ?? [];
-    if (inodes.length === 0) inodes = (await this.#current(true)).get(port) ?? [];
+    const asked = this.#now();
+    let inodes = (await this.#within(this.#ttlMs)).get(port) ?? [];
+    // Nothing there in the last read: a program started since is not to be told "none".
+    if (inodes.length === 0) inodes = (await this.#since(asked)).get(port) ?? [];
     if (inodes.length === 0) return 'none';
     this.#findOwners(inodes);
     return inodes.every((inode) => this.#owners.get(inode) === name) ? 'this' : 'other';
@@ -146,7 +151,7 @@ export class ListenerTable {
 
   /** The ports server `name`'s programs listen on now (the tables as last read, within the TTL). */
   async portsOf(name: string): Promise<number[]> {
-    const byPort = await this.#current(false);
+    const byPort = await this.#within(this.#ttlMs);
     this.#findOwners([...byPort.values()].flat());
     const ports: number[] = [];
     for (const [port, inodes] of byPort) if (inodes.every((inode) => this.#owners.get(inode) === name)) ports.push(port);
@@ -162,13 +167,35 @@ export class ListenerTable {
     }
   }
 
-  #current(recheck: boolean): Promise<Map<number, number[]>> {
-    if (this.#reading) return this.#reading;
-    const now = this.#now();
-    const age = this.#read ? now - this.#read.at : Infinity;
-    if (age < this.#ttlMs && !(recheck && age >= this.#recheckMs)) return Promise.resolve(this.#read!.byPort);
+  /** The tables as read at most `maxAgeMs` ago: read now when the last read is older. */
+  #within(maxAgeMs: number): Promise<Map<number, number[]>> {
+    if (this.#read && this.#now() - this.#read.at < maxAgeMs) return Promise.resolve(this.#read.byPort);
+    return this.#reading ?? this.#startRead();
+  }
+
+  /** The tables of a read begun at or after `since`, such reads at least recheckMs apart. */
+  async #since(since: number): Promise<Map<number, number[]>> {
+    let waited = false;
+    for (;;) {
+      if (this.#read && this.#read.at >= since) return this.#read.byPort;
+      if (this.#reading) {
+        await this.#reading;
+        continue;
+      }
+      const wait = this.#read ? this.#read.at + this.#recheckMs - this.#now() : 0;
+      if (wait > 0 && !waited) {
+        waited = true;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        continue;
+      }
+      return this.#startRead();
+    }
+  }
+
+  #startRead(): Promise<Map<number, number[]>> {
+    const at = this.#now();
     this.#reading = loopbackListeners(this.#tables).then((byPort) => {
-      this.#read = { at: now, byPort };
+      this.#read = { at, byPort };
       // Sockets closed since are forgotten: their inode may come back for a new one, of anyone.
       const live = new Set([...byPort.values()].flat());
       for (const inode of this.#owners.keys()) if (!live.has(inode)) this.#owners.delete(inode);

@@ -137,6 +137,25 @@ describe('what is refused', () => {
     expect((await handshake(`/vscode/${alpha.port}/proxy/${betas.port}/`)).status).toBe(403);
   });
 
+  it('never sends a server\'s request over a connection kept open to another server\'s program', async () => {
+    const before = await startPortProgram({ server: alpha.manifest });
+    const port = before.port;
+    let after: PortProgram | undefined;
+    try {
+      // Alpha's program answers over a kept-alive connection, then stops listening but keeps it.
+      expect(await (await get(`/vscode/${alpha.port}/proxy/${port}/`)).json()).toMatchObject({ pid: before.pid });
+      expect(await (await get(`/vscode/${alpha.port}/proxy/${port}/stop-listening`)).json()).toMatchObject({ listening: false });
+      after = await startPortProgram({ server: beta.manifest, port });
+      const reached = await eventually(async () => {
+        const answer = await get(`/vscode/${beta.port}/proxy/${port}/`, BOB);
+        return answer.status === 200 && answer.json();
+      }, 5000);
+      expect(reached).toMatchObject({ pid: after.pid });
+    } finally {
+      await Promise.all([before.stop(), after?.stop()]);
+    }
+  });
+
   it('refuses a port a program of no server listens on', async () => {
     const refused = await get(`/vscode/${alpha.port}/absproxy/${nobodys.port}/`);
     expect(refused.status).toBe(403);
