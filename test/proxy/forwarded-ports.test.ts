@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { freePort, opened } from '../helpers/net.ts';
+import { parsePrometheusText, valueOf } from '../helpers/prometheus.ts';
 import { startPortProgram, type PortProgram } from '../helpers/port-program.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -108,6 +109,17 @@ describe('a port of the server\'s own program', () => {
     const viaAbs = await handshake(`/editor/${alpha.port}/absproxy/${alphas.port}/socket`);
     expect(await reply(viaAbs.ws!, 'again')).toBe(`echo /editor/${alpha.port}/absproxy/${alphas.port}/socket: again`);
     viaAbs.ws!.close();
+  });
+
+  it('counts as the server\'s use (its last activity, for idleness)', async () => {
+    const lastActivity = async () => {
+      const text = await (await fetch(`${service.url}/metrics`, { headers: ALICE })).text();
+      return valueOf(parsePrometheusText(text), 'devbox_server_last_activity_timestamp_seconds', { name: alpha.manifest }) ?? 0;
+    };
+    const asked = Date.now() / 1000;
+    expect(await lastActivity()).toBeLessThan(asked);
+    expect((await get(`/vscode/${alpha.port}/proxy/${alphas.port}/used`)).status).toBe(200);
+    expect(await lastActivity()).toBeGreaterThanOrEqual(asked);
   });
 
   it('reaches a program listening on ::1 alone (a dev server told localhost), HTTP and WebSocket', async () => {
