@@ -8,7 +8,11 @@
 import type { LookupFunction } from 'node:net';
 import { apiError } from '../core/error-catalogue.ts';
 import type { HttpError } from '../core/errors.ts';
+import type { PortListener } from '../runtime/listeners.ts';
+import { EDITOR_HOST } from '../runtime/port-probe.ts';
 import type { Route } from './route.ts';
+
+export type { PortListener };
 
 /**
  * Every path code-server's own router would take for its port proxy, in any case (express matches
@@ -17,9 +21,6 @@ import type { Route } from './route.ts';
  * --disable-proxy: this proxy is the only one.)
  */
 const FORWARDED = /^\/(proxy|absproxy)(?:\/([^/]*)(\/.*)?)?$/i;
-
-/** `this`: a program of the editor's server listens on the port; `other`: something else does; `none`: nothing. */
-export type PortListener = 'this' | 'other' | 'none';
 
 export interface ForwardedPortsOptions {
   /** Who listens on `port` for the server whose editor has the route number `editorPort`. */
@@ -88,7 +89,7 @@ export class ForwardedPorts {
       port: route.port,
       forwarded: port,
       // Every loopback socket on the port is the server's (listenerOf), so either may answer.
-      target: { host: editor.host === '127.0.0.1' ? LOOPBACKS : editor.host, port },
+      target: { host: editor.host === EDITOR_HOST ? LOOPBACKS : editor.host, port },
       path: whole ? `${route.prefix}${route.path}` : rest ?? '',
       search: route.search,
     };
