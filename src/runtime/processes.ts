@@ -15,6 +15,7 @@ import type { EditorWorkload } from './editor-workload.ts';
 import type { EditorEndpoint, EditorOutput, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
 import { machineMemory, type MachineMemory } from './machine-memory.ts';
 import { discoverEditors, verifyEditor } from './ownership.ts';
+import { ListenerTable } from './listeners.ts';
 import { Tail, type OutputFiles } from './output-tail.ts';
 import { LocalStorage } from './process-storage.ts';
 import { EDITOR_HOST, portIsFree } from './port-probe.ts';
@@ -52,6 +53,8 @@ export function editorArguments(spec: LaunchSpec): string[] {
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
+    // Its port proxy reaches any port of the machine: the service's proxy forwards a server's own ports instead.
+    '--disable-proxy',
     '--config', spec.configPath,
     '--user-data-dir', spec.userDataDir,
     '--extensions-dir', spec.extensionsDir,
@@ -117,6 +120,8 @@ export class ProcessWorkload implements EditorWorkload {
   /** How tracked editors ended (code and signal, or nulls when an adopted one vanished), newest last. */
   private readonly exits = new Map<string, ExitInfo>();
   private poll: Periodic | undefined;
+  /** Who listens on the loopback's ports, for the proxy's forwarded ports (every editor here shares the loopback). */
+  private readonly sockets = new ListenerTable();
 
   constructor(options: Omit<ProcessRuntimeOptions, 'installer'>) {
     this.layout = options.layout;
@@ -259,6 +264,16 @@ export class ProcessWorkload implements EditorWorkload {
     this.listeners.length = 0;
     this.tracked.clear();
     this.adopted.clear();
+  }
+
+  /** Whether the program listening on the port is one of server `name`'s (its DEVBOX_SERVER_NAME), another's, or none. */
+  listenerOf(name: string, port: number): Promise<'this' | 'other' | 'none'> {
+    return this.sockets.of(name, port);
+  }
+
+  /** The loopback ports server `name`'s programs listen on now, its editor's own among them. */
+  portsOf(name: string): Promise<number[]> {
+    return this.sockets.portsOf(name);
   }
 
   /** Where an editor of this runtime listening on `port` answers. */
