@@ -18,6 +18,7 @@ import { configHealthSection, configRouter } from './api/routes/config.ts';
 import { serviceHealthRouter } from './api/routes/service-health.ts';
 import { syncRouter } from './api/routes/sync.ts';
 import { templatesHealth } from './api/routes/templates.ts';
+import { portsRouter } from './api/routes/ports.ts';
 import { usageRouter } from './api/routes/usage.ts';
 import { WatchStreams } from './api/routes/watch.ts';
 import { ServerFeed } from './api/server-feed.ts';
@@ -45,11 +46,12 @@ import { UsageHistory } from './metrics/usage-history.ts';
 import type { PersistenceService } from './persistence/service-persistence.ts';
 import { RouterProcess } from './platform/router-process.ts';
 import { TokenKeeper } from './platform/token-keeper.ts';
-import { EditorProxy, routableEndpoint } from './proxy/index.ts';
+import { EditorProxy, ForwardedPorts, routableEndpoint } from './proxy/index.ts';
 import { activityObserver, fanOut } from './proxy/observers.ts';
 import { wakeOnOpen } from './proxy/wake-page.ts';
 import type { EditorBinary } from './runtime/editor-binary.ts';
 import { httpHealth } from './runtime/health.ts';
+import { listeningPorts } from './runtime/listeners.ts';
 import { isRunning, type EditorEndpoint } from './runtime/interface.ts';
 import { StatsSampler } from './runtime/stats.ts';
 import { TemplateCatalog } from './templates/catalog.ts';
@@ -258,6 +260,11 @@ export async function buildParts(
         return woke;
       },
     }),
+    // /vscode/{port}/proxy/{p}/: a port the server's own programs listen on (on one machine the editors share the loopback; a Pod's ports are all its own).
+    forwardedPorts: new ForwardedPorts({
+      listenerOf: async (editorPort, port) => workload.listenerOf?.(ports.owner(editorPort) ?? '', port) ?? 'this',
+      ...(workload.listenerOf ? { servicePort: () => address.port } : {}),
+    }),
     log,
   });
   // The API's cross-origin policy, from the config in use (api.allowedOrigins), for every answer the API makes.
@@ -334,6 +341,7 @@ export async function buildParts(
       openApiRouter(),
       ...(metrics ? [metrics.router()] : []),
       usageRouter({ index, access, usage }),
+      portsRouter({ index, access, servicePort: () => address.port, listeningPorts: listeningPorts(workload) }),
       configRouter(live, localMode),
       audit.router,
       syncRouter(gitops),

@@ -100,6 +100,10 @@ export const ERRORS = {
     message: ({ server, act }: { server: string; act: string }) =>
       `only the owner of server "${server}" or an admin may ${act}: ask its owner (GET /servers/{id}/access names them)`,
   },
+  PORT_NOT_FORWARDED: {
+    status: 403,
+    message: ({ port, why }: { port: number | string; why: string }) => `port ${port} is not forwarded through this editor's address: ${why}`,
+  },
 
   // --- 404 Not Found ---
   EDITOR_NOT_FOUND: {
@@ -227,6 +231,17 @@ export const ERRORS = {
     message: ({ port, cause }: { port: number; cause: string }) =>
       `the editor on port ${port} did not answer (${cause}); ` +
       'it may be starting or may have crashed: check GET /servers/{id}/health and its logs',
+  },
+  PORT_NOT_LISTENING: {
+    status: 502,
+    message: ({ port }: { port: number }) =>
+      `nothing listens on port ${port} in this editor: start the program in the editor's terminal ` +
+      '(listening on localhost, 127.0.0.1 or 0.0.0.0), then reload',
+  },
+  PORT_UNAVAILABLE: {
+    status: 502,
+    message: ({ port, cause }: { port: number; cause: string }) =>
+      `the program on port ${port} did not answer (${cause}): it may have stopped, look at the editor's terminal`,
   },
   EDITOR_STARTING: {
     status: 503,

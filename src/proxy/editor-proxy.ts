@@ -8,11 +8,12 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Pool } from 'undici';
 import { apiError } from '../core/error-catalogue.ts';
-import { writeError, writeRawError } from '../core/errors.ts';
+import { HttpError, writeError, writeRawError } from '../core/errors.ts';
 // Not an ESM import of node:http, which would load Node's own bundled undici (see core/http.ts).
 import * as http from '../core/http.ts';
 import type { EditorEndpoint } from '../runtime/interface.ts';
 import { requiredOnFirstUse } from '../core/first-use.ts';
+import { isForwardedPath, LOOPBACK_LOOKUP, LOOPBACKS, unavailable, type ForwardedPorts } from './forwarded-ports.ts';
 import { Forwarding } from './forwarding.ts';
 import { DROPPED_FOR_UNDICI, DROPPED_READ_UPGRADE_HEADERS, DROPPED_UPGRADE_HEADERS, editorRequestHeaders, HOP_BY_HOP_RESPONSE, rawHead } from './headers.ts';
 import { socketProtocol } from './editor-frames.ts';
@@ -60,6 +61,12 @@ export interface EditorProxyOptions {
    * page saying the editor is starting) and returns true, or returns false for the 404.
    */
   unroutable?: (port: number, req: IncomingMessage, res: ServerResponse) => boolean;
+  /**
+   * The ports the editors' programs listen on, reached under an editor's address
+   * (`/vscode/{port}/proxy/{p}/`, forwarded-ports.ts) once the editor's own route allows the
+   * request. Without it those paths go to the editor like any other.
+   */
+  forwardedPorts?: ForwardedPorts;
 }
 
 type Next = (err?: unknown) => void;
@@ -89,11 +96,13 @@ export class EditorProxy {
   readonly #timeoutMs: number;
   readonly #observer: ProxyObserver | undefined;
   readonly #unroutable: EditorProxyOptions['unroutable'];
+  readonly #ports: ForwardedPorts | undefined;
 
   constructor(options: EditorProxyOptions) {
     this.#route = options.route;
     this.#observer = options.observer;
     this.#unroutable = options.unroutable;
+    this.#ports = options.forwardedPorts;
     this.#log = options.log ?? ((message) => console.error(message));
     const maxSockets = options.maxSocketsPerEditor ?? 64;
     // Reusing connections is what keeps throughput near direct access; the bound keeps a burst
@@ -121,13 +130,25 @@ export class EditorProxy {
         writeError(res, apiError('EDITOR_NOT_FOUND', { port: route.port }));
         return;
       }
-      if (route.path === '') {
-        // The editor's pages use relative URLs, which only resolve under the prefix with the slash.
-        res.writeHead(308, { Location: `${route.prefix}/${route.search}` }).end();
+      if (this.#ports && isForwardedPath(route)) {
+        void this.#ports.resolve(route).then((forwarded) => {
+          if (res.destroyed) return; // the client left meanwhile
+          if (forwarded instanceof HttpError) writeError(res, forwarded);
+          else this.#send(req, res, forwarded);
+        });
         return;
       }
-      this.#forward(req, res, route);
+      this.#send(req, res, route);
     };
+  }
+
+  #send(req: IncomingMessage, res: ServerResponse, route: Route): void {
+    if (route.path === '') {
+      // The editor's pages use relative URLs, which only resolve under the prefix with the slash.
+      res.writeHead(308, { Location: `${route.prefix}/${route.search}` }).end();
+      return;
+    }
+    this.#forward(req, res, route);
   }
 
   /** Takes a WebSocket upgrade for a proxy path (false for any other path), with the same checks. */
@@ -141,24 +162,41 @@ export class EditorProxy {
       writeRawError(socket, apiError('EDITOR_NOT_FOUND', { port: route.port }));
       return true;
     }
+    if (this.#ports && isForwardedPath(route)) {
+      void this.#ports.resolve(route).then((forwarded) => {
+        if (socket.destroyed) return;
+        if (forwarded instanceof HttpError) writeRawError(socket, forwarded);
+        else this.#upgrade(req, socket, head, forwarded);
+      });
+      return true;
+    }
+    this.#upgrade(req, socket, head, route);
+    return true;
+  }
+
+  /** The upgrade sent on to the target, and its sockets relayed once it accepts. */
+  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
     const fail = (err: Error): void => {
       // The client left before the editor answered: nothing to tell, nothing to report.
       if (socket.destroyed) return;
       this.#report(err, req, route);
       // Before the 101 went out the client can still be told why; after it, only cut the relay.
       if (((socket as Socket).bytesWritten ?? 0) === 0) {
-        writeRawError(socket, apiError('EDITOR_UNAVAILABLE', { port: route.port, cause: unavailableCause(err) }));
+        writeRawError(socket, unavailable(route, unavailableCause(err)));
       } else {
         socket.destroy();
       }
     };
+    const target = route.target!;
     const proxyReq = http.request({
-      host: route.target.host,
-      port: route.target.port,
+      host: target.host,
+      port: target.port,
       method: req.method,
       path: editorPath(req, route),
       headers: editorRequestHeaders(req, route.prefix, this.#observer?.socketMessage ? DROPPED_READ_UPGRADE_HEADERS : DROPPED_UPGRADE_HEADERS),
-      agent: this.#agent,
+      // A forwarded port's upgrade gets a connection of its own, never one kept from another server's.
+      agent: route.forwarded === undefined ? this.#agent : false,
+      ...(target.host === LOOPBACKS ? { lookup: LOOPBACK_LOOKUP, autoSelectFamily: true } : {}),
     });
     proxyReq.on('error', fail);
     const abandon = (): void => void proxyReq.destroy();
@@ -183,7 +221,6 @@ export class EditorProxy {
       relay(socket as Socket, editorSocket, route.port, head, editorHead, this.#observer, socketProtocol(req.url));
     });
     proxyReq.end();
-    return true;
   }
 
   /** Connections to editors: in use, and idle in the pool. */
@@ -207,8 +244,11 @@ export class EditorProxy {
     this.#pools.clear();
   }
 
-  #pool(target: EditorEndpoint): Pool {
-    const key = `${target.host}:${target.port}`;
+  #pool(route: Route): Pool {
+    const target = route.target!;
+    // A forwarded port's connections are its server's alone: one kept open to a program that
+    // stopped listening must not serve another server that listens on the port next.
+    const key = `${route.forwarded === undefined ? '' : `${route.port}>`}${target.host}:${target.port}`;
     let pool = this.#pools.get(key);
     if (!pool) {
       const Pool = loadPool();
@@ -218,6 +258,7 @@ export class EditorProxy {
         connections: this.#maxSockets,
         headersTimeout: this.#timeoutMs,
         bodyTimeout: this.#timeoutMs,
+        ...(target.host === LOOPBACKS ? { connect: { lookup: LOOPBACK_LOOKUP, autoSelectFamily: true } } : {}),
       });
       this.#pools.set(key, pool);
     }
@@ -249,7 +290,7 @@ export class EditorProxy {
       }
     });
     res.on('drain', () => forwarding.controller?.resume());
-    this.#pool(route.target!).dispatch(
+    this.#pool(route).dispatch(
       { method: req.method ?? 'GET', path: editorPath(req, route), headers, body: hasBody ? req : null },
       forwarding,
     );
@@ -260,7 +301,7 @@ export class EditorProxy {
     if (res.writableEnded) return;
     // Too late for a status: cut the response so the browser sees a failure, not a short body.
     if (res.headersSent) res.destroy();
-    else writeError(res, apiError('EDITOR_UNAVAILABLE', { port: route.port, cause: unavailableCause(err) }));
+    else writeError(res, unavailable(route, unavailableCause(err)));
   }
 
   // configurable-http-proxy style: expected network failures in one line, anything else with its stack.

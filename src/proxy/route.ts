@@ -14,6 +14,8 @@ export interface Route {
   path: string;
   /** `?…` or ''. */
   search: string;
+  /** A port of the editor's programs, reached through the editor's address (forwarded-ports.ts): `target` is that port then. */
+  forwarded?: number;
 }
 
 const ROUTE = /^\/(vscode|editor)\/(\d{1,5})(\/.*)?$/;

@@ -71,6 +71,11 @@ export interface EditorWorkload {
    * port there is the server's.
    */
   listenerOf?(name: string, port: number): Promise<'this' | 'other' | 'none'>;
+  /**
+   * Optional, beside listenerOf: the ports server `name`'s programs listen on now (its editor's
+   * own among them), for the listing of its forwarded ports. Absent where it is not known.
+   */
+  portsOf?(name: string): Promise<number[]>;
   /** Stops watching (editors keep running). */
   dispose(): void;
 }

@@ -15,6 +15,7 @@ import type { EditorWorkload, RunOptions } from './editor-workload.ts';
 import type { CommandEnd, CommandLine, EditorEndpoint, EditorOutput, EditorRuntime, EditorState, RunningEditor, RuntimeRef, StartedEditor, StartSpec } from './interface.ts';
 import { machineMemory, type MachineMemory } from './machine-memory.ts';
 import { discoverEditors, verifyEditor } from './ownership.ts';
+import { ListenerTable } from './listeners.ts';
 import { Tail, type OutputFiles } from './output-tail.ts';
 import { ProcessCommands } from './process-run.ts';
 import { LocalStorage } from './process-storage.ts';
@@ -53,6 +54,8 @@ export function editorArguments(spec: LaunchSpec): string[] {
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
+    // Its port proxy reaches any port of the machine: the service's proxy forwards a server's own ports instead.
+    '--disable-proxy',
     '--config', spec.configPath,
     '--user-data-dir', spec.userDataDir,
     '--extensions-dir', spec.extensionsDir,
@@ -120,6 +123,8 @@ export class ProcessWorkload implements EditorWorkload {
   private poll: Periodic | undefined;
   /** Commands run beside the editors (process-run.ts), and what they left running. */
   private readonly commands: ProcessCommands;
+  /** Who listens on the loopback's ports, for the proxy's forwarded ports (every editor here shares the loopback). */
+  private readonly sockets = new ListenerTable();
 
   constructor(options: Omit<ProcessRuntimeOptions, 'installer'>) {
     this.layout = options.layout;
@@ -270,6 +275,16 @@ export class ProcessWorkload implements EditorWorkload {
     this.listeners.length = 0;
     this.tracked.clear();
     this.adopted.clear();
+  }
+
+  /** Whether the program listening on the port is one of server `name`'s (its DEVBOX_SERVER_NAME), another's, or none. */
+  listenerOf(name: string, port: number): Promise<'this' | 'other' | 'none'> {
+    return this.sockets.of(name, port);
+  }
+
+  /** The loopback ports server `name`'s programs listen on now, its editor's own among them. */
+  portsOf(name: string): Promise<number[]> {
+    return this.sockets.portsOf(name);
   }
 
   /** Where an editor of this runtime listening on `port` answers. */

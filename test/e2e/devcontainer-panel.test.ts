@@ -126,9 +126,8 @@ describe('the Dev container panel', () => {
       ?.some((e: { id: string; state: string }) => e.id === 'acme.one' && e.state === 'Installed'), 30_000, 100);
 
     for (const [label, viewport] of [['wide', { width: 1280, height: 800 }], ['narrow', { width: 420, height: 900 }]] as const) {
-      await withCleanPage(browser, service.url, `devcontainer-panel-${label}`, UI_WAIT, async ({ page, allowConsoleError }) => {
+      await withCleanPage(browser, service.url, `devcontainer-panel-${label}`, UI_WAIT, async ({ page }) => {
         // While GET /servers/{id}/ports is not there, the panel lists the plan's ports (without whether they are listened on).
-        allowConsoleError(/status of 404 .*\/ports\b/);
         await page.goto(`${service.url}/#/servers/${servers.orders}`);
         const panel = panelOf(page);
         await panel.waitFor();
@@ -206,8 +205,7 @@ describe('the Dev container panel', () => {
   });
 
   it("shows each lifecycle command's outcome: succeeded, failed with its exit code and last line, the rest skipped", async () => {
-    await withCleanPage(browser, service.url, 'devcontainer-panel-lifecycle', UI_WAIT, async ({ page, allowConsoleError }) => {
-      allowConsoleError(/status of 404 .*\/ports\b/);
+    await withCleanPage(browser, service.url, 'devcontainer-panel-lifecycle', UI_WAIT, async ({ page }) => {
       await page.goto(`${service.url}/#/servers/${servers.orders}`);
       const rows = panelOf(page).getByRole('table', { name: 'Lifecycle commands' }).getByRole('row');
       const cells = async (name: string) => (await rows.filter({ hasText: name }).getByRole('cell').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());

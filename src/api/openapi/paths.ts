@@ -4,6 +4,7 @@
 // attached by document.ts from schemas/api/; test/api/openapi.test.ts holds this list to the
 // routes the running service answers.
 import { AUDIT_PATHS } from './paths-audit.ts';
+import { PORTS_PATHS } from './paths-ports.ts';
 import { SHARING_PATHS } from './paths-sharing.ts';
 import { USAGE_PATHS } from './paths-usage.ts';
 import { ref } from './shapes.ts';
@@ -219,6 +220,7 @@ export const PATHS: Record<string, Json> = {
     }, { parameters: [param('ServerId')] }),
   },
   ...USAGE_PATHS,
+  ...PORTS_PATHS,
   '/servers/{id}/snapshots': {
     get: op('snapshots', 'listServerSnapshots', 'A server\'s snapshots at the persistence target', {
       200: json(ref('Snapshots'), 'Newest first.'), 404: NO_SERVER, 409: NO_PERSISTENCE, 503: STORE_FAILED,

@@ -5,6 +5,7 @@
 import { AUDIT_SCHEMAS } from './paths-audit.ts';
 import { DEVCONTAINER_SCHEMAS } from './shapes-devcontainer.ts';
 import { QUOTA_SCHEMAS } from './shapes-quota.ts';
+import { PORTS_SCHEMAS } from './paths-ports.ts';
 import { SHARING_SCHEMAS } from './paths-sharing.ts';
 import { USAGE_SCHEMAS } from './paths-usage.ts';
 
@@ -253,6 +254,7 @@ export const SCHEMAS: Record<string, Schema> = {
   })),
 
   ...USAGE_SCHEMAS,
+  ...PORTS_SCHEMAS,
 
   ServerManifest: envelope(object({
     file: { type: 'string', description: 'The manifest file\'s path.' },

@@ -45,6 +45,8 @@ export function editorArgs(port: number): string[] {
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
+    // As on one machine: the service's proxy forwards the Pod's ports (to the Pod's address), not code-server's.
+    '--disable-proxy',
     '--config', CONFIG_PATH,
     '--user-data-dir', USER_DATA_DIR,
     '--extensions-dir', EXTENSIONS_DIR,

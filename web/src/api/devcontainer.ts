@@ -24,22 +24,15 @@ export function whenRun(name: LifecycleName): 'once per workspace' | 'every star
 /** Whether the editor waits for `name` before it starts (it waits for waitFor and what comes before it). */
 export const waitedFor = (name: LifecycleName, waitFor: LifecycleName) => PLACE[name] <= PLACE[waitFor];
 
-/** One port of GET /servers/{id}/ports: declared in devcontainer.json, listened on now, or both. */
-export interface ForwardedPortView {
-  port: number;
-  label?: string;
+/** One port of GET /servers/{id}/ports; `listening` undefined when not known (the plan's ports, before the listing answered). */
+export type ForwardedPortView = Omit<api.ServerPorts[number], 'listening' | 'label' | 'protocol' | 'onAutoForward'> & {
+  label?: string | null;
   protocol?: 'http' | 'https';
   onAutoForward?: string;
-  declared: boolean;
-  /** undefined: not known (the listing could not be read). */
   listening?: boolean;
-  /** The proxy's path for it, under the editor's address. */
-  url: string;
-}
+};
 
-/** GET /servers/{id}/ports. */
+/** GET /servers/{id}/ports: a bare array. */
 export async function getPorts(id: string): Promise<ForwardedPortView[]> {
-  const answer = await request<{ data: ForwardedPortView[] | { ports: ForwardedPortView[] } } | ForwardedPortView[]>('GET', `servers/${encodeURIComponent(id)}/ports`);
-  const data = Array.isArray(answer) ? answer : answer.data;
-  return Array.isArray(data) ? data : data.ports;
+  return request<api.ServerPorts>('GET', `servers/${encodeURIComponent(id)}/ports`);
 }

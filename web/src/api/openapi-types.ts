@@ -455,6 +455,23 @@ export type FleetUsage = {
   };
 };
 
+/** A server's forwarded ports (GET /servers/{id}/ports). */
+export type ServerPorts = Array<{
+  port: number;
+  /** portsAttributes' label; null when none is given. */
+  label: string | null;
+  /** portsAttributes' protocol; `http` when none is given. */
+  protocol: "http" | "https";
+  /** portsAttributes' onAutoForward (notify, openBrowser, openPreview, silent, ignore); `notify`, the default, when none is given. */
+  onAutoForward: string;
+  /** In devcontainer.json's forwardPorts. */
+  declared: boolean;
+  /** A program of the server listens on it now (on a cluster, where only the declared ports are looked at: it accepts a connection at the Pod's address). */
+  listening: boolean;
+  /** Where it answers through the proxy: `/vscode/{port}/proxy/{forwarded_port}/`. */
+  url: string;
+}>;
+
 export type ServerManifest = {
   status: "success";
   data: {
