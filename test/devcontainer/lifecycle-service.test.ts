@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { postForm } from '../helpers/form.ts';
+import { startPortProgram } from '../helpers/port-program.ts';
 import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
 import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
@@ -328,6 +329,33 @@ describe('lifecycle commands in a workspace written by hand', () => {
     await adding;
   }, 60_000);
 
+  it("takes an editor tab for an attach, not a forwarded port's WebSocket", async () => {
+    const s = await service();
+    const created = await s.request('POST', '/servers', { name: 'Forwards' });
+    const { id, port, workspace_path: workspace } = created.body;
+    await fs.writeFile(join(workspace, '.devcontainer.json'), JSON.stringify({ postAttachCommand: 'echo attach >> attach.log' }));
+    expect((await s.request('POST', `/servers/${id}/start`)).status).toBe(200);
+    const program = await startPortProgram({ server: 'forwards' });
+    try {
+      const page = await openEditor(s, port, `proxy/${program.port}/`);
+      const tab = await openEditor(s, port);
+      await eventually(async () => (await linesOf(workspace, 'attach.log')).length === 1, 20_000);
+      // The editor's tab closed, the program's page still open: a tab opened now is an attach
+      // (were the page taken for a tab, it would be one beside it).
+      await closeTab(tab);
+      await eventually(async () => {
+        const again = await openEditor(s, port);
+        const attached = await eventually(async () => (await linesOf(workspace, 'attach.log')).length === 2, 3000).catch(() => false);
+        await closeTab(again);
+        return attached;
+      }, 20_000);
+      await closeTab(page);
+      expect(await linesOf(workspace, 'attach.log')).toHaveLength(2);
+    } finally {
+      await program.stop();
+    }
+  }, 60_000);
+
   it('does not run a failed chain again when the editor crashes and restartPolicy starts it again; a restart does', async () => {
     const s = await service();
     const created = await s.request('POST', '/servers', { name: 'Crashes', restart_policy: 'Always' });
@@ -362,9 +390,9 @@ async function closeTab(ws: WebSocket): Promise<void> {
   await closed;
 }
 
-/** A tab of the editor: its WebSocket through the service's proxy, open. */
-async function openEditor(s: TestService, port: number): Promise<WebSocket> {
-  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/vscode/${port}/`, { headers: { Origin: s.url } });
+/** A tab of the editor (or, with a path, another page under its address): its WebSocket through the service's proxy, open. */
+async function openEditor(s: TestService, port: number, path = ''): Promise<WebSocket> {
+  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/vscode/${port}/${path}`, { headers: { Origin: s.url } });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
