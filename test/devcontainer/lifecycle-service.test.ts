@@ -190,8 +190,7 @@ describe('lifecycle commands from a ZIP', () => {
       postStartCommand: 'echo start >> start.log',
     }));
     const restarted = await s.request('POST', `/servers/${created.body.id}/restart`);
-    if (restarted.status !== 200) console.log(JSON.stringify(restarted.body), s.lines.slice(-20).join('\n'));
-    expect(restarted.status).toBe(200);
+    expect(restarted.status, JSON.stringify(restarted.body)).toBe(200);
     const fixed = await eventually(async () => {
       const st = await statusOf(s, created.body.id);
       return conditionOf(st, 'LifecycleCommands')?.status === 'True' && st.devcontainer.lifecycle.postStartCommand?.state === 'Succeeded' && st;
