@@ -95,6 +95,9 @@ export async function ensureLifecycleBeforeStart(
     await cancelLifecycle(ctx, name, 'devcontainer.json no longer asks for them', status);
     return 'ready';
   }
+  // On a cluster the commands run in the editor's own container, which does not exist before its
+  // start: there they all run once it runs (waitFor cannot hold the editor).
+  if (ctx.deps.storage.storageDeferred?.(name)) return 'ready';
   const key = retryKey(record, plan);
   const work = workKey(record, plan, 'before');
   const op = await settle(ctx, record, uid, status, plan, work);

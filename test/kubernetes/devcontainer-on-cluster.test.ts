@@ -80,6 +80,7 @@ beforeAll(async () => {
     `  "image": "${TOOLCHAIN}",`,
     '  "hostRequirements": { "cpus": 0.25, "memory": "256mb", "storage": "20gb" },',
     '  "containerEnv": { "PROJECT_KIND": "toolchain-demo" },',
+    '  "postCreateCommand": "toolchain-hello > made-by-post-create.txt; echo \\"kind $PROJECT_KIND\\" >> made-by-post-create.txt",',
     '}',
   ].join('\n'));
   await repository('too-big', '{ "image": "devbox.local/toolchain:1", "hostRequirements": { "cpus": 64 } }');
@@ -142,6 +143,13 @@ describe.skipIf(!cluster || !editor)(title, { timeout: 400_000 }, () => {
     // The toolchain is there for what runs in the editor's container, with the repository's variables.
     expect(await execInEditor(cluster!, ns, 'toolchain', 'toolchain-hello')).toBe(MARKER);
     expect(await execInEditor(cluster!, ns, 'toolchain', 'echo "$PROJECT_KIND $HOME"; cat /data/workspace/README.md')).toBe('toolchain-demo /data/editor/home\n# toolchain');
+    // The lifecycle command ran in the editor's container, in the workspace, with the toolchain and the variables.
+    const ran = await eventually(async () => {
+      const r = await listed('toolchain');
+      return r?.devcontainer?.lifecycle?.postCreateCommand?.state === 'Succeeded' && r;
+    }, 60_000, 500);
+    expect(ran.conditions.find((c: { type: string }) => c.type === 'LifecycleCommands')).toMatchObject({ status: 'True' });
+    expect(await execInEditor(cluster!, ns, 'toolchain', 'cat /data/workspace/made-by-post-create.txt')).toBe(`${MARKER}\nkind toolchain-demo`);
   });
 
   it('leaves a server whose host requirements no node can meet Pending, with the scheduler\'s words', async () => {
