@@ -151,9 +151,9 @@ describe('the Dev container panel', () => {
 
         const lifecycle = panel.getByRole('table', { name: 'Lifecycle commands' });
         const commandRows = lifecycle.getByRole('row');
-        expect(await shown(commandRows.filter({ hasText: 'onCreateCommand' }))).toMatch(/once per workspace, before the editor echo created > created\.txt/);
-        expect(await shown(commandRows.filter({ hasText: 'postCreateCommand' }))).toMatch(/once per workspace sh -c echo cannot migrate/);
-        expect(await shown(commandRows.filter({ hasText: 'postStartCommand' }))).toMatch(/every start note: echo started >> started\.txt/);
+        expect(await shown(commandRows.filter({ has: page.getByRole('rowheader', { name: /^onCreateCommand\b/ }) }))).toMatch(/once per workspace, before the editor echo created > created\.txt/);
+        expect(await shown(commandRows.filter({ has: page.getByRole('rowheader', { name: /^postCreateCommand\b/ }) }))).toMatch(/once per workspace sh -c echo cannot migrate/);
+        expect(await shown(commandRows.filter({ has: page.getByRole('rowheader', { name: /^postStartCommand\b/ }) }))).toMatch(/every start note: echo started >> started\.txt/);
 
         const ports = panel.getByRole('table', { name: 'Forwarded ports' });
         const row = ports.getByRole('row').filter({ hasText: 'Orders API' });
@@ -208,7 +208,7 @@ describe('the Dev container panel', () => {
     await withCleanPage(browser, service.url, 'devcontainer-panel-lifecycle', UI_WAIT, async ({ page }) => {
       await page.goto(`${service.url}/#/servers/${servers.orders}`);
       const rows = panelOf(page).getByRole('table', { name: 'Lifecycle commands' }).getByRole('row');
-      const cells = async (name: string) => (await rows.filter({ hasText: name }).getByRole('cell').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+      const cells = async (name: string) => (await rows.filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${name}\\b`) }) }).getByRole('cell').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
       // The commands run as the controller gets to them: the page follows the record.
       await eventually(async () => (await cells('postCreateCommand'))[0]?.startsWith('Failed'), 60_000, 200);
       expect((await cells('onCreateCommand'))[0]).toMatch(/^Succeeded/);
