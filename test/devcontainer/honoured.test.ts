@@ -4,7 +4,6 @@
 // under the manifest's, their environment in the editor's process, what a container engine would
 // need listed as warnings, host requirements this machine cannot meet refused at the start, and
 // the manifest's spec.devcontainer (ignore, or another file) obeyed.
-import { execFileSync } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -15,7 +14,7 @@ import { resolveEditorBinary } from '../../src/runtime/editor-binary.ts';
 import { buildVsix } from '../extensions/vsix.ts';
 import { postForm } from '../helpers/form.ts';
 import { eventually, startTestService, type TestService } from '../helpers/service.ts';
-import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { commitRepository, serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
 
 const bin = resolveEditorBinary().path;
@@ -23,20 +22,8 @@ let service: TestService;
 let root: string;
 let daemon: GitDaemon;
 
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
-
 /** A git repository under root/repos holding these files, committed. */
-async function repository(name: string, files: Record<string, string>): Promise<void> {
-  const dir = join(root, 'repos', name);
-  for (const [path, text] of Object.entries(files)) {
-    await fs.mkdir(join(dir, path, '..'), { recursive: true });
-    await fs.writeFile(join(dir, path), text);
-  }
-  git(dir, 'init', '-q');
-  git(dir, 'add', '.');
-  git(dir, 'commit', '-q', '-m', 'devcontainer');
-}
+const repository = (name: string, files: Record<string, string>) => commitRepository(join(root, 'repos', name), files);
 
 const FULL = `{
   // The project's own description of its editor (JSON with comments, trailing commas).

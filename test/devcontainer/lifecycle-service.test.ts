@@ -1,7 +1,6 @@
 // devcontainer.json's lifecycle commands on the real service (process runtime, stub editor), from
 // repositories made here: a git repository served by `git daemon` and uploaded ZIPs. The commands
 // write into files of the workspace, so what ran, and how often, is read back from the disk.
-import { execFileSync } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +9,7 @@ import { WebSocket } from 'ws';
 import { postForm } from '../helpers/form.ts';
 import { startPortProgram } from '../helpers/port-program.ts';
 import { eventually, processExists, runningEditors, startTestService, type TestService } from '../helpers/service.ts';
-import { serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
+import { commitRepository, serveGitDaemon, type GitDaemon } from '../workspace/git-fixtures.ts';
 import { buildZip } from '../workspace/zip-fixtures.ts';
 
 let base: string;
@@ -29,19 +28,9 @@ afterEach(async () => {
   for (const service of services.splice(0)) await service.stop();
 });
 
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
-
-/** A git repository under the daemon's base holding these files, committed. */
+/** A git repository under the daemon's base holding these files, committed; its URL. */
 async function repoWith(name: string, files: Record<string, string>): Promise<string> {
-  const dir = join(base, name);
-  for (const [path, text] of Object.entries(files)) {
-    await fs.mkdir(join(dir, path, '..'), { recursive: true });
-    await fs.writeFile(join(dir, path), text);
-  }
-  git(dir, 'init', '-q');
-  git(dir, 'add', '.');
-  git(dir, 'commit', '-q', '-m', 'first');
+  await commitRepository(join(base, name), files);
   return daemon.url(name);
 }
 

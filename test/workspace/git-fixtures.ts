@@ -9,6 +9,17 @@ import { eventually } from '../helpers/wait.ts';
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
 
+/** A repository at `dir` holding these files (paths relative to it, folders made as needed), committed on main. */
+export async function commitRepository(dir: string, files: Record<string, string>): Promise<void> {
+  for (const [path, text] of Object.entries(files)) {
+    await fs.mkdir(join(dir, path, '..'), { recursive: true });
+    await fs.writeFile(join(dir, path), text);
+  }
+  git(dir, 'init', '-q');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'first');
+}
+
 /** A repository at base/name with README.md on main and notes.txt on the branch "feature". */
 export async function makeRepo(base: string, name: string): Promise<string> {
   const dir = join(base, name);
