@@ -25,6 +25,13 @@ describe('the EditorServer CRD', () => {
     expect(committed === generated, 'deploy/kubernetes/crd.yaml differs from the schema: run npm run generate:crd').toBe(true);
   });
 
+  it('writes every pattern in the syntax the API server compiles (Go\'s RE2: no lookaround, no backreferences)', () => {
+    const patterns = [...nodes(openAPIV3Schema)].filter(([, node]) => typeof node.pattern === 'string');
+    expect(patterns.length).toBeGreaterThan(5);
+    const unsupported = patterns.filter(([, node]) => /\(\?[=!<]|\\[1-9]|\\u[0-9a-fA-F]{4}/.test(node.pattern)).map(([path, node]) => `${path}: ${node.pattern}`);
+    expect(unsupported, 'apiextensions compiles patterns with Go\'s regexp (RE2): write them without (?=, (?!, (?<, \\1 or \\uXXXX').toEqual([]);
+  });
+
   it('says on its first line that it is generated, and by what', () => {
     expect(generated.split('\n')[0]).toMatch(/^# Generated from schemas\/editorserver\.schema\.json by `npm run generate:crd`/);
   });
