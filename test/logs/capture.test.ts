@@ -164,6 +164,8 @@ describe('the poll behind the folder watch, for an event the watch missed', () =
     await waitFor(() => hub.tail(SERVER.name, 10).length === 1);
     // Read and its offset saved: from now on nothing is left to read.
     await waitFor(() => fs.existsSync(`${stdout}.offset`) && JSON.parse(fs.readFileSync(`${stdout}.offset`, 'utf8')).offset === 9);
+    // And the empty stderr read once, with where it ended saved (on a busy machine that may come after stdout's).
+    await waitFor(() => !fs.existsSync(stderr) || fs.existsSync(`${stderr}.offset`));
     const opens = vi.spyOn(fs.promises, 'open');
     const stats = vi.spyOn(fs, 'statSync');
     // Three looks of the poll (one every 5 ticks of 50 ms), each a stat of both files.

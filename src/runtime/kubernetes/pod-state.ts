@@ -56,7 +56,11 @@ export function podProblem(pod: V1Pod, container = EDITOR_CONTAINER): EditorProb
   const conditions = pod.status?.conditions ?? [];
   const scheduled = conditions.find((c) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False') {
-    return { reason: scheduled.reason || 'Unschedulable', message: scheduled.message || 'the Pod cannot be placed on any node' };
+    const message = scheduled.message || 'the Pod cannot be placed on any node';
+    // Its claim not bound yet (the volume is still being made): the scheduler places the Pod once
+    // it is, so this is a wait, not a lack of room (a start does not give up on it at once).
+    if (/unbound immediate PersistentVolumeClaims/.test(message)) return { reason: 'WaitingForVolume', message };
+    return { reason: scheduled.reason || 'Unschedulable', message };
   }
   const waiting = editorStatus(pod, container)?.state?.waiting;
   if (waiting?.reason && STUCK.has(waiting.reason)) {

@@ -87,6 +87,12 @@ describe("a Pod's status, read", () => {
       .toEqual({ reason: 'Unschedulable', message: '0/1 nodes are available: 1 Insufficient memory.' });
   });
 
+  it('tells a claim still being bound from a lack of room: a start waits for the volume instead of giving up', () => {
+    const message = '0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims.';
+    expect(podProblem(pod({ phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }] })))
+      .toEqual({ reason: 'WaitingForVolume', message });
+  });
+
   it('says when the image cannot be had, and nothing while a container merely starts', () => {
     const waiting = (reason: string) => pod({ containerStatuses: [{ name: 'editor', ready: false, restartCount: 0, image: 'x', imageID: '', state: { waiting: { reason, message: 'm' } } }] });
     expect(podProblem(waiting('ImagePullBackOff'))).toEqual({ reason: 'ImagePullBackOff', message: 'm' });
