@@ -97,9 +97,10 @@ export class StorageHelpers {
         return podName;
       } else {
         // Its image cannot be had (or its container made): said at once, and the controller asks
-        // again. Not placed: after a while, as a claim being bound makes a moment's Unschedulable.
+        // again. Not placed (or its claim not bound yet, WaitingForVolume): after a while.
         const problem = podProblem(pod, HELPER_CONTAINER);
-        if (problem && (problem.reason !== 'Unschedulable' || Date.now() > placeBy)) {
+        const waits = problem?.reason === 'Unschedulable' || problem?.reason === 'WaitingForVolume';
+        if (problem && (!waits || Date.now() > placeBy)) {
           throw new StorageUnavailable({ reason: problem.reason, message: `the Pod ${podName} that mounts the server's volume cannot run: ${problem.message}` });
         }
       }
